@@ -1,0 +1,35 @@
+# The two commands of the README:
+#   make run   - set up the machine, start a 3-node cluster, run a test, leave a report
+#   make test  - set up the machine, run unit tests, then the jepsen integration tests
+SHELL := /bin/bash
+export TESTCONTAINERS_RYUK_DISABLED := true
+GO ?= go
+BIN := bin/lockcheck
+
+.PHONY: setup build run test unit jepsen clean
+
+setup:
+	scripts/setup.sh
+
+build:
+	$(GO) build -o $(BIN) ./cmd/lockcheck
+
+run: setup build
+	$(BIN) cluster up
+	$(BIN) cluster status
+
+unit:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+# One cluster serves every jepsen package (-p 1: they run one after another
+# and attach to it); it is removed whatever the tests say.
+jepsen: build
+	$(BIN) cluster up
+	$(GO) test -tags=jepsen -p 1 -timeout 75m ./... ; rc=$$?; $(BIN) cluster down; exit $$rc
+
+test: setup unit jepsen
+
+clean:
+	-$(BIN) cluster down
+	rm -rf bin store .cache

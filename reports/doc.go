@@ -1,0 +1,3 @@
+// Package reports renders a checked run as one self-contained HTML file and
+// keeps the store of past runs.
+package reports

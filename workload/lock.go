@@ -1,0 +1,50 @@
+// Package workload drives concurrent clients against a Lock and the
+// lock-protected resource, recording every operation in a history.
+package workload
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors that every Lock wraps, so that a client can tell a definite
+// failure from an unknown outcome with errors.Is.
+var (
+	// ErrNotAcquired: the lock was certainly not granted (definite failure).
+	ErrNotAcquired = errors.New("lock not acquired")
+	// ErrHeldByOther: the lock is held by another owner (definite failure).
+	ErrHeldByOther = errors.New("lock held by another owner")
+	// ErrNotHeld: a release or renew by an owner that does not hold the lock.
+	ErrNotHeld = errors.New("lock not held by this owner")
+	// ErrUnknown: the outcome is unknown (CAS timeout, client timeout): it
+	// may take effect later, or never. Never retry such an operation blindly.
+	ErrUnknown = errors.New("lock outcome unknown")
+)
+
+// Grant is a held lock as its holder sees it.
+type Grant struct {
+	Lock  string
+	Owner string
+	// Token is the fencing token; zero when the recipe has none.
+	Token int64
+	// Deadline is when the grant stops being valid on the client's clock
+	// (read with a monotonic reading); zero when the grant does not expire.
+	Deadline time.Time
+	// Lease is the validity counted from the acquire's invocation; zero when
+	// the grant does not expire. Recorded as lease_ms in the history.
+	Lease time.Duration
+}
+
+// Lock is what a client drives. Implementations wrap ErrNotAcquired,
+// ErrHeldByOther, ErrNotHeld or ErrUnknown in the errors they return.
+type Lock interface {
+	Acquire(ctx context.Context, name, owner string) (Grant, error)
+	Release(ctx context.Context, g Grant) error
+}
+
+// Clock is the client clock the recipes read (time UUIDs, client timestamps).
+// It is injectable so that the nemesis can skew a client's clock.
+type Clock interface {
+	Now() time.Time
+}
