@@ -1,0 +1,326 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ErrInvalid is wrapped by every *LineError: the input breaks the format or
+// its rules (as opposed to an I/O error reading it).
+var ErrInvalid = errors.New("invalid history")
+
+// LineError names the line (1-based) of a history that breaks a rule, and why.
+type LineError struct {
+	Line   int64
+	Reason string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("history line %d: %s", e.Line, e.Reason) }
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *LineError) Unwrap() error { return ErrInvalid }
+
+// Reader reads and validates a history line by line. It holds only the state
+// the rules need (one outstanding op per process), so a history of any length
+// streams through it.
+type Reader struct {
+	br        *bufio.Reader
+	line      int64
+	lastTime  int64
+	procs     map[int]*procState
+	pending   int
+	truncated bool
+	meta      *Meta
+	err       error
+	buf       []byte
+}
+
+type procState struct {
+	invoke  Op    // the outstanding invocation, if open
+	line    int64 // its line
+	open    bool
+	retired bool // completed with info: the process may not invoke again
+}
+
+// NewReader reads a history from r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 256<<10), procs: map[int]*procState{}}
+}
+
+// Next returns the next op, io.EOF after the last one, or an error (a
+// *LineError for a rule or format violation). Errors are sticky.
+//
+// A history may end with invocations that have no completion (the run was
+// killed); Next accepts that, and Pending reports them: checkers treat them
+// as info. A last line without its newline that is not valid JSON (the run
+// died while writing it) is dropped, and Truncated reports it.
+func (r *Reader) Next() (Op, error) {
+	if r.err != nil {
+		return Op{}, r.err
+	}
+	op, err := r.next()
+	if err != nil {
+		r.err = err
+	}
+	return op, err
+}
+
+func (r *Reader) next() (Op, error) {
+	for {
+		raw, terminated, err := r.readLine()
+		if err == io.EOF && raw == nil {
+			return Op{}, io.EOF
+		}
+		if err != nil && err != io.EOF {
+			return Op{}, fmt.Errorf("history: read: %w", err)
+		}
+		r.line++
+		if len(bytes.TrimSpace(raw)) == 0 {
+			if !terminated {
+				return Op{}, io.EOF
+			}
+			return Op{}, r.fail("empty line")
+		}
+		op, perr := parseOp(raw)
+		if perr != nil {
+			if !terminated {
+				// The writer died in the middle of this line.
+				r.truncated = true
+				r.line--
+				return Op{}, io.EOF
+			}
+			return Op{}, r.fail("%s", perr)
+		}
+		if err := r.validate(op); err != nil {
+			return Op{}, err
+		}
+		return op, nil
+	}
+}
+
+// readLine returns the next line without its newline, and whether it had
+// one. It copes with lines longer than the buffer (large read values).
+func (r *Reader) readLine() ([]byte, bool, error) {
+	b, err := r.br.ReadSlice('\n')
+	if err == nil {
+		return b[:len(b)-1], true, nil
+	}
+	if err != bufio.ErrBufferFull {
+		if len(b) == 0 {
+			return nil, false, err
+		}
+		return b, false, err
+	}
+	r.buf = append(r.buf[:0], b...)
+	for {
+		b, err = r.br.ReadSlice('\n')
+		r.buf = append(r.buf, b...)
+		switch err {
+		case nil:
+			return r.buf[:len(r.buf)-1], true, nil
+		case bufio.ErrBufferFull:
+			continue
+		default:
+			return r.buf, false, err
+		}
+	}
+}
+
+func (r *Reader) fail(format string, args ...any) error {
+	return &LineError{Line: r.line, Reason: fmt.Sprintf(format, args...)}
+}
+
+// wireOp has pointers for the required fields so that a missing field is
+// told from a zero one.
+type wireOp struct {
+	Index   *int64          `json:"index"`
+	Time    *int64          `json:"time"`
+	Process *int            `json:"process"`
+	Type    *Type           `json:"type"`
+	F       *string         `json:"f"`
+	Lock    string          `json:"lock"`
+	Value   json.RawMessage `json:"value"`
+	LeaseMS int64           `json:"lease_ms"`
+	Node    string          `json:"node"`
+	Error   string          `json:"error"`
+}
+
+func parseOp(line []byte) (Op, error) {
+	var w wireOp
+	if err := json.Unmarshal(line, &w); err != nil {
+		return Op{}, fmt.Errorf("not a JSON object of the history format: %v", err)
+	}
+	switch {
+	case w.Index == nil:
+		return Op{}, errors.New(`missing "index"`)
+	case w.Time == nil:
+		return Op{}, errors.New(`missing "time"`)
+	case w.Process == nil:
+		return Op{}, errors.New(`missing "process"`)
+	case w.Type == nil:
+		return Op{}, errors.New(`missing "type"`)
+	case w.F == nil || *w.F == "":
+		return Op{}, errors.New(`missing "f"`)
+	}
+	op := Op{
+		Index: *w.Index, Time: *w.Time, Process: *w.Process, Type: *w.Type, F: *w.F,
+		Lock: w.Lock, LeaseMS: w.LeaseMS, Node: w.Node, Error: w.Error,
+	}
+	if len(w.Value) > 0 && !bytes.Equal(w.Value, []byte("null")) {
+		op.Value = append(json.RawMessage(nil), w.Value...)
+	}
+	return op, nil
+}
+
+// lockFs are the operations that must name a lock.
+func isLockF(f string) bool {
+	switch f {
+	case FAcquire, FRenew, FRelease, FAdd, FRead:
+		return true
+	}
+	return false
+}
+
+func (r *Reader) validate(op Op) error {
+	if op.Index != r.line-1 {
+		return r.fail("index %d, want %d (indexes count 0, 1, 2 ... in file order)", op.Index, r.line-1)
+	}
+	if op.Time < 0 {
+		return r.fail("negative time %d", op.Time)
+	}
+	if op.Time < r.lastTime {
+		return r.fail("time %d is before the previous line's %d (time never decreases)", op.Time, r.lastTime)
+	}
+	r.lastTime = op.Time
+	switch op.Type {
+	case Invoke, OK, Fail, Info:
+	default:
+		return r.fail("unknown type %q (want invoke, ok, fail or info)", op.Type)
+	}
+	if op.LeaseMS < 0 {
+		return r.fail("negative lease_ms %d", op.LeaseMS)
+	}
+	if op.Process == NemesisProcess {
+		if op.F == FMeta {
+			if op.Type != Info {
+				return r.fail("the meta line must have type info, not %q", op.Type)
+			}
+			if r.meta != nil {
+				return r.fail("a second meta line")
+			}
+			var m Meta
+			if err := json.Unmarshal(op.Value, &m); err != nil {
+				return r.fail("meta value: %v", err)
+			}
+			switch m.Promise {
+			case "", PromiseMutex, PromiseFenced:
+			default:
+				return r.fail("meta: unknown promise %q (want mutex or fenced)", m.Promise)
+			}
+			r.meta = &m
+		}
+		// Other nemesis events are free-form: checkers only show them.
+		return nil
+	}
+	if op.Process < 0 {
+		return r.fail("process %d: client processes are >= 0, the nemesis is -1", op.Process)
+	}
+	if op.F == FMeta {
+		return r.fail("f meta belongs to the nemesis process -1")
+	}
+	if isLockF(op.F) && op.Lock == "" {
+		return r.fail("%s %s without a lock", op.F, op.Type)
+	}
+	ps := r.procs[op.Process]
+	if ps == nil {
+		ps = &procState{}
+		r.procs[op.Process] = ps
+	}
+	if op.Type == Invoke {
+		if ps.retired {
+			return r.fail("process %d invokes after an info completion (a client goes on under a new process number after info)", op.Process)
+		}
+		if ps.open {
+			return r.fail("process %d invokes %s while its %s from line %d is outstanding (one op per process)",
+				op.Process, op.F, ps.invoke.F, ps.line)
+		}
+		ps.invoke, ps.line, ps.open = op, r.line, true
+		r.pending++
+		return nil
+	}
+	if !ps.open {
+		return r.fail("%s %s of process %d without an outstanding invoke", op.F, op.Type, op.Process)
+	}
+	if op.F != ps.invoke.F {
+		return r.fail("%s %s completes process %d's %s invoked at line %d (f differs)",
+			op.F, op.Type, op.Process, ps.invoke.F, ps.line)
+	}
+	if op.Lock != "" && op.Lock != ps.invoke.Lock {
+		return r.fail("%s %s on lock %q completes an invoke on lock %q (line %d)",
+			op.F, op.Type, op.Lock, ps.invoke.Lock, ps.line)
+	}
+	ps.open = false
+	ps.invoke = Op{}
+	r.pending--
+	if op.Type == Info {
+		ps.retired = true
+	}
+	return nil
+}
+
+// Pending returns the invocations still without completion, in no particular
+// order. At the end of a killed run's history, these are treated as info.
+func (r *Reader) Pending() []Op {
+	out := make([]Op, 0, r.pending)
+	for _, ps := range r.procs {
+		if ps.open {
+			out = append(out, ps.invoke)
+		}
+	}
+	return out
+}
+
+// Truncated reports whether an unterminated, unparseable last line was dropped.
+func (r *Reader) Truncated() bool { return r.truncated }
+
+// Meta returns the value of the meta line, if one was read.
+func (r *Reader) Meta() (Meta, bool) {
+	if r.meta == nil {
+		return Meta{}, false
+	}
+	return *r.meta, true
+}
+
+// Lines is the number of lines read and accepted so far.
+func (r *Reader) Lines() int64 { return r.line }
+
+// ReadFile reads and validates a whole history file.
+func ReadFile(path string) ([]Op, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	return ReadAll(f)
+}
+
+// ReadAll reads and validates a whole history.
+func ReadAll(rd io.Reader) ([]Op, error) {
+	r := NewReader(rd)
+	var ops []Op
+	for {
+		op, err := r.Next()
+		if err == io.EOF {
+			return ops, nil
+		}
+		if err != nil {
+			return ops, err
+		}
+		ops = append(ops, op)
+	}
+}
