@@ -1,0 +1,520 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// SetResource is the lock-protected set that the clients' critical sections
+// read-modify-write (Resource in resource.go implements it on Cassandra).
+// Add is one critical section: read the set of lock, call beforeWrite (where
+// a client pause stalls the holder between its read and its write), then
+// write the set with elem added. A token > 0 makes the write refuse a token
+// older than the newest the resource has seen.
+type SetResource interface {
+	Read(ctx context.Context, lock string) ([]int64, error)
+	Add(ctx context.Context, lock string, elem, token int64, beforeWrite func(context.Context) error) error
+}
+
+// Recorder receives every operation; history.Writer implements it. Append
+// stamps Index and Time and returns the stamped op.
+type Recorder interface {
+	Append(op history.Op) (history.Op, error)
+}
+
+// NewLockFunc makes the Lock of one client. Each client has its own clock
+// (so that the nemesis can skew one client) and may have its own session.
+type NewLockFunc func(client int, clock Clock) (Lock, error)
+
+// Classifier maps an operation's error to its history type: history.Fail
+// when the operation certainly did not take effect, history.Info when the
+// outcome is unknown.
+type Classifier func(error) history.Type
+
+// DefaultClassifier is conservative: only the definite sentinel errors of
+// lock.go are failures; anything else (ErrUnknown, timeouts, driver errors it
+// cannot tell apart) is an unknown outcome.
+func DefaultClassifier(err error) history.Type {
+	switch {
+	case errors.Is(err, ErrUnknown):
+		return history.Info
+	case errors.Is(err, ErrNotAcquired), errors.Is(err, ErrHeldByOther), errors.Is(err, ErrNotHeld):
+		return history.Fail
+	}
+	return history.Info
+}
+
+// Option configures a Workload.
+type Option func(*config)
+
+type config struct {
+	clients        int
+	locks          []string
+	seed           int64
+	acquireTimeout time.Duration
+	opTimeout      time.Duration
+	holdMax        time.Duration
+	thinkMax       time.Duration
+	stagger        time.Duration
+	classify       Classifier
+	log            *slog.Logger
+}
+
+// WithClients sets the number of concurrent clients (default 5).
+func WithClients(n int) Option { return func(c *config) { c.clients = n } }
+
+// WithLocks sets the lock names the clients contend for (default "l0").
+func WithLocks(names ...string) Option { return func(c *config) { c.locks = names } }
+
+// WithSeed seeds every random choice of the clients (default 1).
+func WithSeed(s int64) Option { return func(c *config) { c.seed = s } }
+
+// WithAcquireTimeout bounds one Acquire (default 5s): an acquire that times
+// out is recorded with the lock's own classification of the error.
+func WithAcquireTimeout(d time.Duration) Option { return func(c *config) { c.acquireTimeout = d } }
+
+// WithOpTimeout bounds add, release and read (default 10s).
+func WithOpTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
+
+// WithHold sets the longest random hold after the critical section (default 50ms).
+func WithHold(max time.Duration) Option { return func(c *config) { c.holdMax = max } }
+
+// WithThink sets the longest random pause between a release and the next
+// acquire (default 20ms).
+func WithThink(max time.Duration) Option { return func(c *config) { c.thinkMax = max } }
+
+// WithStagger spreads the clients' starts over [0, d) (default 200ms).
+func WithStagger(d time.Duration) Option { return func(c *config) { c.stagger = d } }
+
+// WithClassifier sets how errors map to fail or info (default DefaultClassifier).
+func WithClassifier(f Classifier) Option { return func(c *config) { c.classify = f } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// Stats are running counts of completed client operations.
+type Stats struct {
+	OK, Fail, Info int64
+	Acquired       int64
+}
+
+// Workload runs concurrent clients that loop acquire -> add -> hold -> release
+// on a Lock, recording every operation.
+type Workload struct {
+	cfg     config
+	newLock NewLockFunc
+	res     SetResource
+	rec     Recorder
+
+	clocks []*SkewClock
+	elem   atomic.Int64 // last element added: elements are unique in a run
+	procs  atomic.Int64 // process numbers handed out beyond the clients' first
+	ok     atomic.Int64
+	fail   atomic.Int64
+	info   atomic.Int64
+	acq    atomic.Int64
+
+	mu      sync.Mutex
+	holding map[int]Grant // client -> grant held now
+	process []int         // client -> current process number
+	pause   *pauseReq     // armed client pause, claimed by the next critical section
+}
+
+type pauseReq struct {
+	extra   time.Duration
+	claimed chan pauseClaim
+	done    chan struct{}
+}
+
+type pauseClaim struct {
+	client, process int
+	lock            string
+	d               time.Duration
+}
+
+// New makes a workload. newLock is called once per client when Run starts.
+func New(newLock NewLockFunc, res SetResource, rec Recorder, opts ...Option) (*Workload, error) {
+	cfg := config{
+		clients:        5,
+		locks:          []string{"l0"},
+		seed:           1,
+		acquireTimeout: 5 * time.Second,
+		opTimeout:      10 * time.Second,
+		holdMax:        50 * time.Millisecond,
+		thinkMax:       20 * time.Millisecond,
+		stagger:        200 * time.Millisecond,
+		classify:       DefaultClassifier,
+		log:            slog.Default(),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case newLock == nil || res == nil || rec == nil:
+		return nil, errors.New("workload: lock, resource and recorder are required")
+	case cfg.clients < 1:
+		return nil, fmt.Errorf("workload: clients must be >= 1, got %d", cfg.clients)
+	case len(cfg.locks) == 0:
+		return nil, errors.New("workload: no lock names")
+	case cfg.acquireTimeout <= 0 || cfg.opTimeout <= 0:
+		return nil, errors.New("workload: timeouts must be positive")
+	}
+	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec, holding: map[int]Grant{}}
+	w.clocks = make([]*SkewClock, cfg.clients)
+	w.process = make([]int, cfg.clients)
+	for i := range w.clocks {
+		w.clocks[i] = &SkewClock{}
+		w.process[i] = i
+	}
+	w.procs.Store(int64(cfg.clients) - 1)
+	return w, nil
+}
+
+// Clients is the number of clients.
+func (w *Workload) Clients() int { return w.cfg.clients }
+
+// Locks are the lock names.
+func (w *Workload) Locks() []string { return w.cfg.locks }
+
+// Clock is client i's clock.
+func (w *Workload) Clock(i int) *SkewClock { return w.clocks[i] }
+
+// SetClientClock moves client i's clock by d from the machine's time.
+func (w *Workload) SetClientClock(i int, d time.Duration) error {
+	if i < 0 || i >= len(w.clocks) {
+		return fmt.Errorf("workload: no client %d", i)
+	}
+	w.clocks[i].SetOffset(d)
+	return nil
+}
+
+// Process is client i's current process number.
+func (w *Workload) Process(i int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.process[i]
+}
+
+// Holders are the clients that hold a grant now, in client order.
+func (w *Workload) Holders() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var hs []int
+	for i := range w.cfg.clients {
+		if _, ok := w.holding[i]; ok {
+			hs = append(hs, i)
+		}
+	}
+	return hs
+}
+
+// Stats returns the running counts.
+func (w *Workload) Stats() Stats {
+	return Stats{OK: w.ok.Load(), Fail: w.fail.Load(), Info: w.info.Load(), Acquired: w.acq.Load()}
+}
+
+// ClientPause describes a client pause that has begun.
+type ClientPause struct {
+	Client, Process int
+	Lock            string
+	Duration        time.Duration
+	// Done is closed when the client resumes.
+	Done <-chan struct{}
+}
+
+// PauseHolder arms a pause for the next client that enters a critical
+// section (necessarily a holder): it stalls between reading the protected set
+// and writing it, for its grant's lease plus extra (extra alone when the grant
+// does not expire). PauseHolder blocks until a client has begun the pause, or
+// ctx is done (the pause is then disarmed).
+func (w *Workload) PauseHolder(ctx context.Context, extra time.Duration) (ClientPause, error) {
+	req := &pauseReq{extra: extra, claimed: make(chan pauseClaim, 1), done: make(chan struct{})}
+	w.mu.Lock()
+	if w.pause != nil {
+		w.mu.Unlock()
+		return ClientPause{}, errors.New("workload: a client pause is already armed")
+	}
+	w.pause = req
+	w.mu.Unlock()
+	select {
+	case c := <-req.claimed:
+		return ClientPause{Client: c.client, Process: c.process, Lock: c.lock, Duration: c.d, Done: req.done}, nil
+	case <-ctx.Done():
+		w.mu.Lock()
+		if w.pause == req {
+			w.pause = nil
+			w.mu.Unlock()
+			return ClientPause{}, ctx.Err()
+		}
+		w.mu.Unlock()
+		// Claimed meanwhile: report it, since the pause happens anyway.
+		c := <-req.claimed
+		return ClientPause{Client: c.client, Process: c.process, Lock: c.lock, Duration: c.d, Done: req.done}, nil
+	}
+}
+
+// claimPause takes the armed pause, if any, for client i holding g.
+func (w *Workload) claimPause(i int, g Grant) (*pauseReq, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	req := w.pause
+	if req == nil {
+		return nil, 0
+	}
+	w.pause = nil
+	d := req.extra + g.Lease
+	req.claimed <- pauseClaim{client: i, process: w.process[i], lock: g.Lock, d: d}
+	return req, d
+}
+
+// Run runs the clients until ctx is done, then waits for each to finish its
+// operation in flight and release what it holds. Operations run under their
+// own timeouts, not ctx, so that no operation is cut off unrecorded.
+func (w *Workload) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, w.cfg.clients)
+	for i := range w.cfg.clients {
+		lock, err := w.newLock(i, w.clocks[i])
+		if err != nil {
+			return fmt.Errorf("workload: client %d: %w", i, err)
+		}
+		wg.Go(func() { errs[i] = w.client(ctx, i, lock) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (w *Workload) rng(i int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(w.cfg.seed), uint64(i)+1))
+}
+
+func randDur(r *rand.Rand, max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	return time.Duration(r.Int64N(int64(max)))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// client is one client's loop.
+func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
+	r := w.rng(i)
+	sleep(ctx, randDur(r, w.cfg.stagger))
+	for ctx.Err() == nil {
+		name := w.cfg.locks[r.IntN(len(w.cfg.locks))]
+		hold := randDur(r, w.cfg.holdMax)
+		think := randDur(r, w.cfg.thinkMax)
+		if err := w.cycle(ctx, i, lock, name, hold); err != nil {
+			return err
+		}
+		sleep(ctx, think)
+	}
+	return nil
+}
+
+// cycle is one acquire -> add -> hold -> release. It returns an error only
+// when the history cannot be written.
+func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hold time.Duration) error {
+	proc := w.Process(i)
+	owner := fmt.Sprintf("c%d-p%d", i, proc)
+	inv, err := w.invoke(proc, history.FAcquire, name, nil)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.acquireTimeout)
+	g, aerr := lock.Acquire(actx, name, owner)
+	cancel()
+	if aerr != nil {
+		_, err := w.complete(i, inv, aerr, nil)
+		return err
+	}
+	done := history.Op{Process: proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: g.Lease.Milliseconds()}
+	if g.Token > 0 {
+		done.Value = mustJSON(g.Token)
+	}
+	w.mu.Lock()
+	w.holding[i] = g
+	w.mu.Unlock()
+	w.acq.Add(1)
+	if err := w.record(done); err != nil {
+		return err
+	}
+
+	t, err := w.add(ctx, i, proc, g)
+	switch {
+	case err != nil:
+		return err
+	case t == history.Info:
+		// The client went on under a new process, but the grant belongs to
+		// the old one, whose add may still be in flight: a release by the
+		// new process would be a release by a non-holder, and an unrecorded
+		// one would hide the end of the old process's hold. The grant is
+		// abandoned, as by a crashed client: a lease frees itself at its
+		// expiry, other recipes stay held (that is their semantics).
+		w.mu.Lock()
+		delete(w.holding, i)
+		w.mu.Unlock()
+		return nil
+	case t == history.OK:
+		sleep(ctx, hold)
+	}
+	return w.release(ctx, i, lock, g)
+}
+
+// add runs the critical section and returns how it completed.
+func (w *Workload) add(ctx context.Context, i, proc int, g Grant) (history.Type, error) {
+	elem := w.elem.Add(1)
+	inv, err := w.invoke(proc, history.FAdd, g.Lock, mustJSON(elem))
+	if err != nil {
+		return "", err
+	}
+	// An armed pause is claimed before the critical section starts (this
+	// client holds g, so it is a holder) and taken in the hook, between the
+	// read of the set and its write: the window a stale holder must not
+	// write in. The section's timeout is extended by the pause.
+	req, pd := w.claimPause(i, g)
+	hook := func(context.Context) error {
+		if req != nil {
+			w.cfg.log.Info("client pause", "client", i, "process", proc, "lock", g.Lock, "for", pd)
+			time.Sleep(pd)
+		}
+		return nil
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout+pd)
+	aerr := w.res.Add(actx, g.Lock, elem, g.Token, hook)
+	cancel()
+	if req != nil {
+		close(req.done)
+	}
+	if aerr != nil {
+		return w.complete(i, inv, aerr, nil)
+	}
+	return history.OK, w.record(history.Op{Process: proc, Type: history.OK, F: history.FAdd, Lock: g.Lock, Value: mustJSON(elem)})
+}
+
+func (w *Workload) release(ctx context.Context, i int, lock Lock, g Grant) error {
+	proc := w.Process(i)
+	inv, err := w.invoke(proc, history.FRelease, g.Lock, nil)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout)
+	rerr := lock.Release(rctx, g)
+	cancel()
+	w.mu.Lock()
+	delete(w.holding, i)
+	w.mu.Unlock()
+	if rerr != nil {
+		_, err := w.complete(i, inv, rerr, nil)
+		return err
+	}
+	return w.record(history.Op{Process: proc, Type: history.OK, F: history.FRelease, Lock: g.Lock})
+}
+
+// invoke records an invocation.
+func (w *Workload) invoke(proc int, f, lock string, value json.RawMessage) (history.Op, error) {
+	return w.rec.Append(history.Op{Process: proc, Type: history.Invoke, F: f, Lock: lock, Value: value})
+}
+
+// complete records the failed or unknown completion of inv; an unknown
+// outcome moves client i (when i >= 0) to a new process number.
+func (w *Workload) complete(i int, inv history.Op, opErr error, value json.RawMessage) (history.Type, error) {
+	t := w.cfg.classify(opErr)
+	if t != history.Fail {
+		t = history.Info
+	}
+	op := history.Op{Process: inv.Process, Type: t, F: inv.F, Lock: inv.Lock, Value: value, Error: opErr.Error()}
+	if inv.F == history.FAdd {
+		op.Value = inv.Value // the element, so a checker can match it
+	}
+	if err := w.record(op); err != nil {
+		return "", err
+	}
+	if t == history.Info && i >= 0 {
+		w.mu.Lock()
+		w.process[i] = int(w.procs.Add(1))
+		w.mu.Unlock()
+	}
+	return t, nil
+}
+
+func (w *Workload) record(op history.Op) error {
+	switch op.Type {
+	case history.OK:
+		w.ok.Add(1)
+	case history.Fail:
+		w.fail.Add(1)
+	case history.Info:
+		w.info.Add(1)
+	}
+	if _, err := w.rec.Append(op); err != nil {
+		return fmt.Errorf("workload: record: %w", err)
+	}
+	return nil
+}
+
+// FinalReads reads every lock's protected set once, each under a fresh
+// process, after the clients stopped and the cluster healed. A read that
+// fails is retried a few times, since the final read is what the resource
+// checker compares acknowledged adds with.
+func (w *Workload) FinalReads(ctx context.Context) error {
+	var errs []error
+	for _, name := range w.cfg.locks {
+		var last error
+		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
+			proc := int(w.procs.Add(1))
+			_, err := w.invoke(proc, history.FRead, name, nil)
+			if err != nil {
+				return err
+			}
+			rctx, cancel := context.WithTimeout(ctx, w.cfg.opTimeout)
+			set, rerr := w.res.Read(rctx, name)
+			cancel()
+			if rerr == nil {
+				if set == nil {
+					set = []int64{}
+				}
+				last = w.record(history.Op{Process: proc, Type: history.OK, F: history.FRead, Lock: name, Value: mustJSON(set)})
+				break
+			}
+			last = fmt.Errorf("final read of %s: %w", name, rerr)
+			// A read changes nothing: it is a definite failure whatever the error.
+			if err := w.record(history.Op{Process: proc, Type: history.Fail, F: history.FRead, Lock: name, Error: rerr.Error()}); err != nil {
+				return err
+			}
+			sleep(ctx, time.Second)
+		}
+		if last != nil {
+			errs = append(errs, last)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only ints and int slices are marshalled here
+	}
+	return b
+}

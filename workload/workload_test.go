@@ -1,0 +1,433 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// memHistory records ops in memory, stamping index and time like history.Writer.
+type memHistory struct {
+	mu    sync.Mutex
+	ops   []history.Op
+	start time.Time
+}
+
+func (h *memHistory) Append(op history.Op) (history.Op, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	op.Index = int64(len(h.ops))
+	op.Time = int64(time.Since(h.start))
+	h.ops = append(h.ops, op)
+	return op, nil
+}
+
+func (h *memHistory) all() []history.Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ops)
+}
+
+// fakeLocks is an in-memory lock service: one owner per name, with an
+// optional lease after which the lock frees itself, and a fencing token that
+// grows with every grant.
+type fakeLocks struct {
+	mu      sync.Mutex
+	owner   map[string]string
+	expires map[string]time.Time
+	token   int64
+	lease   time.Duration
+	fenced  bool
+	// unknownEvery makes every n-th acquire return ErrUnknown after taking
+	// effect (0: never), like a CAS timeout whose write was applied.
+	unknownEvery int
+	acquires     int
+}
+
+func newFakeLocks(lease time.Duration, fenced bool) *fakeLocks {
+	return &fakeLocks{owner: map[string]string{}, expires: map[string]time.Time{}, lease: lease, fenced: fenced}
+}
+
+type fakeLock struct {
+	s     *fakeLocks
+	clock Clock
+}
+
+func (l fakeLock) Acquire(ctx context.Context, name, owner string) (Grant, error) {
+	start := time.Now()
+	for {
+		l.s.mu.Lock()
+		if exp, ok := l.s.expires[name]; ok && l.s.lease > 0 && time.Now().After(exp) {
+			delete(l.s.owner, name)
+		}
+		if _, held := l.s.owner[name]; !held {
+			l.s.owner[name] = owner
+			l.s.expires[name] = time.Now().Add(l.s.lease)
+			l.s.token++
+			l.s.acquires++
+			g := Grant{Lock: name, Owner: owner, Lease: l.s.lease}
+			if l.s.fenced {
+				g.Token = l.s.token
+			}
+			if l.s.lease > 0 {
+				g.Deadline = start.Add(l.s.lease)
+			}
+			unknown := l.s.unknownEvery > 0 && l.s.acquires%l.s.unknownEvery == 0
+			l.s.mu.Unlock()
+			if unknown {
+				return Grant{}, fmt.Errorf("cas timeout: %w", ErrUnknown)
+			}
+			return g, nil
+		}
+		l.s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return Grant{}, fmt.Errorf("acquire %s: %w", name, ErrNotAcquired)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (l fakeLock) Release(ctx context.Context, g Grant) error {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if l.s.owner[g.Lock] != g.Owner {
+		return fmt.Errorf("release %s: %w", g.Lock, ErrNotHeld)
+	}
+	delete(l.s.owner, g.Lock)
+	return nil
+}
+
+var errStale = errors.New("stale token")
+
+// fakeSet is the protected resource: a set per lock, read-modify-written
+// without any protection of its own, so a stale holder's write loses
+// elements unless a token fences it.
+type fakeSet struct {
+	mu    sync.Mutex
+	sets  map[string][]int64
+	fence map[string]int64
+}
+
+func newFakeSet() *fakeSet { return &fakeSet{sets: map[string][]int64{}, fence: map[string]int64{}} }
+
+func (s *fakeSet) Read(ctx context.Context, lock string) ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sets[lock]), nil
+}
+
+func (s *fakeSet) Add(ctx context.Context, lock string, elem, token int64, beforeWrite func(context.Context) error) error {
+	set, _ := s.Read(ctx, lock)
+	if err := beforeWrite(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token > 0 {
+		if token < s.fence[lock] {
+			return fmt.Errorf("add %d: %w: %w", elem, errStale, ErrNotAcquired)
+		}
+		s.fence[lock] = token
+	}
+	s.sets[lock] = append(set, elem)
+	return ctx.Err()
+}
+
+func newFake(t *testing.T, locks *fakeLocks, res SetResource, h *memHistory, opts ...Option) *Workload {
+	t.Helper()
+	w, err := New(func(int, Clock) (Lock, error) { return fakeLock{s: locks}, nil }, res, h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func run(t *testing.T, w *Workload, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.FinalReads(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkWellFormed asserts history.md's rules: each invoke is completed once
+// by the same process and f, a process has at most one operation in flight
+// and does nothing after an info.
+func checkWellFormed(t *testing.T, ops []history.Op) {
+	t.Helper()
+	open := map[int]history.Op{}
+	crashed := map[int]bool{}
+	for _, op := range ops {
+		if crashed[op.Process] {
+			t.Fatalf("op %d: process %d acts after an info", op.Index, op.Process)
+		}
+		if op.Type == history.Invoke {
+			if prev, ok := open[op.Process]; ok {
+				t.Fatalf("op %d: process %d invokes while op %d is in flight", op.Index, op.Process, prev.Index)
+			}
+			open[op.Process] = op
+			continue
+		}
+		inv, ok := open[op.Process]
+		if !ok || inv.F != op.F {
+			t.Fatalf("op %d: completion %s %s without its invoke", op.Index, op.Type, op.F)
+		}
+		delete(open, op.Process)
+		if op.Type == history.Info {
+			crashed[op.Process] = true
+		}
+	}
+	if len(open) > 0 {
+		t.Fatalf("%d operations never completed", len(open))
+	}
+}
+
+// lostAdds are the acknowledged adds missing from the final reads.
+func lostAdds(t *testing.T, ops []history.Op) []int64 {
+	t.Helper()
+	acked := map[string][]int64{}
+	final := map[string][]int64{}
+	for _, op := range ops {
+		switch {
+		case op.F == history.FAdd && op.Type == history.OK:
+			var e int64
+			if err := json.Unmarshal(op.Value, &e); err != nil {
+				t.Fatal(err)
+			}
+			acked[op.Lock] = append(acked[op.Lock], e)
+		case op.F == history.FRead && op.Type == history.OK:
+			var set []int64
+			if err := json.Unmarshal(op.Value, &set); err != nil {
+				t.Fatal(err)
+			}
+			final[op.Lock] = set
+		}
+	}
+	var lost []int64
+	for lock, es := range acked {
+		for _, e := range es {
+			if !slices.Contains(final[lock], e) {
+				lost = append(lost, e)
+			}
+		}
+	}
+	return lost
+}
+
+func count(ops []history.Op, f string, typ history.Type) int {
+	n := 0
+	for _, op := range ops {
+		if op.F == f && op.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func TestWorkloadRecordsWellFormedHistory(t *testing.T) {
+	tests := []struct {
+		name         string
+		lease        time.Duration
+		fenced       bool
+		unknownEvery int
+		wantInfo     bool
+	}{
+		{name: "mutex", lease: 0},
+		{name: "lease fenced", lease: time.Second, fenced: true},
+		{name: "unknown acquires", lease: 300 * time.Millisecond, unknownEvery: 7, wantInfo: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &memHistory{start: time.Now()}
+			locks := newFakeLocks(tt.lease, tt.fenced)
+			locks.unknownEvery = tt.unknownEvery
+			w := newFake(t, locks, newFakeSet(), h, WithClients(4), WithLocks("a", "b"), WithSeed(7),
+				WithHold(5*time.Millisecond), WithThink(2*time.Millisecond), WithAcquireTimeout(time.Second))
+			run(t, w, 600*time.Millisecond)
+			ops := h.all()
+			checkWellFormed(t, ops)
+			if n := count(ops, history.FAdd, history.OK); n < 10 {
+				t.Errorf("only %d ok adds", n)
+			}
+			if lost := lostAdds(t, ops); len(lost) > 0 {
+				t.Errorf("a correct lock lost acknowledged adds %v", lost)
+			}
+			if got := count(ops, history.FRead, history.OK); got != 2 {
+				t.Errorf("%d ok final reads, want one per lock", got)
+			}
+			elems := map[string]bool{}
+			for _, op := range ops {
+				if op.F == history.FAdd && op.Type == history.Invoke {
+					if elems[string(op.Value)] {
+						t.Fatalf("element %s added twice", op.Value)
+					}
+					elems[string(op.Value)] = true
+				}
+				if op.F == history.FAcquire && op.Type == history.OK {
+					if op.LeaseMS != tt.lease.Milliseconds() {
+						t.Errorf("lease_ms %d, want %d", op.LeaseMS, tt.lease.Milliseconds())
+					}
+					if tt.fenced != (op.Value != nil) {
+						t.Errorf("fenced=%v but acquire value %s", tt.fenced, op.Value)
+					}
+				}
+			}
+			infos := count(ops, history.FAcquire, history.Info)
+			if tt.wantInfo != (infos > 0) {
+				t.Errorf("%d info acquires, want some: %v", infos, tt.wantInfo)
+			}
+			if tt.wantInfo {
+				maxProc := 0
+				for _, op := range ops {
+					maxProc = max(maxProc, op.Process)
+				}
+				if maxProc < w.Clients()+infos-1 {
+					t.Errorf("max process %d after %d infos: clients did not move on", maxProc, infos)
+				}
+			}
+			st := w.Stats()
+			if st.OK == 0 || st.Acquired == 0 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// A client paused between its read and its write, longer than its lease,
+// loses another holder's add when the resource is unfenced, and is refused
+// when the token fences it. This is the scenario the client-pause nemesis
+// aims at; the fake lock is itself correct.
+func TestPauseHolder(t *testing.T) {
+	for _, fenced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fenced=%v", fenced), func(t *testing.T) {
+			h := &memHistory{start: time.Now()}
+			w := newFake(t, newFakeLocks(100*time.Millisecond, fenced), newFakeSet(), h,
+				WithClients(3), WithLocks("x"), WithHold(time.Millisecond), WithThink(time.Millisecond))
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			var p ClientPause
+			var perr error
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				pctx, pcancel := context.WithTimeout(ctx, time.Second)
+				defer pcancel()
+				p, perr = w.PauseHolder(pctx, 300*time.Millisecond)
+			})
+			if err := w.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			select {
+			case <-p.Done:
+			default:
+				t.Fatal("pause not over after the run")
+			}
+			if p.Duration != 400*time.Millisecond || p.Lock != "x" {
+				t.Errorf("pause %+v, want 400ms (lease + extra) on x", p)
+			}
+			if err := w.FinalReads(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ops := h.all()
+			checkWellFormed(t, ops)
+			lost := lostAdds(t, ops)
+			stale := count(ops, history.FAdd, history.Fail)
+			if fenced && (len(lost) > 0 || stale == 0) {
+				t.Errorf("fenced: lost %v, %d refused adds; want none lost, the stale one refused", lost, stale)
+			}
+			if !fenced && len(lost) == 0 {
+				t.Errorf("unfenced: the stale holder's write lost nothing")
+			}
+		})
+	}
+}
+
+func TestSameSeedSameChoices(t *testing.T) {
+	choices := func(seed int64) []string {
+		h := &memHistory{start: time.Now()}
+		w := newFake(t, newFakeLocks(0, false), newFakeSet(), h, WithClients(1), WithLocks("a", "b", "c"),
+			WithSeed(seed), WithHold(0), WithThink(0), WithStagger(0))
+		run(t, w, 50*time.Millisecond)
+		var names []string
+		for _, op := range h.all() {
+			if op.F == history.FAcquire && op.Type == history.Invoke && len(names) < 20 {
+				names = append(names, op.Lock)
+			}
+		}
+		if len(names) < 20 {
+			t.Fatalf("only %d acquires", len(names))
+		}
+		return names
+	}
+	a, b, c := choices(3), choices(3), choices(4)
+	if !slices.Equal(a, b) {
+		t.Errorf("same seed, different choices:\n%v\n%v", a, b)
+	}
+	if slices.Equal(a, c) {
+		t.Errorf("different seeds, same choices %v", a)
+	}
+}
+
+func TestClientClockReachesLock(t *testing.T) {
+	var clocks []Clock
+	var mu sync.Mutex
+	w, err := New(func(i int, c Clock) (Lock, error) {
+		mu.Lock()
+		clocks = append(clocks, c)
+		mu.Unlock()
+		return fakeLock{s: newFakeLocks(0, false)}, nil
+	}, newFakeSet(), &memHistory{start: time.Now()}, WithClients(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetClientClock(1, -10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clocks {
+		skew := c.Now().Sub(time.Now())
+		behind := skew < -9*time.Second
+		if behind != (c == Clock(w.Clock(1))) {
+			t.Errorf("clock %d reads %v from the machine's", i, skew)
+		}
+	}
+	if err := w.SetClientClock(5, time.Second); err == nil {
+		t.Error("no error for a client that does not exist")
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	l := func(int, Clock) (Lock, error) { return nil, nil }
+	tests := []struct {
+		name string
+		opts []Option
+	}{
+		{"no clients", []Option{WithClients(0)}},
+		{"no locks", []Option{WithLocks()}},
+		{"zero timeout", []Option{WithAcquireTimeout(0)}},
+	}
+	for _, tt := range tests {
+		if _, err := New(l, newFakeSet(), &memHistory{}, tt.opts...); err == nil {
+			t.Errorf("%s: no error", tt.name)
+		}
+	}
+}
