@@ -1,0 +1,438 @@
+package nemesis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// fakeNode keeps the state the real node would have.
+type fakeNode struct {
+	mu      sync.Mutex
+	name    string
+	rules   []string // iptables INPUT DROP sources
+	paused  bool
+	stopped bool
+	killed  bool
+	offset  time.Duration
+	calls   []string
+}
+
+var errDead = errors.New("container not running")
+
+func (f *fakeNode) Exec(ctx context.Context, cmd ...string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, strings.Join(cmd, " "))
+	if f.killed {
+		return "", errDead
+	}
+	if f.paused {
+		return "", errors.New("container is paused")
+	}
+	switch {
+	case len(cmd) >= 3 && cmd[0] == "iptables" && cmd[1] == "-A":
+		f.rules = append(f.rules, cmd[4])
+	case len(cmd) >= 3 && cmd[0] == "iptables" && cmd[1] == "-F":
+		f.rules = nil
+	default:
+		return "", fmt.Errorf("unexpected command %q", cmd)
+	}
+	return "", nil
+}
+
+func (f *fakeNode) set(call string, ok bool, apply func()) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+	if !ok {
+		return fmt.Errorf("%s on %s: bad state", call, f.name)
+	}
+	apply()
+	return nil
+}
+
+func (f *fakeNode) Pause(ctx context.Context) error {
+	return f.set("pause", !f.paused && !f.killed, func() { f.paused = true })
+}
+func (f *fakeNode) Unpause(ctx context.Context) error {
+	return f.set("unpause", f.paused, func() { f.paused = false })
+}
+func (f *fakeNode) SignalJVM(ctx context.Context, sig string) error {
+	return f.set("signal "+sig, !f.killed, func() { f.stopped = sig == "STOP" })
+}
+func (f *fakeNode) Kill(ctx context.Context) error {
+	return f.set("kill", !f.killed, func() { f.killed = true })
+}
+func (f *fakeNode) Restart(ctx context.Context) error {
+	// A restarted container starts with fresh iptables rules.
+	return f.set("restart", true, func() { f.killed, f.rules, f.paused, f.stopped = false, nil, false, false })
+}
+func (f *fakeNode) SetClockOffset(ctx context.Context, d time.Duration) error {
+	return f.set("clock "+d.String(), !f.killed, func() { f.offset = d })
+}
+
+func (f *fakeNode) healthy() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.paused || f.stopped || f.killed || f.offset != 0 || len(f.rules) > 0 {
+		return fmt.Errorf("%s not healed: paused=%v stopped=%v killed=%v offset=%v rules=%v",
+			f.name, f.paused, f.stopped, f.killed, f.offset, f.rules)
+	}
+	return nil
+}
+
+type memRec struct {
+	mu  sync.Mutex
+	ops []history.Op
+}
+
+func (r *memRec) Append(op history.Op) (history.Op, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.Index = int64(len(r.ops))
+	r.ops = append(r.ops, op)
+	return op, nil
+}
+
+func (r *memRec) all() []history.Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ops)
+}
+
+func fakeCluster(n int) ([]Target, []*fakeNode) {
+	var ts []Target
+	var fs []*fakeNode
+	for i := range n {
+		f := &fakeNode{name: fmt.Sprintf("n%d", i+1)}
+		fs = append(fs, f)
+		ts = append(ts, Target{Name: f.name, IP: fmt.Sprintf("10.0.0.%d", i+2), Node: f})
+	}
+	return ts, fs
+}
+
+// fakeClients stands for the workload: client 0 holds a lock, and a pause
+// is taken at once by it.
+type fakeClients struct {
+	mu     sync.Mutex
+	n      int
+	clocks map[int]time.Duration
+	pauses int
+}
+
+func (c *fakeClients) Clients() int   { return c.n }
+func (c *fakeClients) Holders() []int { return []int{0} }
+func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (workload.ClientPause, error) {
+	c.mu.Lock()
+	c.pauses++
+	c.mu.Unlock()
+	done := make(chan struct{})
+	d := 10*time.Millisecond + extra
+	time.AfterFunc(d, func() { close(done) })
+	return workload.ClientPause{Client: 0, Process: 0, Lock: "l0", Duration: d, Done: done}, nil
+}
+func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= c.n {
+		return fmt.Errorf("no client %d", i)
+	}
+	c.clocks[i] = d
+	return nil
+}
+
+func TestParseKinds(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"none", nil, false},
+		{"", nil, false},
+		{"all", Kinds, false},
+		{"partition, kill,partition", []string{Partition, Kill}, false},
+		{"client-pause", []string{ClientPause}, false},
+		{"partition,gc", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseKinds(tt.in)
+		if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseKinds(%q) = %v, %v; want %v, err %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// hears reports whether node a receives from b under g.
+func hears(g Grudge, a, b string) bool { return !slices.Contains(g[a], b) }
+
+func TestPartitionGrudges(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("n%d", i+1)
+		}
+		seen := map[string]bool{}
+		r := rand.New(rand.NewPCG(1, 2))
+		for range 200 {
+			kind, g := partitionGrudge(r, names, true)
+			seen[kind] = true
+			cut := 0
+			for _, a := range names {
+				cut += len(g[a])
+				if slices.Contains(g[a], a) {
+					t.Fatalf("%s: %s drops itself", kind, a)
+				}
+			}
+			if cut == 0 {
+				t.Fatalf("%s on %d nodes cuts nothing", kind, n)
+			}
+			switch kind {
+			case "isolate":
+				alone := 0
+				for _, a := range names {
+					if len(g[a]) == n-1 {
+						alone++
+					}
+				}
+				if alone != 1 {
+					t.Errorf("isolate %v: %d nodes alone", g, alone)
+				}
+			case "halves":
+				for _, a := range names {
+					if l := len(g[a]); l != n/2 && l != n-n/2 {
+						t.Errorf("halves %v: %s cut from %d", g, a, l)
+					}
+				}
+			case "ring":
+				for _, a := range names {
+					heard := 0
+					for _, b := range names {
+						if hears(g, a, b) {
+							heard++
+						}
+					}
+					if heard != n/2+1 {
+						t.Errorf("ring %v: %s hears %d nodes, want a bare majority %d", g, a, heard, n/2+1)
+					}
+				}
+			case "bridge":
+				bridges := 0
+				for _, a := range names {
+					if len(g[a]) == 0 {
+						bridges++
+					}
+				}
+				if bridges != 1 {
+					t.Errorf("bridge %v: %d nodes cut from nobody, want 1", g, bridges)
+				}
+			case "clients":
+				for _, a := range names {
+					if len(g[a]) > 0 && !slices.Equal(g[a], []string{GatewayName}) {
+						t.Errorf("clients %v: %s cut from nodes", g, a)
+					}
+				}
+			}
+		}
+		for _, k := range []string{"isolate", "halves", "ring", "bridge", "clients"} {
+			if !seen[k] {
+				t.Errorf("%d nodes: partition %s never drawn", n, k)
+			}
+		}
+	}
+}
+
+// schedule runs a nemesis over fake nodes and returns its lines.
+func schedule(t *testing.T, seed int64, kinds []string, d time.Duration) ([]history.Op, []*fakeNode, *fakeClients) {
+	t.Helper()
+	ts, fs := fakeCluster(3)
+	rec := &memRec{}
+	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
+	n, err := New(ts, rec, WithKinds(kinds...), WithSeed(seed), WithInterval(10*time.Millisecond),
+		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a := n.Active(); len(a) > 0 {
+		t.Errorf("active after heal: %v", a)
+	}
+	return rec.all(), fs, cl
+}
+
+func TestScheduleStartsStopsAndHeals(t *testing.T) {
+	ops, fs, cl := schedule(t, 1, Kinds, 1500*time.Millisecond)
+	open := map[string]bool{}
+	starts := map[string]int{}
+	for _, op := range ops {
+		if op.Process != history.NemesisProcess || op.Type != history.Info {
+			t.Fatalf("nemesis line %+v", op)
+		}
+		kind, isStart := strings.CutPrefix(op.F, "start-")
+		if isStart {
+			if open[kind] {
+				t.Fatalf("%s started twice without a stop", kind)
+			}
+			open[kind] = true
+			starts[kind]++
+			continue
+		}
+		if kind, ok := strings.CutPrefix(op.F, "stop-"); ok {
+			if !open[kind] {
+				t.Fatalf("%s stopped but not started", kind)
+			}
+			open[kind] = false
+		}
+	}
+	for k, o := range open {
+		if o {
+			t.Errorf("%s never stopped", k)
+		}
+	}
+	for _, k := range Kinds {
+		if starts[k] == 0 {
+			t.Errorf("fault %s never started in %d lines", k, len(ops))
+		}
+	}
+	if last := ops[len(ops)-1]; last.F != "heal" {
+		t.Errorf("last line %q, want heal", last.F)
+	}
+	for _, f := range fs {
+		if err := f.healthy(); err != nil {
+			t.Error(err)
+		}
+	}
+	for c, d := range cl.clocks {
+		if d != 0 {
+			t.Errorf("client %d clock still %v", c, d)
+		}
+	}
+}
+
+// Heal undoes faults whose stop never ran (the run was interrupted).
+func TestHealAfterInterruptedFaults(t *testing.T) {
+	ts, fs := fakeCluster(3)
+	rec := &memRec{}
+	n, err := New(ts, rec, WithKinds(Partition, Pause, Kill, Clock), WithGateway("10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, start := range []func(context.Context) (func(context.Context) error, error){
+		func(ctx context.Context) (func(context.Context) error, error) { return n.startClock(ctx, time.Second) },
+		n.startPartition, n.startPause, n.startKill,
+	} {
+		if _, err := start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	broken := 0
+	for _, f := range fs {
+		if f.healthy() != nil {
+			broken++
+		}
+	}
+	if broken == 0 {
+		t.Fatal("faults did nothing to the nodes")
+	}
+	if err := n.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if err := f.healthy(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestSameSeedSameSchedule(t *testing.T) {
+	kinds := []string{Partition, Pause, Kill, Clock}
+	starts := func(seed int64) []string {
+		ops, _, _ := schedule(t, seed, kinds, 400*time.Millisecond)
+		var out []string
+		for _, op := range ops {
+			if strings.HasPrefix(op.F, "start-") {
+				out = append(out, fmt.Sprintf("%s %s %s", op.F, op.Node, op.Value))
+			}
+		}
+		return out
+	}
+	a, b, c := starts(9), starts(9), starts(10)
+	n := min(len(a), len(b), 5)
+	if n < 3 {
+		t.Fatalf("only %d faults", n)
+	}
+	if !slices.Equal(a[:n], b[:n]) {
+		t.Errorf("same seed, different schedules:\n%v\n%v", a[:n], b[:n])
+	}
+	if slices.Equal(a[:n], c[:min(n, len(c))]) {
+		t.Errorf("different seeds, same schedule %v", a[:n])
+	}
+}
+
+func TestClientFaults(t *testing.T) {
+	ops, _, cl := schedule(t, 3, []string{ClientPause, ClientClock}, 800*time.Millisecond)
+	if cl.pauses == 0 {
+		t.Error("no client pause armed")
+	}
+	skews := 0
+	for _, op := range ops {
+		if op.F != "start-"+ClientClock {
+			continue
+		}
+		skews++
+		var v struct {
+			Client int
+			Offset string
+		}
+		if err := json.Unmarshal(op.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Client == 0 {
+			t.Errorf("skewed the holder (client 0), not a contender")
+		}
+		d, err := time.ParseDuration(v.Offset)
+		if err != nil || d > -time.Second || d < -30*time.Second {
+			t.Errorf("client offset %q outside -30s..-1s", v.Offset)
+		}
+	}
+	if skews == 0 {
+		t.Error("no client clock skew")
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	ts, _ := fakeCluster(3)
+	tests := []struct {
+		name    string
+		targets []Target
+		opts    []Option
+	}{
+		{"client fault without clients", ts, []Option{WithKinds(ClientPause)}},
+		{"node fault without nodes", nil, []Option{WithKinds(Kill)}},
+		{"unknown kind", ts, []Option{WithKinds("gc")}},
+		{"zero interval", ts, []Option{WithInterval(0)}},
+	}
+	for _, tt := range tests {
+		if _, err := New(tt.targets, &memRec{}, tt.opts...); err == nil {
+			t.Errorf("%s: no error", tt.name)
+		}
+	}
+}
