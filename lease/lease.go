@@ -1,0 +1,408 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// HeldError says who holds the lock; it wraps workload.ErrHeldByOther.
+type HeldError struct {
+	Lock, Holder string
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lock %q held by %q", e.Lock, e.Holder)
+}
+
+func (e *HeldError) Unwrap() error { return workload.ErrHeldByOther }
+
+// Lease is the lock of "Consensus on Cassandra" (seed 000):
+//
+//	CREATE TABLE leases (name text PRIMARY KEY, owner text, value text) WITH default_time_to_live = 180
+//	acquire  INSERT INTO leases (name, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?
+//	renew    UPDATE leases USING TTL ? SET owner = ? WHERE name = ? IF owner = ?
+//	release  DELETE FROM leases WHERE name = ? IF owner = ?
+//	read     SELECT owner, value, writetime(owner), ttl(owner) FROM leases WHERE name = ?  (SERIAL)
+//
+// As published it is unsafe: a holder that stalls past its TTL still believes
+// it holds the lock while another client takes it.
+//
+// Fenced (NewFenced, "lease-fenced") is the smallest fix: a fence column
+// without TTL in the same row, bumped in the same Paxos round as the grant (a
+// conditional batch on one partition), so every grant carries a token larger
+// than all earlier ones, and a resource that refuses older tokens
+// (workload.Resource) refuses the stale holder's writes:
+//
+//	CREATE TABLE leases_fenced (name text PRIMARY KEY, owner text, value text, fence bigint)
+//	init     INSERT INTO leases_fenced (name, fence) VALUES (?, 0) IF NOT EXISTS   (first use of a name)
+//	acquire  BEGIN BATCH
+//	           UPDATE leases_fenced USING TTL ? SET owner = ? WHERE name = ? IF owner = null AND fence = ?
+//	           UPDATE leases_fenced SET fence = ? WHERE name = ?
+//	         APPLY BATCH
+//	renew    UPDATE leases_fenced USING TTL ? SET owner = ? WHERE name = ? IF owner = ? AND fence = ?
+//	release  DELETE owner FROM leases_fenced WHERE name = ? IF owner = ? AND fence = ?
+//
+// A Lease is safe for concurrent use; make one per client.
+type Lease struct {
+	s      *gocql.Session
+	cfg    config
+	fenced bool
+	table  string // keyspace-qualified, quoted
+
+	mu     sync.Mutex
+	fences map[string]int64 // last fence seen per lock name (fenced only)
+}
+
+// New returns the lease lock as published ("lease").
+func New(s *gocql.Session, opts ...Option) *Lease {
+	return newLease(s, false, newConfig("leases", opts))
+}
+
+// NewFenced returns the fenced lease lock ("lease-fenced").
+func NewFenced(s *gocql.Session, opts ...Option) *Lease {
+	return newLease(s, true, newConfig("leases_fenced", opts))
+}
+
+func newLease(s *gocql.Session, fenced bool, c config) *Lease {
+	return &Lease{s: s, cfg: c, fenced: fenced, fences: map[string]int64{},
+		table: mustIdent(c.keyspace) + "." + mustIdent(c.table)}
+}
+
+// Recipe is one named variant of this package, for `lockcheck run --lock NAME`.
+type Recipe struct {
+	Name    string
+	Promise history.Promise
+	New     func(s *gocql.Session, opts ...Option) workload.Lock
+}
+
+// Recipes are the variants of this package.
+var Recipes = []Recipe{
+	{"lease", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return New(s, o...) }},
+	{"lease-fenced", history.PromiseFenced, func(s *gocql.Session, o ...Option) workload.Lock { return NewFenced(s, o...) }},
+	{"racy", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return NewRacy(s, o...) }},
+}
+
+// CreateSchema creates the tables of every variant of this package
+// (leases, leases_fenced, leases_racy, leadership_election) if they do not
+// exist. ttl is the published tables' default_time_to_live; statements set
+// their own TTL anyway.
+func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error {
+	ks, err := ident(keyspace)
+	if err != nil {
+		return err
+	}
+	stmts := []string{
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.leases (name text PRIMARY KEY, owner text, value text) WITH default_time_to_live = 180`,
+		// No default TTL: the fence must outlive every lease.
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.leases_fenced (name text PRIMARY KEY, owner text, value text, fence bigint)`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.leases_racy (name text PRIMARY KEY, owner text, value text) WITH default_time_to_live = 180`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.leadership_election ("group" text PRIMARY KEY, leader_id text)`,
+	}
+	for _, q := range stmts {
+		if err := s.Query(q).ExecContext(ctx); err != nil {
+			return fmt.Errorf("lease schema: %w", err)
+		}
+	}
+	return s.AwaitSchemaAgreement(ctx)
+}
+
+// Fenced tells whether grants carry fencing tokens.
+func (l *Lease) Fenced() bool { return l.fenced }
+
+// TTL is the lease's time to live as the server applies it.
+func (l *Lease) TTL() time.Duration { return time.Duration(ttlSeconds(l.cfg.ttl)) * time.Second }
+
+// Acquire polls with bounded backoff until the lease is granted or ctx ends.
+// A lease already held by the same owner (an earlier attempt whose outcome
+// was unknown took effect) is renewed and granted.
+func (l *Lease) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
+	start := time.Now()
+	p := newPoller(l.cfg)
+	for {
+		g, _, err := l.TryAcquire(ctx, name, owner, l.cfg.ttl)
+		switch {
+		case err == nil:
+			g.Lease = g.Deadline.Sub(start) // counted from the acquire's invocation
+			return g, nil
+		case errors.Is(err, workload.ErrUnknown):
+			l.cleanup(ctx, name, owner)
+			return workload.Grant{}, fmt.Errorf("acquire %q: %w", name, err)
+		case !errors.Is(err, workload.ErrHeldByOther) && ctx.Err() == nil:
+			// A definite failure (unavailable, SERIAL read timeout): poll again.
+			l.cfg.log.Debug("lease acquire attempt failed", "lock", name, "owner", owner, "err", err)
+		}
+		if werr := p.wait(ctx); werr != nil {
+			return workload.Grant{}, fmt.Errorf("acquire %q: %w (last attempt: %v)", name, workload.ErrNotAcquired, err)
+		}
+	}
+}
+
+// cleanup deletes a lease whose acquire had an unknown outcome, so that it
+// does not block others for a whole TTL. It cannot make the outcome known: a
+// delayed Paxos round of the acquire may still apply after it.
+func (l *Lease) cleanup(ctx context.Context, name, owner string) {
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	if err := l.ReleaseOwner(cctx, name, owner); err != nil && !errors.Is(err, workload.ErrNotHeld) &&
+		!errors.Is(err, workload.ErrHeldByOther) {
+		l.cfg.log.Debug("lease cleanup after unknown acquire", "lock", name, "owner", owner, "err", err)
+	}
+}
+
+// TryAcquire makes one attempt (no polling) with the given TTL. renewed is
+// true when owner already held the lease and it was renewed. A lease held by
+// another owner returns a *HeldError (wrapping ErrHeldByOther).
+func (l *Lease) TryAcquire(ctx context.Context, name, owner string, ttl time.Duration) (g workload.Grant, renewed bool, err error) {
+	if owner == "" {
+		return g, false, fmt.Errorf("acquire %q: empty owner: %w", name, workload.ErrNotAcquired)
+	}
+	start := time.Now()
+	var cur map[string]any
+	if l.fenced {
+		g, cur, err = l.tryFenced(ctx, name, owner, ttl)
+	} else {
+		g, cur, err = l.tryPlain(ctx, name, owner, ttl)
+	}
+	if err != nil || g.Owner != "" {
+		if err == nil {
+			v := validity(ttl, l.cfg.margin)
+			g.Deadline, g.Lease = start.Add(v), v
+		}
+		return g, false, err
+	}
+	holder, _ := cur["owner"].(string)
+	if holder != owner {
+		return g, false, &HeldError{Lock: name, Holder: holder}
+	}
+	// Ours already: renew it so that the deadline counts from now.
+	fence, _ := cur["fence"].(int64)
+	g, err = l.renew(ctx, workload.Grant{Lock: name, Owner: owner, Token: fence}, ttl, nil)
+	if errors.Is(err, workload.ErrNotHeld) {
+		// It expired or moved between the two rounds: a definite miss.
+		return workload.Grant{}, false, fmt.Errorf("acquire %q: %w", name, workload.ErrNotAcquired)
+	}
+	return g, err == nil, err
+}
+
+// tryPlain returns a grant with Owner set when applied, else the current row.
+func (l *Lease) tryPlain(ctx context.Context, name, owner string, ttl time.Duration) (workload.Grant, map[string]any, error) {
+	cur := map[string]any{}
+	applied, err := workload.LWT(l.s.Query(`INSERT INTO `+l.table+` (name, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?`,
+		name, owner, ttlSeconds(ttl)).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	if err != nil {
+		return workload.Grant{}, nil, fmt.Errorf("acquire %q: %w", name, workload.Classify(err))
+	}
+	if applied {
+		return workload.Grant{Lock: name, Owner: owner}, nil, nil
+	}
+	return workload.Grant{}, cur, nil
+}
+
+func (l *Lease) tryFenced(ctx context.Context, name, owner string, ttl time.Duration) (workload.Grant, map[string]any, error) {
+	l.mu.Lock()
+	fence, known := l.fences[name]
+	l.mu.Unlock()
+	cur := map[string]any{}
+	if !known {
+		applied, err := workload.LWT(l.s.Query(`INSERT INTO `+l.table+` (name, fence) VALUES (?, 0) IF NOT EXISTS`, name).
+			Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+		if err != nil {
+			// Creating the row grants nothing, so even an unknown outcome
+			// of it leaves the lock certainly not acquired.
+			return workload.Grant{}, nil, fmt.Errorf("acquire %q: init fence: %w: %w", name, workload.ErrNotAcquired, err)
+		}
+		if !applied {
+			if o, _ := cur["owner"].(string); o != "" {
+				return workload.Grant{}, cur, nil
+			}
+			fence, _ = cur["fence"].(int64)
+		}
+	}
+	// A few rounds at most: a mismatch on the fence alone teaches us the
+	// current fence, so the next round usually applies.
+	for range 3 {
+		clear(cur)
+		b := l.s.Batch(gocql.LoggedBatch).
+			Query(`UPDATE `+l.table+` USING TTL ? SET owner = ? WHERE name = ? IF owner = null AND fence = ?`,
+				ttlSeconds(ttl), owner, name, fence).
+			Query(`UPDATE `+l.table+` SET fence = ? WHERE name = ?`, fence+1, name)
+		applied, iter, err := workload.LWTBatch(b).Consistency(l.cfg.consistency).MapExecCASContext(ctx, cur)
+		if iter != nil {
+			iter.Close()
+		}
+		if err != nil {
+			return workload.Grant{}, nil, fmt.Errorf("acquire %q: %w", name, workload.Classify(err))
+		}
+		if applied {
+			l.learn(name, fence+1)
+			return workload.Grant{Lock: name, Owner: owner, Token: fence + 1}, nil, nil
+		}
+		f, _ := cur["fence"].(int64)
+		l.learn(name, f)
+		if o, _ := cur["owner"].(string); o != "" {
+			return workload.Grant{}, cur, nil
+		}
+		fence = f
+	}
+	return workload.Grant{}, nil, fmt.Errorf("acquire %q: fence kept moving: %w", name, workload.ErrNotAcquired)
+}
+
+// learn records the fence a Paxos round reported: authoritative, so it
+// replaces whatever was cached (even a larger value, after a truncation).
+func (l *Lease) learn(name string, fence int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fences[name] = fence
+}
+
+// Renew extends a held lease by the configured TTL; the returned grant has
+// the new deadline and Lease counted from the renew's invocation. A lease no
+// longer held returns ErrNotHeld.
+func (l *Lease) Renew(ctx context.Context, g workload.Grant) (workload.Grant, error) {
+	return l.renew(ctx, g, l.cfg.ttl, nil)
+}
+
+// SetValue stores value (e.g. a leader's address) with the lease, renewing it.
+func (l *Lease) SetValue(ctx context.Context, g workload.Grant, value string) (workload.Grant, error) {
+	return l.renew(ctx, g, l.cfg.ttl, &value)
+}
+
+func (l *Lease) renew(ctx context.Context, g workload.Grant, ttl time.Duration, value *string) (workload.Grant, error) {
+	start := time.Now()
+	set, args := `SET owner = ?`, []any{ttlSeconds(ttl), g.Owner}
+	if value != nil {
+		set, args = `SET owner = ?, value = ?`, append(args, *value)
+	}
+	cond := ` WHERE name = ? IF owner = ?`
+	args = append(args, g.Lock, g.Owner)
+	if l.fenced {
+		cond += ` AND fence = ?`
+		args = append(args, g.Token)
+	}
+	cur := map[string]any{}
+	applied, err := workload.LWT(l.s.Query(`UPDATE `+l.table+` USING TTL ? `+set+cond, args...).
+		Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	if err != nil {
+		return g, fmt.Errorf("renew %q: %w", g.Lock, workload.Classify(err))
+	}
+	if !applied {
+		return g, fmt.Errorf("renew %q by %q: holder %v: %w", g.Lock, g.Owner, cur["owner"], workload.ErrNotHeld)
+	}
+	v := validity(ttl, l.cfg.margin)
+	g.Deadline, g.Lease = start.Add(v), v
+	return g, nil
+}
+
+// Release gives the lease up; a lease not held by g (expired, taken by
+// another, or fenced with another token) returns ErrNotHeld.
+func (l *Lease) Release(ctx context.Context, g workload.Grant) error {
+	q := `DELETE FROM ` + l.table + ` WHERE name = ? IF owner = ?`
+	args := []any{g.Lock, g.Owner}
+	if l.fenced {
+		// Keep the fence: only the owner goes.
+		q = `DELETE owner FROM ` + l.table + ` WHERE name = ? IF owner = ? AND fence = ?`
+		args = append(args, g.Token)
+	}
+	cur := map[string]any{}
+	applied, err := workload.LWT(l.s.Query(q, args...).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	if err != nil {
+		return fmt.Errorf("release %q: %w", g.Lock, workload.Classify(err))
+	}
+	if !applied {
+		return fmt.Errorf("release %q by %q: holder %v: %w", g.Lock, g.Owner, cur["owner"], workload.ErrNotHeld)
+	}
+	return nil
+}
+
+// ReleaseOwner releases whatever grant owner holds on name (the REST
+// service's DELETE, which has no token). It returns ErrNotHeld when nobody
+// holds the lease and a *HeldError when another owner does.
+func (l *Lease) ReleaseOwner(ctx context.Context, name, owner string) error {
+	q := `DELETE FROM ` + l.table + ` WHERE name = ? IF owner = ?`
+	if l.fenced {
+		q = `DELETE owner FROM ` + l.table + ` WHERE name = ? IF owner = ?`
+	}
+	cur := map[string]any{}
+	applied, err := workload.LWT(l.s.Query(q, name, owner).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	if err != nil {
+		return fmt.Errorf("release %q: %w", name, workload.Classify(err))
+	}
+	if applied {
+		return nil
+	}
+	if h, _ := cur["owner"].(string); h != "" {
+		return &HeldError{Lock: name, Holder: h}
+	}
+	return fmt.Errorf("release %q: %w", name, workload.ErrNotHeld)
+}
+
+// Holder is a lease as a SERIAL read sees it.
+type Holder struct {
+	Lock, Owner, Value string // Owner "" = free
+	// WriteTime is writetime(owner): the Paxos ballot of the last grant or
+	// renewal, on the coordinator's clock.
+	WriteTime time.Time
+	// TTL is ttl(owner): the seconds left as the replica counts them.
+	TTL   time.Duration
+	Fence int64 // fenced only
+}
+
+// NextPoll is when the lease expires by the published rule (writetime + TTL),
+// the time a waiting client should poll again; zero when free.
+func (h Holder) NextPoll(ttl time.Duration) time.Time {
+	if h.Owner == "" {
+		return time.Time{}
+	}
+	return h.WriteTime.Add(time.Duration(ttlSeconds(ttl)) * time.Second)
+}
+
+// Holder reads the lease at SERIAL.
+func (l *Lease) Holder(ctx context.Context, name string) (Holder, error) {
+	cols := `owner, value, writetime(owner), ttl(owner)`
+	if l.fenced {
+		cols += `, fence`
+	}
+	var (
+		owner, value *string
+		wt           *int64
+		ttl          *int
+		fence        *int64
+	)
+	dest := []any{&owner, &value, &wt, &ttl}
+	if l.fenced {
+		dest = append(dest, &fence)
+	}
+	err := l.s.Query(`SELECT `+cols+` FROM `+l.table+` WHERE name = ?`, name).
+		Consistency(gocql.Serial).ScanContext(ctx, dest...)
+	h := Holder{Lock: name}
+	if errors.Is(err, gocql.ErrNotFound) {
+		return h, nil
+	}
+	if err != nil {
+		return h, fmt.Errorf("read %q: %w", name, workload.ClassifyRead(err))
+	}
+	if owner != nil {
+		h.Owner = *owner
+	}
+	if value != nil {
+		h.Value = *value
+	}
+	if wt != nil {
+		h.WriteTime = time.UnixMicro(*wt)
+	}
+	if ttl != nil {
+		h.TTL = time.Duration(*ttl) * time.Second
+	}
+	if fence != nil {
+		h.Fence = *fence
+	}
+	return h, nil
+}

@@ -1,0 +1,73 @@
+package lease
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+func TestTTLSecondsRoundsUp(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want int
+	}{{0, 1}, {time.Millisecond, 1}, {time.Second, 1}, {1500 * time.Millisecond, 2}, {3 * time.Minute, 180}}
+	for _, tt := range tests {
+		if got := ttlSeconds(tt.in); got != tt.want {
+			t.Errorf("ttlSeconds(%v) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+// A grant must end before Cassandra can expire the cell: up to a second
+// before its nominal TTL, since expiry is stored in whole seconds.
+func TestDefaultMarginCoversSecondGranularity(t *testing.T) {
+	for _, ttl := range []time.Duration{2 * time.Second, 5 * time.Second, 60 * time.Second} {
+		c := newConfig("leases", []Option{WithTTL(ttl)})
+		v := validity(c.ttl, c.margin)
+		if v <= 0 || v > ttl-time.Second {
+			t.Errorf("ttl %v: validity %v, want in (0, %v]", ttl, v, ttl-time.Second)
+		}
+	}
+	c := newConfig("leases", []Option{WithTTL(time.Second)})
+	if v := validity(c.ttl, c.margin); v <= 0 {
+		t.Errorf("validity must stay positive (zero means no expiry), got %v", v)
+	}
+}
+
+func TestIdentRejectsInjection(t *testing.T) {
+	for _, bad := range []string{"", "a b", "x;DROP", `a"b`, "1abc"} {
+		if _, err := ident(bad); err == nil {
+			t.Errorf("ident(%q) accepted", bad)
+		}
+	}
+	if q, err := ident("group"); err != nil || q != `"group"` {
+		t.Errorf(`ident("group") = %q, %v`, q, err)
+	}
+}
+
+func TestHeldErrorIsHeldByOther(t *testing.T) {
+	var err error = &HeldError{Lock: "l", Holder: "h"}
+	if !errors.Is(err, workload.ErrHeldByOther) || errors.Is(err, workload.ErrUnknown) {
+		t.Fatalf("HeldError must wrap ErrHeldByOther only: %v", err)
+	}
+}
+
+func TestRecipes(t *testing.T) {
+	want := map[string]bool{"lease": false, "lease-fenced": true, "racy": false}
+	for _, r := range Recipes {
+		fenced, ok := want[r.Name]
+		if !ok {
+			t.Fatalf("unexpected recipe %q", r.Name)
+		}
+		delete(want, r.Name)
+		l := r.New(nil, WithKeyspace("ks"))
+		if le, isLease := l.(*Lease); isLease && le.Fenced() != fenced {
+			t.Errorf("%s: fenced = %v", r.Name, le.Fenced())
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("missing recipes %v", want)
+	}
+}
