@@ -14,17 +14,6 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// SetResource is the lock-protected set that the clients' critical sections
-// read-modify-write (Resource in resource.go implements it on Cassandra).
-// Add is one critical section: read the set of lock, call beforeWrite (where
-// a client pause stalls the holder between its read and its write), then
-// write the set with elem added. A token > 0 makes the write refuse a token
-// older than the newest the resource has seen.
-type SetResource interface {
-	Read(ctx context.Context, lock string) ([]int64, error)
-	Add(ctx context.Context, lock string, elem, token int64, beforeWrite func(context.Context) error) error
-}
-
 // Recorder receives every operation; history.Writer implements it. Append
 // stamps Index and Time and returns the stamped op.
 type Recorder interface {
@@ -40,14 +29,15 @@ type NewLockFunc func(client int, clock Clock) (Lock, error)
 // outcome is unknown.
 type Classifier func(error) history.Type
 
-// DefaultClassifier is conservative: only the definite sentinel errors of
-// lock.go are failures; anything else (ErrUnknown, timeouts, driver errors it
-// cannot tell apart) is an unknown outcome.
+// DefaultClassifier maps errors with ClassifyOutcome (the table of
+// cqlerr.go; the definite sentinels of lock.go are failures, anything it
+// cannot tell is unknown), and a write refused for its stale token to a
+// failure: the resource wrote nothing.
 func DefaultClassifier(err error) history.Type {
-	switch {
-	case errors.Is(err, ErrUnknown):
-		return history.Info
-	case errors.Is(err, ErrNotAcquired), errors.Is(err, ErrHeldByOther), errors.Is(err, ErrNotHeld):
+	if errors.Is(err, ErrStaleToken) && !errors.Is(err, ErrUnknown) {
+		return history.Fail
+	}
+	if ClassifyOutcome(err) == Failed {
 		return history.Fail
 	}
 	return history.Info
@@ -112,7 +102,7 @@ type Stats struct {
 type Workload struct {
 	cfg     config
 	newLock NewLockFunc
-	res     SetResource
+	res     Resource
 	rec     Recorder
 
 	clocks []*SkewClock
@@ -142,7 +132,7 @@ type pauseClaim struct {
 }
 
 // New makes a workload. newLock is called once per client when Run starts.
-func New(newLock NewLockFunc, res SetResource, rec Recorder, opts ...Option) (*Workload, error) {
+func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Workload, error) {
 	cfg := config{
 		clients:        5,
 		locks:          []string{"l0"},

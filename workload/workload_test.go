@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -105,8 +104,6 @@ func (l fakeLock) Release(ctx context.Context, g Grant) error {
 	return nil
 }
 
-var errStale = errors.New("stale token")
-
 // fakeSet is the protected resource: a set per lock, read-modify-written
 // without any protection of its own, so a stale holder's write loses
 // elements unless a token fences it.
@@ -133,7 +130,7 @@ func (s *fakeSet) Add(ctx context.Context, lock string, elem, token int64, befor
 	defer s.mu.Unlock()
 	if token > 0 {
 		if token < s.fence[lock] {
-			return fmt.Errorf("add %d: %w: %w", elem, errStale, ErrNotAcquired)
+			return fmt.Errorf("add %d: %w", elem, ErrStaleToken)
 		}
 		s.fence[lock] = token
 	}
@@ -141,7 +138,7 @@ func (s *fakeSet) Add(ctx context.Context, lock string, elem, token int64, befor
 	return ctx.Err()
 }
 
-func newFake(t *testing.T, locks *fakeLocks, res SetResource, h *memHistory, opts ...Option) *Workload {
+func newFake(t *testing.T, locks *fakeLocks, res Resource, h *memHistory, opts ...Option) *Workload {
 	t.Helper()
 	w, err := New(func(int, Clock) (Lock, error) { return fakeLock{s: locks}, nil }, res, h, opts...)
 	if err != nil {
