@@ -1,0 +1,339 @@
+// Package runner runs a test: cluster + recipe + workload + nemesis +
+// checkers + duration + seed. Running one stores its history, checks it and
+// writes its report. The jepsen matrix of the project lives in its tests.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// Env is the cluster a test runs on, as the runner needs it.
+type Env interface {
+	// Targets are the nodes, for the nemesis.
+	Targets() []nemesis.Target
+	// GatewayIP is where the harness's clients appear from on the cluster network.
+	GatewayIP() string
+	WaitHealthy(ctx context.Context) error
+	// CopyLogs copies every node's logs to dir/<node>/.
+	CopyLogs(ctx context.Context, dir string) error
+}
+
+// Setup prepares a recipe on env (schema, sessions) and returns how to make
+// each client's lock, the protected resource, and a function that releases
+// what Setup opened.
+type Setup func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error)
+
+// Recipe is a lock recipe the runner can test.
+type Recipe struct {
+	Name    string
+	Promise history.Promise
+	Setup   Setup
+}
+
+// Test is one run's configuration.
+type Test struct {
+	Name    string   // default "<lock>-<nemesis>"
+	Recipe  Recipe   // the lock under test
+	Nemesis []string // fault kinds (nemesis.Kinds)
+	Nodes   int      // recorded; the Env decides
+	Clients int      // default 5
+	Locks   int      // lock names, default 1
+	Time    time.Duration
+	Seed    int64
+	Store   string // default "store"
+	Paxos   string // recorded
+
+	Interval    time.Duration // mean time between faults (default 10s)
+	Quiet       time.Duration // after healing, before the final reads (default 5s)
+	TTL         time.Duration // the lease recipes' TTL (default 3s)
+	PauseExtra  time.Duration // a paused holder stalls its lease plus this (default 3s)
+	HealTimeout time.Duration // default 3m
+	CheckOpts   []checker.Option
+
+	Progress io.Writer // a progress line about every second; nil: none
+	Log      *slog.Logger
+}
+
+func (t *Test) defaults() {
+	if t.Clients == 0 {
+		t.Clients = 5
+	}
+	if t.Locks == 0 {
+		t.Locks = 1
+	}
+	if t.Store == "" {
+		t.Store = "store"
+	}
+	if t.Interval == 0 {
+		t.Interval = 10 * time.Second
+	}
+	if t.Quiet == 0 {
+		t.Quiet = 5 * time.Second
+	}
+	if t.TTL == 0 {
+		t.TTL = 3 * time.Second
+	}
+	if t.PauseExtra == 0 {
+		t.PauseExtra = 3 * time.Second
+	}
+	if t.HealTimeout == 0 {
+		t.HealTimeout = 3 * time.Minute
+	}
+	if t.Name == "" {
+		nem := "none"
+		if len(t.Nemesis) > 0 {
+			nem = strings.Join(t.Nemesis, "+")
+		}
+		t.Name = t.Recipe.Name + "-" + nem
+	}
+	if t.Log == nil {
+		t.Log = slog.Default()
+	}
+}
+
+// LockNames are the names the clients contend for.
+func (t *Test) LockNames() []string {
+	names := make([]string, t.Locks)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-l%d", t.Name, i)
+	}
+	return names
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	Dir     string
+	Verdict checker.Verdict
+	Result  checker.Result
+	Ops     int64
+	// Faults counts the fault windows started, by kind.
+	Faults map[string]int
+}
+
+// Store is where runs are kept and how a stored run is checked and reported
+// (reports.NewRunDir and reports.Build).
+type Store interface {
+	NewRunDir(store, test string, at time.Time) (string, error)
+	Build(ctx context.Context, dir string) (checker.Result, error)
+}
+
+// Run runs t on env and returns its outcome. The history is streamed to the
+// run directory as it happens; when ctx is cancelled (SIGINT) the run stops
+// early but still heals the cluster, reads, checks and reports what ran. An
+// error with a non-empty Outcome.Dir means the run directory holds what
+// could be saved.
+func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
+	t.defaults()
+	if t.Recipe.Setup == nil {
+		return Outcome{}, errors.New("runner: no recipe")
+	}
+	if t.Time <= 0 {
+		return Outcome{}, fmt.Errorf("runner: time must be positive, got %v", t.Time)
+	}
+	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
+	if err != nil {
+		return Outcome{}, fmt.Errorf("runner: %w", err)
+	}
+	out := Outcome{Dir: dir, Faults: map[string]int{}}
+	logFile, err := os.Create(filepath.Join(dir, "lockcheck.log"))
+	if err != nil {
+		return out, fmt.Errorf("runner: %w", err)
+	}
+	defer logFile.Close()
+	log := slog.New(teeHandler{t.Log.Handler(), slog.NewTextHandler(logFile, nil)}).With("test", t.Name)
+
+	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return out, fmt.Errorf("runner: %w", err)
+	}
+	mon := newMonitor(w)
+	meta := history.Meta{
+		Test: t.Name, Lock: t.Recipe.Name, Promise: t.Recipe.Promise, Nemesis: t.Nemesis, Seed: t.Seed,
+		Config: map[string]string{
+			"nodes": strconv.Itoa(t.Nodes), "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
+			"time": t.Time.String(), "paxos": t.Paxos, "ttl": t.TTL.String(), "interval": t.Interval.String(),
+		},
+	}
+	if _, err := w.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta, Value: mustJSON(meta)}); err != nil {
+		w.Close()
+		return out, fmt.Errorf("runner: %w", err)
+	}
+
+	runErr := run(ctx, env, &t, mon, log, &out)
+	if err := w.Close(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
+	}
+	out.Ops = mon.ops.Load()
+
+	// Check and report even after an error or an interrupt: what ran counts.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	res, err := store.Build(cctx, dir)
+	if err != nil {
+		return out, errors.Join(runErr, fmt.Errorf("runner: check and report: %w", err))
+	}
+	out.Result = res
+	out.Verdict = res.Verdict
+	log.Info("run done", "verdict", res.Verdict, "dir", dir, "ops", out.Ops)
+	return out, runErr
+}
+
+// run is the body of Run between the meta line and the check.
+func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
+	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
+	if err != nil {
+		return fmt.Errorf("runner: set up %s: %w", t.Recipe.Name, err)
+	}
+	defer closeFn()
+	wl, err := workload.New(newLock, res, mon,
+		workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
+		workload.WithLogger(log))
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	var targets []nemesis.Target
+	gateway := ""
+	if env != nil {
+		targets, gateway = env.Targets(), env.GatewayIP()
+	}
+	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
+		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl), nemesis.WithGateway(gateway),
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithLogger(log))
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+
+	start := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, t.Time)
+	defer cancel()
+	// The clients run on through the heal and the quiet phase: they stop
+	// after it, so that the recipe shows it recovers.
+	clientCtx, stopClients := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopClients()
+
+	var wg sync.WaitGroup
+	var wlErr, nemErr error
+	wg.Go(func() { wlErr = wl.Run(clientCtx) })
+	nemDone := make(chan struct{})
+	go func() { defer close(nemDone); nemErr = nem.Run(runCtx) }()
+	progDone := make(chan struct{})
+	progStop := make(chan struct{})
+	if t.Progress != nil {
+		go func() { defer close(progDone); progress(t.Progress, start, mon, nem, progStop) }()
+	} else {
+		close(progDone)
+	}
+
+	<-runCtx.Done()
+	<-nemDone
+	var errs []error
+	if nemErr != nil {
+		log.Warn("nemesis errors", "err", nemErr)
+	}
+	// Heal whatever the nemesis left, even when interrupted.
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), t.HealTimeout)
+	if len(t.Nemesis) > 0 {
+		log.Info("healing")
+		if err := nem.Heal(hctx); err != nil {
+			errs = append(errs, fmt.Errorf("runner: heal: %w", err))
+		}
+	}
+	if env != nil && len(targets) > 0 {
+		if err := env.WaitHealthy(hctx); err != nil {
+			errs = append(errs, fmt.Errorf("runner: cluster not healthy after heal: %w", err))
+		}
+	}
+	hcancel()
+	if ctx.Err() == nil {
+		log.Info("quiet phase", "for", t.Quiet)
+		sleepCtx(ctx, t.Quiet)
+	}
+	stopClients()
+	wg.Wait()
+	close(progStop)
+	<-progDone
+	if wlErr != nil {
+		errs = append(errs, fmt.Errorf("runner: workload: %w", wlErr))
+	}
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer rcancel()
+	if err := wl.FinalReads(rctx); err != nil {
+		errs = append(errs, fmt.Errorf("runner: %w", err))
+	}
+	out.Faults = mon.faults()
+	return errors.Join(errs...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// progress writes a line about every second until stop is closed.
+func progress(w io.Writer, start time.Time, mon *monitor, nem *nemesis.Nemesis, stop <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, lastT := mon.ops.Load(), time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			ops := mon.ops.Load()
+			rate := float64(ops-last) / now.Sub(lastT).Seconds()
+			last, lastT = ops, now
+			faults := "-"
+			if a := nem.Active(); len(a) > 0 {
+				faults = strings.Join(a, ",")
+			}
+			ok, fail, info := mon.counts()
+			fmt.Fprintf(w, "%6.0fs  %6.0f ops/s  ok %d fail %d info %d  faults %s  overlaps %d\n",
+				now.Sub(start).Seconds(), rate, ok, fail, info, faults, mon.overlaps.Load())
+		}
+	}
+}
+
+// teeHandler sends records to two handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.a.Enabled(ctx, l) || h.b.Enabled(ctx, l)
+}
+
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	var errs []error
+	if h.a.Enabled(ctx, r.Level) {
+		errs = append(errs, h.a.Handle(ctx, r.Clone()))
+	}
+	if h.b.Enabled(ctx, r.Level) {
+		errs = append(errs, h.b.Handle(ctx, r))
+	}
+	return errors.Join(errs...)
+}
+
+func (h teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{h.a.WithAttrs(as), h.b.WithAttrs(as)}
+}
+
+func (h teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
+}
