@@ -1,0 +1,398 @@
+package bakery
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"regexp"
+	"sync"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// Ticket is a client's place in the bakery: Lamport's (number, id).
+type Ticket struct {
+	Number int64
+	ID     string
+}
+
+// Before is Lamport's order: (a.Number, a.ID) < (b.Number, b.ID). A zero
+// number is no ticket and is never before anything.
+func (a Ticket) Before(b Ticket) bool {
+	if a.Number == 0 {
+		return false
+	}
+	if b.Number == 0 {
+		return true
+	}
+	return cmp.Or(cmp.Compare(a.Number, b.Number), cmp.Compare(a.ID, b.ID)) < 0
+}
+
+// NextNumber is the doorway's choice: 1 + the largest number taken.
+func NextNumber(numbers map[string]int64) int64 {
+	var m int64
+	for _, n := range numbers {
+		m = max(m, n)
+	}
+	return m + 1
+}
+
+// waitState is where the wait phase is for one other client j (Lamport's L2
+// and L3).
+type waitState int
+
+const (
+	waitChoosing waitState = iota // L2: wait while choosing[j]
+	waitNumber                    // L3: wait while (number[j], j) < (number[i], i)
+	passed
+)
+
+// waiter runs the wait phase over snapshots of the two tables. It is pure:
+// the caller reads Choosing, then Numbers, and calls step with both.
+type waiter struct {
+	me     Ticket
+	others map[string]waitState
+}
+
+// newWaiter takes the participants from the first snapshots: a client in
+// neither table then will see my number when it draws its own and take a
+// larger one, so it cannot enter before me.
+func newWaiter(me Ticket, choosing map[string]bool, numbers map[string]int64) *waiter {
+	w := &waiter{me: me, others: map[string]waitState{}}
+	for id := range choosing {
+		if id != me.ID {
+			w.others[id] = waitChoosing
+		}
+	}
+	for id := range numbers {
+		if id != me.ID {
+			w.others[id] = waitChoosing
+		}
+	}
+	return w
+}
+
+// step advances every client it can given Choosing read before Numbers, and
+// tells whether all have passed. For each j: once choosing[j] is seen false
+// (or absent) it moves to L3 and stays there (Lamport does not look at
+// choosing[j] again); it passes L3 when its ticket is not before mine.
+func (w *waiter) step(choosing map[string]bool, numbers map[string]int64) bool {
+	done := true
+	for id, st := range w.others {
+		if st == waitChoosing && !choosing[id] {
+			st = waitNumber
+		}
+		if st == waitNumber && !(Ticket{numbers[id], id}).Before(w.me) {
+			st = passed
+		}
+		w.others[id] = st
+		if st != passed {
+			done = false
+		}
+	}
+	return done
+}
+
+type config struct {
+	keyspace    string
+	clock       workload.Clock
+	consistency gocql.Consistency
+	log         *slog.Logger
+	minPoll     time.Duration
+	maxPoll     time.Duration
+}
+
+// Option configures a Bakery.
+type Option func(*config)
+
+// WithKeyspace sets the keyspace (default "lockcheck").
+func WithKeyspace(ks string) Option { return func(c *config) { c.keyspace = ks } }
+
+// WithClock sets the client clock whose readings stamp every write (CQL
+// client timestamps, last write wins).
+func WithClock(clk workload.Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithConsistency sets the consistency of every read and write.
+func WithConsistency(cl gocql.Consistency) Option { return func(c *config) { c.consistency = cl } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithPoll bounds the wait between polls.
+func WithPoll(minPoll, maxPoll time.Duration) Option {
+	return func(c *config) { c.minPoll, c.maxPoll = minPoll, maxPoll }
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Bakery is Lamport's bakery algorithm over two tables (seed 003), one cell
+// per client and lock:
+//
+//	CREATE TABLE bakery_choosing (lock text, client text, choosing boolean, PRIMARY KEY ((lock), client))
+//	CREATE TABLE bakery_numbers  (lock text, client text, number bigint,    PRIMARY KEY ((lock), client))
+//
+// Acquire: wait until nobody is choosing (the source's first step); choosing
+// = true; number = 1 + max(numbers); choosing = false; then for every other
+// client j wait while choosing[j], then while (number[j], j) < (number, me).
+// Release deletes both cells. Every write carries a client timestamp from
+// the injectable clock; no LWT anywhere.
+//
+// The bakery needs only safe single-writer registers, which QUORUM reads and
+// writes give while clocks move forward. "bakery-one" runs at ONE, as the
+// published code did: stale reads break it. A client clock stepping back
+// breaks both: its new number is shadowed by its own older tombstone.
+type Bakery struct {
+	s                 *gocql.Session
+	cfg               config
+	choosing, numbers string
+
+	mu      sync.Mutex
+	tickets map[[2]string]Ticket // (lock, owner) -> ticket of the grant
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
+
+// New returns a bakery lock at QUORUM ("bakery"); WithConsistency(gocql.One)
+// gives "bakery-one".
+func New(s *gocql.Session, opts ...Option) *Bakery {
+	c := config{keyspace: "lockcheck", clock: realClock{}, consistency: gocql.Quorum, log: slog.Default(),
+		minPoll: 2 * time.Millisecond, maxPoll: 100 * time.Millisecond}
+	for _, o := range opts {
+		o(&c)
+	}
+	if !identRE.MatchString(c.keyspace) {
+		panic(fmt.Sprintf("bakery: bad keyspace %q", c.keyspace))
+	}
+	return &Bakery{s: s, cfg: c, tickets: map[[2]string]Ticket{},
+		choosing: c.keyspace + ".bakery_choosing", numbers: c.keyspace + ".bakery_numbers"}
+}
+
+// Recipe is one named variant of this package, for `lockcheck run --lock NAME`.
+type Recipe struct {
+	Name    string
+	Promise history.Promise
+	New     func(s *gocql.Session, opts ...Option) workload.Lock
+}
+
+// Recipes are the variants of this package.
+var Recipes = []Recipe{
+	{"bakery", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return New(s, o...) }},
+	{"bakery-one", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock {
+		return New(s, append([]Option{WithConsistency(gocql.One)}, o...)...)
+	}},
+}
+
+// CreateSchema creates the two tables.
+func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error {
+	if !identRE.MatchString(keyspace) {
+		return fmt.Errorf("bakery schema: bad keyspace %q", keyspace)
+	}
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.bakery_choosing (lock text, client text, choosing boolean, PRIMARY KEY ((lock), client))`,
+		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.bakery_numbers (lock text, client text, number bigint, PRIMARY KEY ((lock), client))`,
+	} {
+		if err := s.Query(q).ExecContext(ctx); err != nil {
+			return fmt.Errorf("bakery schema: %w", err)
+		}
+	}
+	return s.AwaitSchemaAgreement(ctx)
+}
+
+func (b *Bakery) exec(ctx context.Context, stmt string, args ...any) error {
+	err := b.s.Query(stmt, args...).Consistency(b.cfg.consistency).
+		WithTimestamp(b.cfg.clock.Now().UnixMicro()).ExecContext(ctx)
+	return workload.Classify(err)
+}
+
+func (b *Bakery) readChoosing(ctx context.Context, lock string) (map[string]bool, error) {
+	it := b.s.Query(`SELECT client, choosing FROM `+b.choosing+` WHERE lock = ?`, lock).
+		Consistency(b.cfg.consistency).IterContext(ctx)
+	out := map[string]bool{}
+	var (
+		id string
+		c  bool
+	)
+	for it.Scan(&id, &c) {
+		out[id] = c
+	}
+	if err := it.Close(); err != nil {
+		return nil, workload.ClassifyRead(err)
+	}
+	return out, nil
+}
+
+func (b *Bakery) readNumbers(ctx context.Context, lock string) (map[string]int64, error) {
+	it := b.s.Query(`SELECT client, number FROM `+b.numbers+` WHERE lock = ?`, lock).
+		Consistency(b.cfg.consistency).IterContext(ctx)
+	out := map[string]int64{}
+	var (
+		id string
+		n  int64
+	)
+	for it.Scan(&id, &n) {
+		if n != 0 {
+			out[id] = n
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, workload.ClassifyRead(err)
+	}
+	return out, nil
+}
+
+// Acquire takes a ticket and waits for its turn, polling with bounded
+// backoff. The lock name is the row key; owner is the client id. When ctx
+// ends first, the client's cells are deleted: ErrNotAcquired if that
+// certainly worked, ErrUnknown if they may remain.
+func (b *Bakery) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
+	if owner == "" {
+		return workload.Grant{}, fmt.Errorf("acquire %q: empty owner: %w", name, workload.ErrNotAcquired)
+	}
+	me, err := b.doorway(ctx, name, owner)
+	if err == nil {
+		err = b.wait(ctx, name, me)
+	}
+	if err != nil {
+		if cerr := b.clear(ctx, name, owner); cerr != nil {
+			return workload.Grant{}, fmt.Errorf("acquire %q: %v; my ticket may remain (%v): %w", name, err, cerr, workload.ErrUnknown)
+		}
+		// Whatever failed, no grant was made and the cells are gone: a
+		// definite failure even if a write above had an unknown outcome.
+		return workload.Grant{}, fmt.Errorf("acquire %q: %w: %v", name, workload.ErrNotAcquired, err)
+	}
+	b.mu.Lock()
+	b.tickets[[2]string{name, owner}] = me
+	b.mu.Unlock()
+	return workload.Grant{Lock: name, Owner: owner}, nil
+}
+
+func (b *Bakery) poller() func(context.Context) error {
+	cur := b.cfg.minPoll
+	return func(ctx context.Context) error {
+		d := cur/2 + rand.N(cur/2+1)
+		cur = min(cur*2, b.cfg.maxPoll)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// doorway: wait until nobody is choosing, choose, draw 1 + max, stop choosing.
+func (b *Bakery) doorway(ctx context.Context, name, owner string) (Ticket, error) {
+	wait := b.poller()
+	for {
+		ch, err := b.readChoosing(ctx, name)
+		if err == nil && !anyTrue(ch, owner) {
+			break
+		}
+		if werr := wait(ctx); werr != nil {
+			return Ticket{}, fmt.Errorf("waiting for choosers: %w", werr)
+		}
+	}
+	if err := b.exec(ctx, `UPDATE `+b.choosing+` SET choosing = true WHERE lock = ? AND client = ?`, name, owner); err != nil {
+		return Ticket{}, fmt.Errorf("choosing: %w", err)
+	}
+	nums, err := b.readNumbers(ctx, name)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("numbers: %w", err)
+	}
+	delete(nums, owner)
+	me := Ticket{Number: NextNumber(nums), ID: owner}
+	if err := b.exec(ctx, `UPDATE `+b.numbers+` SET number = ? WHERE lock = ? AND client = ?`, me.Number, name, owner); err != nil {
+		return Ticket{}, fmt.Errorf("number: %w", err)
+	}
+	if err := b.exec(ctx, `UPDATE `+b.choosing+` SET choosing = false WHERE lock = ? AND client = ?`, name, owner); err != nil {
+		return Ticket{}, fmt.Errorf("done choosing: %w", err)
+	}
+	return me, nil
+}
+
+func anyTrue(m map[string]bool, except string) bool {
+	for id, v := range m {
+		if v && id != except {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Bakery) wait(ctx context.Context, name string, me Ticket) error {
+	var w *waiter
+	poll := b.poller()
+	for {
+		// Choosing first, then Numbers: L3 for j must read number[j] after
+		// having seen choosing[j] false.
+		ch, err := b.readChoosing(ctx, name)
+		var nums map[string]int64
+		if err == nil {
+			nums, err = b.readNumbers(ctx, name)
+		}
+		if err == nil {
+			if w == nil {
+				w = newWaiter(me, ch, nums)
+			}
+			if w.step(ch, nums) {
+				return nil
+			}
+		}
+		if werr := poll(ctx); werr != nil {
+			return fmt.Errorf("waiting for my turn: %w (last read: %v)", werr, err)
+		}
+	}
+}
+
+// clear deletes the client's cells; nil means they are certainly gone.
+func (b *Bakery) clear(ctx context.Context, name, owner string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := b.exec(cctx, `DELETE FROM `+b.numbers+` WHERE lock = ? AND client = ?`, name, owner)
+	if err == nil {
+		err = b.exec(cctx, `DELETE FROM `+b.choosing+` WHERE lock = ? AND client = ?`, name, owner)
+	}
+	return err
+}
+
+// Release removes the client's number and choosing cells. ErrNotHeld when
+// this instance made no grant for (lock, owner).
+func (b *Bakery) Release(ctx context.Context, g workload.Grant) error {
+	k := [2]string{g.Lock, g.Owner}
+	b.mu.Lock()
+	_, ok := b.tickets[k]
+	b.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("release %q by %q: %w", g.Lock, g.Owner, workload.ErrNotHeld)
+	}
+	if err := b.exec(ctx, `DELETE FROM `+b.numbers+` WHERE lock = ? AND client = ?`, g.Lock, g.Owner); err != nil {
+		return fmt.Errorf("release %q: %w", g.Lock, err)
+	}
+	b.mu.Lock()
+	delete(b.tickets, k)
+	b.mu.Unlock()
+	// The number is gone, so others may enter; the choosing cell is only
+	// tidied (it is false already).
+	if err := b.exec(ctx, `DELETE FROM `+b.choosing+` WHERE lock = ? AND client = ?`, g.Lock, g.Owner); err != nil {
+		b.cfg.log.Debug("bakery: choosing cell left behind", "lock", g.Lock, "client", g.Owner, "err", err)
+	}
+	return nil
+}
+
+// Ticket returns the ticket behind a grant this instance made.
+func (b *Bakery) Ticket(g workload.Grant) (Ticket, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.tickets[[2]string{g.Lock, g.Owner}]
+	return t, ok
+}

@@ -1,0 +1,411 @@
+package music
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"regexp"
+	"sync"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// Ref is a lock reference: a place in a key's queue. The queue is ordered
+// by UUID's time (music) or by Seq (music-seq).
+type Ref struct {
+	Key  string
+	UUID gocql.UUID // music
+	Seq  int64      // music-seq: also the fencing token
+}
+
+func (r Ref) String() string {
+	if r.Seq > 0 {
+		return fmt.Sprintf("%s#%d", r.Key, r.Seq)
+	}
+	return r.Key + "#" + r.UUID.String()
+}
+
+type config struct {
+	keyspace    string
+	clock       workload.Clock
+	consistency gocql.Consistency
+	defaultCL   bool
+	log         *slog.Logger
+	minPoll     time.Duration
+	maxPoll     time.Duration
+}
+
+// Option configures a Music lock.
+type Option func(*config)
+
+// WithKeyspace sets the keyspace (default "lockcheck").
+func WithKeyspace(ks string) Option { return func(c *config) { c.keyspace = ks } }
+
+// WithClock sets the client clock that time-UUID refs are made from.
+func WithClock(clk workload.Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithConsistency sets the consistency of acquireLock's read of the queue's
+// top. Default ONE for music (the source calls a non-serial read enough and
+// names none), QUORUM for music-seq.
+func WithConsistency(cl gocql.Consistency) Option {
+	return func(c *config) { c.consistency, c.defaultCL = cl, false }
+}
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithPoll bounds the wait between acquireLock polls.
+func WithPoll(minPoll, maxPoll time.Duration) Option {
+	return func(c *config) { c.minPoll, c.maxPoll = minPoll, maxPoll }
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Music is MUSIC's locking service on Cassandra LWTs (seed 001):
+//
+//	CREATE TABLE music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref))   -- ascending
+//	createLockRef  INSERT INTO music_locks (key, ref) VALUES (?, <time UUID from the client clock>) IF NOT EXISTS
+//	acquireLock    SELECT ref FROM music_locks WHERE key = ? LIMIT 1    (top of queue == my ref?)
+//	releaseLock    DELETE FROM music_locks WHERE key = ? AND ref = ? IF EXISTS
+//	criticalGet/Put: acquireLock, then read/write music_values at QUORUM
+//
+// As published the queue's order is the clients' clocks: a client whose
+// clock is behind makes a ref that sorts before the holder's, finds itself on
+// top and enters while the holder is inside. A stale read of the top (the
+// default consistency ONE) is a second way in.
+//
+// music-seq (NewSeq) is the fix of MUSIC's later versions: refs are numbers
+// from a per-key guard bumped by LWT in the same Paxos round that inserts the
+// ref, so the order is the order of the Paxos rounds, not of clocks, and the
+// ref doubles as a fencing token; the top is read at QUORUM.
+//
+//	CREATE TABLE music_seq_locks (key text, ref bigint, guard bigint, PRIMARY KEY ((key), ref))
+//	init           INSERT INTO music_seq_locks (key, ref, guard) VALUES (?, 0, 0) IF NOT EXISTS  (the guard row)
+//	createLockRef  BEGIN BATCH
+//	                 UPDATE music_seq_locks SET guard = g+1 WHERE key = ? AND ref = 0 IF guard = g
+//	                 INSERT INTO music_seq_locks (key, ref) VALUES (?, g+1)
+//	               APPLY BATCH
+//	acquireLock    SELECT ref FROM music_seq_locks WHERE key = ? AND ref > 0 LIMIT 1
+//
+// A Music is safe for concurrent use; make one per client. It remembers the
+// ref behind each grant it made, for Release.
+type Music struct {
+	s      *gocql.Session
+	cfg    config
+	seq    bool
+	locks  string // qualified lock table
+	values string
+
+	mu     sync.Mutex
+	refs   map[[2]string]Ref // (lock, owner) -> ref of the grant
+	guards map[string]int64  // last guard seen per key (seq)
+}
+
+// New returns the lock as published ("music").
+func New(s *gocql.Session, opts ...Option) *Music { return newMusic(s, false, opts) }
+
+// NewSeq returns the fixed lock ("music-seq").
+func NewSeq(s *gocql.Session, opts ...Option) *Music { return newMusic(s, true, opts) }
+
+var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
+
+func newMusic(s *gocql.Session, seq bool, opts []Option) *Music {
+	c := config{keyspace: "lockcheck", clock: realClock{}, consistency: gocql.One, defaultCL: true,
+		log: slog.Default(), minPoll: 2 * time.Millisecond, maxPoll: 100 * time.Millisecond}
+	for _, o := range opts {
+		o(&c)
+	}
+	if seq && c.defaultCL {
+		c.consistency = gocql.Quorum
+	}
+	if !identRE.MatchString(c.keyspace) {
+		panic(fmt.Sprintf("music: bad keyspace %q", c.keyspace))
+	}
+	m := &Music{s: s, cfg: c, seq: seq, refs: map[[2]string]Ref{}, guards: map[string]int64{},
+		locks: c.keyspace + ".music_locks", values: c.keyspace + ".music_values"}
+	if seq {
+		m.locks = c.keyspace + ".music_seq_locks"
+	}
+	return m
+}
+
+// Recipe is one named variant of this package, for `lockcheck run --lock NAME`.
+type Recipe struct {
+	Name    string
+	Promise history.Promise
+	New     func(s *gocql.Session, opts ...Option) workload.Lock
+}
+
+// Recipes are the variants of this package.
+var Recipes = []Recipe{
+	{"music", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return New(s, o...) }},
+	{"music-seq", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return NewSeq(s, o...) }},
+}
+
+// CreateSchema creates the tables of both variants and the values table.
+func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error {
+	if !identRE.MatchString(keyspace) {
+		return fmt.Errorf("music schema: bad keyspace %q", keyspace)
+	}
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
+		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_seq_locks (key text, ref bigint, guard bigint, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
+		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_values (key text PRIMARY KEY, value text)`,
+	} {
+		if err := s.Query(q).ExecContext(ctx); err != nil {
+			return fmt.Errorf("music schema: %w", err)
+		}
+	}
+	return s.AwaitSchemaAgreement(ctx)
+}
+
+// CreateLockRef appends a new ref to key's queue. An error wrapping
+// ErrUnknown means the ref may exist; the returned Ref is then the one that
+// was attempted.
+func (m *Music) CreateLockRef(ctx context.Context, key string) (Ref, error) {
+	if m.seq {
+		return m.createSeq(ctx, key)
+	}
+	ref := Ref{Key: key, UUID: gocql.UUIDFromTime(m.cfg.clock.Now())}
+	applied, err := workload.LWT(m.s.Query(`INSERT INTO `+m.locks+` (key, ref) VALUES (?, ?) IF NOT EXISTS`, key, ref.UUID)).
+		MapScanCASContext(ctx, map[string]any{})
+	if err != nil {
+		return ref, fmt.Errorf("createLockRef %q: %w", key, workload.Classify(err))
+	}
+	if !applied { // a time UUID collision: certainly not ours
+		return Ref{}, fmt.Errorf("createLockRef %q: ref %v exists: %w", key, ref.UUID, workload.ErrNotAcquired)
+	}
+	return ref, nil
+}
+
+func (m *Music) createSeq(ctx context.Context, key string) (Ref, error) {
+	m.mu.Lock()
+	g, known := m.guards[key]
+	m.mu.Unlock()
+	cur := map[string]any{}
+	if !known {
+		applied, err := workload.LWT(m.s.Query(`INSERT INTO `+m.locks+` (key, ref, guard) VALUES (?, 0, 0) IF NOT EXISTS`, key)).
+			MapScanCASContext(ctx, cur)
+		if err != nil {
+			// The guard row grants nothing: even unknown, no ref of ours exists.
+			return Ref{}, fmt.Errorf("createLockRef %q: guard: %w: %w", key, workload.ErrNotAcquired, err)
+		}
+		if !applied {
+			g, _ = cur["guard"].(int64)
+		}
+	}
+	for range 8 {
+		clear(cur)
+		ref := Ref{Key: key, Seq: g + 1}
+		b := m.s.Batch(gocql.LoggedBatch).
+			Query(`UPDATE `+m.locks+` SET guard = ? WHERE key = ? AND ref = 0 IF guard = ?`, g+1, key, g).
+			Query(`INSERT INTO `+m.locks+` (key, ref) VALUES (?, ?)`, key, g+1)
+		applied, iter, err := workload.LWTBatch(b).MapExecCASContext(ctx, cur)
+		if iter != nil {
+			iter.Close()
+		}
+		if err != nil {
+			return ref, fmt.Errorf("createLockRef %q: %w", key, workload.Classify(err))
+		}
+		if applied {
+			m.learn(key, g+1)
+			return ref, nil
+		}
+		g, _ = cur["guard"].(int64)
+		m.learn(key, g)
+	}
+	return Ref{}, fmt.Errorf("createLockRef %q: guard kept moving: %w", key, workload.ErrNotAcquired)
+}
+
+func (m *Music) learn(key string, g int64) {
+	m.mu.Lock()
+	m.guards[key] = g
+	m.mu.Unlock()
+}
+
+// AcquireLock tells whether ref is on top of its key's queue, reading the top
+// at the configured consistency.
+func (m *Music) AcquireLock(ctx context.Context, ref Ref) (bool, error) {
+	var err error
+	if m.seq {
+		var top int64
+		err = m.s.Query(`SELECT ref FROM `+m.locks+` WHERE key = ? AND ref > 0 LIMIT 1`, ref.Key).
+			Consistency(m.cfg.consistency).ScanContext(ctx, &top)
+		if err == nil {
+			return top == ref.Seq, nil
+		}
+	} else {
+		var top gocql.UUID
+		err = m.s.Query(`SELECT ref FROM `+m.locks+` WHERE key = ? LIMIT 1`, ref.Key).
+			Consistency(m.cfg.consistency).ScanContext(ctx, &top)
+		if err == nil {
+			return top == ref.UUID, nil
+		}
+	}
+	if errors.Is(err, gocql.ErrNotFound) {
+		return false, nil
+	}
+	return false, fmt.Errorf("acquireLock %v: %w", ref, workload.ClassifyRead(err))
+}
+
+// ReleaseLock deletes ref from its queue; ErrNotHeld when it is not there.
+func (m *Music) ReleaseLock(ctx context.Context, ref Ref) error {
+	var v any = ref.UUID
+	if m.seq {
+		v = ref.Seq
+	}
+	applied, err := workload.LWT(m.s.Query(`DELETE FROM `+m.locks+` WHERE key = ? AND ref = ? IF EXISTS`, ref.Key, v)).
+		MapScanCASContext(ctx, map[string]any{})
+	if err != nil {
+		return fmt.Errorf("releaseLock %v: %w", ref, workload.Classify(err))
+	}
+	if !applied {
+		return fmt.Errorf("releaseLock %v: %w", ref, workload.ErrNotHeld)
+	}
+	return nil
+}
+
+// CriticalGet reads key's value if ref holds the lock (ErrNotHeld otherwise).
+func (m *Music) CriticalGet(ctx context.Context, ref Ref) (string, error) {
+	if ok, err := m.AcquireLock(ctx, ref); err != nil || !ok {
+		return "", notHeld("criticalGet", ref, err)
+	}
+	var v *string
+	err := m.s.Query(`SELECT value FROM `+m.values+` WHERE key = ?`, ref.Key).Consistency(gocql.Quorum).ScanContext(ctx, &v)
+	if errors.Is(err, gocql.ErrNotFound) || (err == nil && v == nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("criticalGet %v: %w", ref, workload.ClassifyRead(err))
+	}
+	return *v, nil
+}
+
+// CriticalPut writes key's value if ref holds the lock (ErrNotHeld otherwise).
+// Like the source, the check and the write are two requests.
+func (m *Music) CriticalPut(ctx context.Context, ref Ref, value string) error {
+	if ok, err := m.AcquireLock(ctx, ref); err != nil || !ok {
+		return notHeld("criticalPut", ref, err)
+	}
+	err := m.s.Query(`UPDATE `+m.values+` SET value = ? WHERE key = ?`, value, ref.Key).Consistency(gocql.Quorum).ExecContext(ctx)
+	if err != nil {
+		return fmt.Errorf("criticalPut %v: %w", ref, workload.Classify(err))
+	}
+	return nil
+}
+
+func notHeld(op string, ref Ref, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s %v: %w", op, ref, err)
+	}
+	return fmt.Errorf("%s %v: not on top: %w", op, ref, workload.ErrNotHeld)
+}
+
+// Acquire is createLockRef, then acquireLock polled with bounded backoff
+// until the ref is on top (Listing 1 of the source). The lock name is the
+// key. When ctx ends first, the ref is deleted: ErrNotAcquired if that
+// certainly worked, ErrUnknown if the ref may remain (it would block the
+// queue, and this client could be taken for its holder).
+func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
+	var (
+		ref Ref
+		err error
+	)
+	wait := m.poller()
+	for {
+		ref, err = m.CreateLockRef(ctx, name)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, workload.ErrUnknown) {
+			if ref != (Ref{}) {
+				m.drop(ctx, ref)
+			}
+			return workload.Grant{}, fmt.Errorf("acquire %q: %w", name, err)
+		}
+		if werr := wait(ctx); werr != nil {
+			return workload.Grant{}, fmt.Errorf("acquire %q: %w (last: %v)", name, workload.ErrNotAcquired, err)
+		}
+	}
+	wait = m.poller()
+	for {
+		top, err := m.AcquireLock(ctx, ref)
+		if err == nil && top {
+			m.mu.Lock()
+			m.refs[[2]string{name, owner}] = ref
+			m.mu.Unlock()
+			return workload.Grant{Lock: name, Owner: owner, Token: ref.Seq}, nil
+		}
+		if werr := wait(ctx); werr != nil {
+			if derr := m.drop(ctx, ref); derr != nil {
+				return workload.Grant{}, fmt.Errorf("acquire %q: gave up, ref %v may remain: %w: %w", name, ref, workload.ErrUnknown, derr)
+			}
+			return workload.Grant{}, fmt.Errorf("acquire %q: %w", name, workload.ErrNotAcquired)
+		}
+	}
+}
+
+// drop deletes a ref after the caller gave up; nil means it is certainly gone.
+func (m *Music) drop(ctx context.Context, ref Ref) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := m.ReleaseLock(cctx, ref)
+	if errors.Is(err, workload.ErrNotHeld) {
+		return nil
+	}
+	if err != nil {
+		m.cfg.log.Warn("music: could not delete an abandoned ref", "ref", ref.String(), "err", err)
+	}
+	return err
+}
+
+// Release releases the grant's ref; ErrNotHeld when this instance holds no
+// ref for (lock, owner) or the ref is gone.
+func (m *Music) Release(ctx context.Context, g workload.Grant) error {
+	k := [2]string{g.Lock, g.Owner}
+	m.mu.Lock()
+	ref, ok := m.refs[k]
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("release %q by %q: %w", g.Lock, g.Owner, workload.ErrNotHeld)
+	}
+	err := m.ReleaseLock(ctx, ref)
+	if err == nil || errors.Is(err, workload.ErrNotHeld) {
+		m.mu.Lock()
+		delete(m.refs, k)
+		m.mu.Unlock()
+	}
+	return err
+}
+
+// Ref returns the ref behind a grant this instance made.
+func (m *Music) Ref(g workload.Grant) (Ref, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.refs[[2]string{g.Lock, g.Owner}]
+	return r, ok
+}
+
+func (m *Music) poller() func(context.Context) error {
+	cur := m.cfg.minPoll
+	return func(ctx context.Context) error {
+		d := cur/2 + rand.N(cur/2+1)
+		cur = min(cur*2, m.cfg.maxPoll)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+}
