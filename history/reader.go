@@ -29,15 +29,20 @@ func (e *LineError) Unwrap() error { return ErrInvalid }
 // the rules need (one outstanding op per process), so a history of any length
 // streams through it.
 type Reader struct {
+	validator
 	br        *bufio.Reader
-	line      int64
-	lastTime  int64
-	procs     map[int]*procState
-	pending   int
 	truncated bool
-	meta      *Meta
 	err       error
 	buf       []byte
+}
+
+// validator holds the state of the rules: it sees ops in file order.
+type validator struct {
+	line     int64 // 1-based line of the op being validated
+	lastTime int64
+	procs    map[int]*procState
+	pending  int
+	meta     *Meta
 }
 
 type procState struct {
@@ -49,7 +54,7 @@ type procState struct {
 
 // NewReader reads a history from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 256<<10), procs: map[int]*procState{}}
+	return &Reader{br: bufio.NewReaderSize(r, 256<<10), validator: validator{procs: map[int]*procState{}}}
 }
 
 // Next returns the next op, io.EOF after the last one, or an error (a
@@ -131,7 +136,7 @@ func (r *Reader) readLine() ([]byte, bool, error) {
 	}
 }
 
-func (r *Reader) fail(format string, args ...any) error {
+func (r *validator) fail(format string, args ...any) error {
 	return &LineError{Line: r.line, Reason: fmt.Sprintf(format, args...)}
 }
 
@@ -186,7 +191,7 @@ func isLockF(f string) bool {
 	return false
 }
 
-func (r *Reader) validate(op Op) error {
+func (r *validator) validate(op Op) error {
 	if op.Index != r.line-1 {
 		return r.fail("index %d, want %d (indexes count 0, 1, 2 ... in file order)", op.Index, r.line-1)
 	}
@@ -275,7 +280,7 @@ func (r *Reader) validate(op Op) error {
 
 // Pending returns the invocations still without completion, in no particular
 // order. At the end of a killed run's history, these are treated as info.
-func (r *Reader) Pending() []Op {
+func (r *validator) Pending() []Op {
 	out := make([]Op, 0, r.pending)
 	for _, ps := range r.procs {
 		if ps.open {
@@ -289,11 +294,27 @@ func (r *Reader) Pending() []Op {
 func (r *Reader) Truncated() bool { return r.truncated }
 
 // Meta returns the value of the meta line, if one was read.
-func (r *Reader) Meta() (Meta, bool) {
+func (r *validator) Meta() (Meta, bool) {
 	if r.meta == nil {
 		return Meta{}, false
 	}
 	return *r.meta, true
+}
+
+// Validate checks ops, as a Reader would read them, against the rules of
+// the format. It returns a *LineError naming the op's 1-based position.
+func Validate(ops []Op) error {
+	v := validator{procs: map[int]*procState{}}
+	for _, op := range ops {
+		v.line++
+		if op.F == "" {
+			return v.fail(`missing "f"`)
+		}
+		if err := v.validate(op); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Lines is the number of lines read and accepted so far.

@@ -1,0 +1,319 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Verdict is the outcome of a check or of a run.
+type Verdict string
+
+const (
+	Valid   Verdict = "valid"
+	Invalid Verdict = "invalid"
+	Unknown Verdict = "unknown" // a checker ran out of time or lacked data
+)
+
+// Merge returns the worse of two verdicts: invalid beats unknown beats valid.
+func Merge(a, b Verdict) Verdict {
+	rank := func(v Verdict) int {
+		switch v {
+		case Invalid:
+			return 2
+		case Unknown:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// Names of the checks.
+const (
+	CheckMutex      = "mutual-exclusion"
+	CheckLinear     = "linearizable-lock"
+	CheckResource   = "resource"
+	CheckStatistics = "statistics"
+)
+
+// CheckResult is one checker's outcome.
+type CheckResult struct {
+	Name    string  `json:"name"`
+	Verdict Verdict `json:"verdict"`
+	// Judged is false when the recipe's promise does not cover this
+	// property: its anomalies are then findings and do not fail the run.
+	Judged    bool    `json:"judged"`
+	Skipped   bool    `json:"skipped,omitempty"` // nothing to check (e.g. no resource ops)
+	Anomalies int     `json:"anomalies"`
+	Detail    string  `json:"detail,omitempty"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// Anomaly kinds.
+const (
+	KindOverlap          = "overlapping-holds"
+	KindNonLinearizable  = "non-linearizable"
+	KindLostAdd          = "lost-add"
+	KindDuplicate        = "duplicate-element"
+	KindStaleWrite       = "stale-holder-write"
+	KindLateWrite        = "late-write" // finding: outlived the hold, nobody else held
+	KindFailedAddPresent = "failed-add-present"
+	KindPhantom          = "phantom-element"
+	KindMalformedRead    = "malformed-read" // an ok read whose value is not an array
+)
+
+// Anomaly is one violation (or, in Result.Findings, an observation that the
+// recipe's promise does not cover).
+type Anomaly struct {
+	Kind      string       `json:"kind"`
+	Check     string       `json:"check"`
+	Lock      string       `json:"lock,omitempty"`
+	Processes []int        `json:"processes,omitempty"`
+	Start     int64        `json:"start"` // window, ns since the run started
+	End       int64        `json:"end"`
+	Message   string       `json:"message"`
+	Ops       []history.Op `json:"ops,omitempty"` // the operations involved
+}
+
+// Result is a run's verdict; serialized as results.json.
+type Result struct {
+	Verdict   Verdict         `json:"verdict"`
+	Promise   history.Promise `json:"promise,omitempty"`
+	Meta      *history.Meta   `json:"meta,omitempty"`
+	Checks    []CheckResult   `json:"checks"`
+	Anomalies []Anomaly       `json:"anomalies"`
+	Findings  []Anomaly       `json:"findings"`
+	// AnomaliesOmitted counts anomalies found beyond the reported ones.
+	AnomaliesOmitted int   `json:"anomalies_omitted,omitempty"`
+	Stats            Stats `json:"stats"`
+	// Pending counts invocations without completion (a killed run): they
+	// are checked as info.
+	Pending   int  `json:"pending,omitempty"`
+	Truncated bool `json:"truncated,omitempty"` // an unterminated last line was dropped
+	// Linearizability keeps porcupine's data for the report (not in JSON).
+	Linearizability []LockLinearization `json:"-"`
+}
+
+// Option configures Check.
+type Option func(*config)
+
+type config struct {
+	timeout    time.Duration
+	log        *slog.Logger
+	workers    int
+	segmentMin int
+	maxReports int
+	visualize  int
+}
+
+// WithTimeout bounds the whole check; a checker that runs out of time
+// gives "unknown".
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithWorkers sets how many pieces of lock history are checked in parallel
+// (default GOMAXPROCS).
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithSegmentMin sets the smallest piece of a lock's history handed to
+// porcupine (default 256 operations); 0 checks each lock's history whole,
+// as plain porcupine does.
+func WithSegmentMin(n int) Option { return func(c *config) { c.segmentMin = n } }
+
+// WithMaxReported caps the anomalies reported with their ops per kind
+// (default 100); the rest are counted.
+func WithMaxReported(n int) Option { return func(c *config) { c.maxReports = n } }
+
+// WithVisualizations sets how many locks keep porcupine data for the report
+// (default 8; locks with a violation first).
+func WithVisualizations(n int) Option { return func(c *config) { c.visualize = n } }
+
+func newConfig(opts []Option) config {
+	c := config{log: slog.Default(), segmentMin: 256, maxReports: 100, visualize: 8}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// CheckFile reads, validates and checks a history file. A history that
+// breaks the format gives an error wrapping history.ErrInvalid.
+func CheckFile(ctx context.Context, path string, opts ...Option) (Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("checker: %w", err)
+	}
+	defer f.Close()
+	return CheckReader(ctx, f, opts...)
+}
+
+// CheckReader reads, validates and checks a history.
+func CheckReader(ctx context.Context, r io.Reader, opts ...Option) (Result, error) {
+	hr := history.NewReader(r)
+	ops := make([]history.Op, 0, 1024)
+	for {
+		op, err := hr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		ops = append(ops, op)
+	}
+	res, err := check(ctx, ops, newConfig(opts))
+	res.Truncated = hr.Truncated()
+	return res, err
+}
+
+// Check validates and checks a history held in memory.
+func Check(ctx context.Context, ops []history.Op, opts ...Option) (Result, error) {
+	if err := history.Validate(ops); err != nil {
+		return Result{}, err
+	}
+	return check(ctx, ops, newConfig(opts))
+}
+
+func check(ctx context.Context, ops []history.Op, cfg config) (Result, error) {
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+	}
+	res := Result{Anomalies: []Anomaly{}, Findings: []Anomaly{}}
+	meta := findMeta(ops)
+	if meta != nil {
+		res.Meta = meta
+		res.Promise = meta.Promise
+	}
+	calls := pairCalls(ops)
+	for i := range calls {
+		if calls[i].retIdx < 0 {
+			res.Pending++
+		}
+	}
+	var end int64
+	if len(ops) > 0 {
+		end = ops[len(ops)-1].Time
+	}
+	h := &hist{ops: ops, calls: calls, end: end, cfg: cfg}
+
+	// The checks are independent: run them side by side. Linearizability
+	// fans out further, piece by piece.
+	var (
+		wg                             sync.WaitGroup
+		mutex, linear, resource, stats checkOutput
+		lin                            []LockLinearization
+		st                             Stats
+	)
+	timed := func(out *checkOutput, f func() checkOutput) {
+		defer wg.Done()
+		t0 := time.Now()
+		*out = f()
+		out.result.Seconds = time.Since(t0).Seconds()
+	}
+	holds := h.holds()
+	wg.Add(4)
+	go timed(&mutex, func() checkOutput { return h.checkMutex(holds) })
+	go timed(&linear, func() checkOutput {
+		out, l := h.checkLinearizable(ctx)
+		lin = l
+		return out
+	})
+	go timed(&resource, func() checkOutput { return h.checkResource(holds) })
+	go timed(&stats, func() checkOutput {
+		st = h.stats()
+		return checkOutput{result: CheckResult{Name: CheckStatistics, Verdict: Valid, Detail: st.summary()}}
+	})
+	wg.Wait()
+	res.Stats = st
+	res.Linearizability = lin
+
+	fenced := res.Promise == history.PromiseFenced
+	res.Verdict = Valid
+	for _, out := range []*checkOutput{&mutex, &linear, &resource, &stats} {
+		cr := out.result
+		cr.Judged = out.result.Name != CheckStatistics
+		if fenced && (cr.Name == CheckMutex || cr.Name == CheckLinear) {
+			cr.Judged = false
+		}
+		cr.Anomalies = len(out.anomalies) + out.omitted
+		if cr.Judged {
+			res.Verdict = Merge(res.Verdict, cr.Verdict)
+			res.Anomalies = append(res.Anomalies, out.anomalies...)
+			res.AnomaliesOmitted += out.omitted
+		} else {
+			res.Findings = append(res.Findings, out.anomalies...)
+		}
+		res.Findings = append(res.Findings, out.findings...)
+		res.Checks = append(res.Checks, cr)
+	}
+	if err := ctx.Err(); err != nil && res.Verdict == Valid {
+		// Every check finished, but only just: keep the verdict they gave.
+		cfg.log.Debug("check finished at its deadline", "err", err)
+	}
+	return res, nil
+}
+
+// checkOutput is what one checker hands back.
+type checkOutput struct {
+	result    CheckResult
+	anomalies []Anomaly
+	findings  []Anomaly
+	omitted   int
+}
+
+// add records an anomaly, keeping at most max per kind with details.
+func (o *checkOutput) add(a Anomaly, max int, perKind map[string]int) {
+	if perKind[a.Kind] >= max {
+		o.omitted++
+		return
+	}
+	perKind[a.Kind]++
+	o.anomalies = append(o.anomalies, a)
+}
+
+// hist is a paired history shared (read-only) by the checkers.
+type hist struct {
+	ops   []history.Op
+	calls []call
+	end   int64
+	cfg   config
+}
+
+// opsOf returns the invoke and completion lines of calls, for an anomaly.
+func (h *hist) opsOf(cs ...*call) []history.Op {
+	var out []history.Op
+	for _, c := range cs {
+		out = append(out, h.ops[c.invIdx])
+		if c.retIdx >= 0 {
+			out = append(out, h.ops[c.retIdx])
+		}
+	}
+	return out
+}
+
+func findMeta(ops []history.Op) *history.Meta {
+	for i := range ops {
+		if ops[i].Process == history.NemesisProcess && ops[i].F == history.FMeta {
+			var m history.Meta
+			if err := jsonUnmarshal(ops[i].Value, &m); err == nil {
+				return &m
+			}
+		}
+	}
+	return nil
+}

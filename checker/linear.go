@@ -1,0 +1,446 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// The lock object's model: an owner-aware mutex with leases.
+//
+//   - acquire ok by P: legal when the lock is free, i.e. it has no owner, or
+//     P owns it, or the owner's lease has expired by the acquire's return;
+//     P then owns it until inv+lease_ms.
+//   - renew ok by P: legal when P is still the owner; sets the lease again.
+//   - release ok by P: legal when P is still the owner; frees the lock.
+//
+// A release or renew that returns ok after the lease ran out is legal as
+// long as nobody else acquired since: Cassandra's TTL starts when the write
+// is applied, after the invocation the history counts the lease from, so a
+// late ok is not proof of a bug (mutual exclusion judges the holds).
+//
+// Failed ops did not happen and are left out. An info (or never completed)
+// acquire or renew is left out too: had it taken effect, it would only make
+// its retired process the owner, which never makes another process's op
+// legal, so "never took effect" explains at least as much. An info release
+// is kept: it may free the lock at any time after its invocation (when its
+// process still owns it). It matters only until its process's lease ends or
+// another process acquires, so that is where its window is closed.
+type lockState struct {
+	owner  int   // process; -1 when none
+	expiry int64 // when the owner's lease ends; Never without a lease
+}
+
+type lockOp struct {
+	kind  byte // 'a'cquire, 'r'elease, 'n' renew
+	proc  int
+	inv   int64
+	ret   int64
+	exp   int64 // the grant's expiry for acquire and renew
+	info  bool  // an info release
+	call  *call
+	clamp bool // an info release whose window was closed early
+}
+
+var free = lockState{owner: -1}
+
+func lockStep(state, input, _ any) (bool, any) {
+	s := state.(lockState)
+	in := input.(*lockOp)
+	switch in.kind {
+	case 'a':
+		if s.owner == -1 || s.owner == in.proc || s.expiry <= in.ret {
+			return true, lockState{owner: in.proc, expiry: in.exp}
+		}
+		return false, s
+	case 'n':
+		if s.owner == in.proc {
+			return true, lockState{owner: in.proc, expiry: in.exp}
+		}
+		return false, s
+	case 'r':
+		if s.owner == in.proc {
+			return true, free
+		}
+		// An info release of a lock its process does not own has no effect.
+		return in.info, s
+	}
+	return false, s
+}
+
+func describeLockOp(input, _ any) string {
+	in := input.(*lockOp)
+	name := map[byte]string{'a': "acquire", 'r': "release", 'n': "renew"}[in.kind]
+	s := fmt.Sprintf("p%d %s", in.proc, name)
+	if in.kind != 'r' && in.exp != Never {
+		s += " until " + fmtTime(in.exp)
+	}
+	if in.info {
+		s += " (info)"
+	}
+	return s
+}
+
+func describeLockState(state any) string {
+	s := state.(lockState)
+	if s.owner < 0 {
+		return "free"
+	}
+	if s.expiry == Never {
+		return fmt.Sprintf("owned by p%d", s.owner)
+	}
+	return fmt.Sprintf("owned by p%d until %s", s.owner, fmtTime(s.expiry))
+}
+
+// lockModel is the model of one piece of a lock's history, starting in init.
+func lockModel(init lockState) porcupine.Model {
+	return porcupine.Model{
+		Init:              func() any { return init },
+		Step:              lockStep,
+		DescribeOperation: describeLockOp,
+		DescribeState:     describeLockState,
+	}
+}
+
+// LockLinearization is porcupine's data for one lock (or the piece of it
+// that is not linearizable), kept for the report's visualization.
+type LockLinearization struct {
+	Lock   string
+	Result porcupine.CheckResult
+	Model  porcupine.Model
+	Info   porcupine.LinearizationInfo
+	Ops    int // operations in the visualized piece
+	Whole  bool
+}
+
+// Visualize writes porcupine's HTML visualization.
+func (l LockLinearization) Visualize(path string) error {
+	return porcupine.VisualizePath(l.Model, l.Info, path)
+}
+
+// lockOps builds the model's operations of each lock, in invocation order.
+func (h *hist) lockOps() map[string][]*lockOp {
+	by := map[string][]*lockOp{}
+	for i := range h.calls {
+		c := &h.calls[i]
+		var kind byte
+		switch c.f {
+		case history.FAcquire:
+			kind = 'a'
+		case history.FRenew:
+			kind = 'n'
+		case history.FRelease:
+			kind = 'r'
+		default:
+			continue
+		}
+		switch {
+		case c.typ == history.OK:
+		case c.typ == history.Info && kind == 'r':
+		default:
+			continue // fail, and info acquire/renew: see the model's comment
+		}
+		ret := c.ret
+		if c.typ == history.Info {
+			ret = Never // it may take effect at any later time
+		}
+		by[c.lock] = append(by[c.lock], &lockOp{
+			kind: kind, proc: c.proc, inv: c.inv, ret: ret,
+			exp: expiry(c.inv, c.leaseMS), info: c.typ == history.Info, call: c,
+		})
+	}
+	for _, ops := range by {
+		closeInfoReleases(ops)
+	}
+	return by
+}
+
+// closeInfoReleases bounds the window of each info release: after its
+// process's lease ended (the lock is free either way) or after another
+// process's ok acquire invoked after it has returned (the releasing process
+// can never own the lock again), taking effect changes nothing.
+func closeInfoReleases(ops []*lockOp) {
+	lease := map[int]int64{} // process -> expiry of its latest ok grant
+	for i, op := range ops {
+		if !op.info {
+			if op.kind != 'r' {
+				lease[op.proc] = op.exp
+			}
+			continue
+		}
+		end, ok := lease[op.proc]
+		if !ok {
+			end = op.inv // it never owned the lock: a no-op
+		}
+		for _, later := range ops[i+1:] {
+			if later.inv >= end {
+				break
+			}
+			if later.kind == 'a' && !later.info && later.proc != op.proc {
+				end = min(end, later.ret)
+				break
+			}
+		}
+		if end < op.inv {
+			end = op.inv
+		}
+		if end != op.ret {
+			op.ret, op.clamp = end, true
+		}
+	}
+}
+
+// piece is a run of one lock's operations checked on its own.
+type piece struct {
+	lock  string
+	init  lockState
+	ops   []*lockOp
+	index int // piece number within its lock
+}
+
+// cut splits one lock's operations at isolated ok operations: ones that no
+// other operation overlaps in time. Every earlier operation returned before
+// such an op and every later one starts after it, so it is linearized
+// between them and the state after it is known whatever came before:
+// owned by its process until its expiry (acquire, renew) or free (release).
+// Pieces are therefore independent. minOps keeps pieces from being tiny;
+// minOps <= 0 gives the lock's history whole.
+func cut(lock string, ops []*lockOp, minOps int) []piece {
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].inv < ops[j].inv })
+	if minOps <= 0 {
+		return []piece{{lock: lock, init: free, ops: ops}}
+	}
+	var out []piece
+	init, start := free, 0
+	var maxRet int64 = -1
+	for i, op := range ops {
+		isolated := !op.info && maxRet < op.inv && (i+1 == len(ops) || ops[i+1].inv > op.ret)
+		maxRet = max(maxRet, op.ret)
+		if !isolated || i+1-start < minOps {
+			continue
+		}
+		out = append(out, piece{lock: lock, init: init, ops: ops[start : i+1], index: len(out)})
+		switch op.kind {
+		case 'r':
+			init = free
+		default:
+			init = lockState{owner: op.proc, expiry: op.exp}
+		}
+		start = i + 1
+	}
+	if start < len(ops) {
+		out = append(out, piece{lock: lock, init: init, ops: ops[start:], index: len(out)})
+	}
+	return out
+}
+
+func (p piece) operations() []porcupine.Operation {
+	out := make([]porcupine.Operation, len(p.ops))
+	for i, op := range p.ops {
+		out[i] = porcupine.Operation{ClientId: op.proc, Input: op, Call: op.inv, Return: op.ret, Output: nil}
+	}
+	return out
+}
+
+type pieceResult struct {
+	piece  piece
+	result porcupine.CheckResult
+}
+
+// checkLinearizable checks every lock's operations with porcupine, piece by
+// piece in parallel.
+func (h *hist) checkLinearizable(ctx context.Context) (checkOutput, []LockLinearization) {
+	out := checkOutput{result: CheckResult{Name: CheckLinear, Verdict: Valid}}
+	byLock := h.lockOps()
+	locks := make([]string, 0, len(byLock))
+	for l := range byLock {
+		locks = append(locks, l)
+	}
+	sort.Strings(locks)
+	var pieces []piece
+	nops := 0
+	for _, l := range locks {
+		nops += len(byLock[l])
+		pieces = append(pieces, cut(l, byLock[l], h.cfg.segmentMin)...)
+	}
+	workers := h.cfg.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	results := make([]pieceResult, len(pieces))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = pieceResult{piece: pieces[i], result: checkPiece(ctx, pieces[i])}
+			}
+		}()
+	}
+feed:
+	for i := range pieces {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			for j := i; j < len(pieces); j++ {
+				results[j] = pieceResult{piece: pieces[j], result: porcupine.Unknown}
+			}
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+
+	perKind := map[string]int{}
+	var unknown, illegal int
+	illegalLocks := map[string]bool{}
+	var vis []LockLinearization
+	for _, r := range results {
+		switch r.result {
+		case porcupine.Unknown:
+			unknown++
+		case porcupine.Illegal:
+			illegal++
+			illegalLocks[r.piece.lock] = true
+			a, lin := h.explainIllegal(ctx, r.piece)
+			out.add(a, h.cfg.maxReports, perKind)
+			if len(vis) < h.cfg.visualize && lin != nil {
+				vis = append(vis, *lin)
+			}
+		}
+	}
+	// Locks without a violation get a visualization of their first piece,
+	// or their whole history when it is small.
+	for _, l := range locks {
+		if len(vis) >= h.cfg.visualize || ctx.Err() != nil {
+			break
+		}
+		if illegalLocks[l] {
+			continue
+		}
+		var p piece
+		for _, r := range results {
+			if r.piece.lock == l && r.piece.index == 0 {
+				p = r.piece
+				break
+			}
+		}
+		whole := len(byLock[l]) <= 2000
+		if whole {
+			p = piece{lock: l, init: free, ops: byLock[l]}
+		} else if len(p.ops) > 2000 {
+			p.ops = p.ops[:2000]
+		}
+		if lin := visualize(ctx, p); lin != nil {
+			lin.Whole = whole
+			vis = append(vis, *lin)
+		}
+	}
+	switch {
+	case illegal > 0:
+		out.result.Verdict = Invalid
+		out.result.Detail = fmt.Sprintf("%d of %d pieces not linearizable (%d lock ops on %d locks)", illegal, len(pieces), nops, len(locks))
+	case unknown > 0:
+		out.result.Verdict = Unknown
+		out.result.Detail = fmt.Sprintf("%d of %d pieces not decided in time (%d lock ops on %d locks)", unknown, len(pieces), nops, len(locks))
+	default:
+		out.result.Detail = fmt.Sprintf("%d lock ops on %d locks linearizable (%d pieces)", nops, len(locks), len(pieces))
+	}
+	return out, vis
+}
+
+func checkPiece(ctx context.Context, p piece) porcupine.CheckResult {
+	if ctx.Err() != nil {
+		return porcupine.Unknown
+	}
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return porcupine.Unknown
+		}
+	}
+	return porcupine.CheckOperationsTimeout(lockModel(p.init), p.operations(), timeout)
+}
+
+func visualize(ctx context.Context, p piece) *LockLinearization {
+	if len(p.ops) == 0 {
+		return nil
+	}
+	m := lockModel(p.init)
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return nil
+	}
+	res, info := porcupine.CheckOperationsVerbose(m, p.operations(), timeout)
+	if res == porcupine.Unknown {
+		return nil
+	}
+	return &LockLinearization{Lock: p.lock, Result: res, Model: m, Info: info, Ops: len(p.ops)}
+}
+
+// explainIllegal narrows an illegal piece down to the smallest piece (cut
+// at every isolated op) that is still illegal, and describes it.
+func (h *hist) explainIllegal(ctx context.Context, p piece) (Anomaly, *LockLinearization) {
+	bad := p
+	for _, sub := range cut(p.lock, p.ops, 1) {
+		sub.init = initFor(p, sub)
+		if checkPiece(ctx, sub) == porcupine.Illegal {
+			bad = sub
+			break
+		}
+	}
+	procs := map[int]bool{}
+	var cs []*call
+	start, end := bad.ops[0].inv, int64(0)
+	for _, op := range bad.ops {
+		procs[op.proc] = true
+		if len(cs) < 40 {
+			cs = append(cs, op.call)
+		}
+		end = max(end, min(op.ret, h.end))
+	}
+	var pl []int
+	for p := range procs {
+		pl = append(pl, p)
+	}
+	sort.Ints(pl)
+	a := Anomaly{
+		Kind: KindNonLinearizable, Check: CheckLinear, Lock: p.lock, Processes: pl,
+		Start: start, End: end,
+		Message: fmt.Sprintf("the %d operations on lock %q from %s to %s, starting with the lock %s, have no legal order for an owner-aware mutex with leases",
+			len(bad.ops), p.lock, fmtTime(start), fmtTime(end), describeLockState(bad.init)),
+		Ops: h.opsOf(cs...),
+	}
+	return a, visualize(ctx, bad)
+}
+
+// initFor is the state a sub-piece of p starts in: p's own for the first,
+// else the state after the isolated op that ends the previous sub-piece.
+func initFor(p piece, sub piece) lockState {
+	if len(sub.ops) == 0 || sub.ops[0] == p.ops[0] {
+		return p.init
+	}
+	for i, op := range p.ops {
+		if op == sub.ops[0] {
+			prev := p.ops[i-1]
+			if prev.kind == 'r' {
+				return free
+			}
+			return lockState{owner: prev.proc, expiry: prev.exp}
+		}
+	}
+	return p.init
+}

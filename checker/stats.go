@@ -1,0 +1,129 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Counts are completed operations by outcome. Pending counts invocations
+// that never completed.
+type Counts struct {
+	OK      int `json:"ok"`
+	Fail    int `json:"fail"`
+	Info    int `json:"info"`
+	Pending int `json:"pending,omitempty"`
+}
+
+func (c *Counts) add(t history.Type, pending bool) {
+	switch {
+	case pending:
+		c.Pending++
+	case t == history.OK:
+		c.OK++
+	case t == history.Fail:
+		c.Fail++
+	default:
+		c.Info++
+	}
+}
+
+// Total is the number of operations counted.
+func (c Counts) Total() int { return c.OK + c.Fail + c.Info + c.Pending }
+
+// Latency percentiles of completed operations, in milliseconds.
+type Latency struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+// Stats summarizes a history.
+type Stats struct {
+	Events     int                `json:"events"`
+	Duration   float64            `json:"duration_s"` // time of the last line
+	Processes  int                `json:"processes"`
+	Locks      int                `json:"locks"`
+	Nemesis    int                `json:"nemesis_events"`
+	ByF        map[string]Counts  `json:"by_f"`
+	ByProcess  map[int]Counts     `json:"by_process"`
+	LatencyOK  map[string]Latency `json:"latency_ok"`  // ok completions, per f
+	LatencyAll map[string]Latency `json:"latency_all"` // every completion, per f
+}
+
+func (h *hist) stats() Stats {
+	s := Stats{
+		Events: len(h.ops), Duration: float64(h.end) / 1e9,
+		ByF: map[string]Counts{}, ByProcess: map[int]Counts{},
+		LatencyOK: map[string]Latency{}, LatencyAll: map[string]Latency{},
+	}
+	okLat := map[string][]int64{}
+	allLat := map[string][]int64{}
+	locks := map[string]bool{}
+	for i := range h.ops {
+		if h.ops[i].Process == history.NemesisProcess {
+			s.Nemesis++
+		}
+	}
+	for i := range h.calls {
+		c := &h.calls[i]
+		pending := c.retIdx < 0
+		bf := s.ByF[c.f]
+		bf.add(c.typ, pending)
+		s.ByF[c.f] = bf
+		bp := s.ByProcess[c.proc]
+		bp.add(c.typ, pending)
+		s.ByProcess[c.proc] = bp
+		if c.lock != "" {
+			locks[c.lock] = true
+		}
+		if pending {
+			continue
+		}
+		d := c.ret - c.inv
+		allLat[c.f] = append(allLat[c.f], d)
+		if c.typ == history.OK {
+			okLat[c.f] = append(okLat[c.f], d)
+		}
+	}
+	s.Processes, s.Locks = len(s.ByProcess), len(locks)
+	for f, l := range okLat {
+		s.LatencyOK[f] = percentiles(l)
+	}
+	for f, l := range allLat {
+		s.LatencyAll[f] = percentiles(l)
+	}
+	return s
+}
+
+func percentiles(d []int64) Latency {
+	slices.Sort(d)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(d)-1) + 0.5)
+		return float64(d[i]) / 1e6
+	}
+	return Latency{Count: len(d), P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: float64(d[len(d)-1]) / 1e6}
+}
+
+func (s Stats) summary() string {
+	fs := make([]string, 0, len(s.ByF))
+	for f := range s.ByF {
+		fs = append(fs, f)
+	}
+	sort.Strings(fs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d events over %.1fs, %d processes, %d locks", s.Events, s.Duration, s.Processes, s.Locks)
+	for _, f := range fs {
+		c := s.ByF[f]
+		fmt.Fprintf(&b, "; %s %d ok/%d fail/%d info", f, c.OK, c.Fail, c.Info)
+		if c.Pending > 0 {
+			fmt.Fprintf(&b, "/%d pending", c.Pending)
+		}
+	}
+	return b.String()
+}
