@@ -67,6 +67,8 @@ type Test struct {
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
+
+	runID string // the run directory's name: lock names are fresh each run
 }
 
 func (t *Test) defaults() {
@@ -106,11 +108,12 @@ func (t *Test) defaults() {
 	}
 }
 
-// LockNames are the names the clients contend for.
+// LockNames are the names the clients contend for. They are new in every
+// run, so that a run on a reused cluster starts from empty locks and sets.
 func (t *Test) LockNames() []string {
 	names := make([]string, t.Locks)
 	for i := range names {
-		names[i] = fmt.Sprintf("%s-l%d", t.Name, i)
+		names[i] = fmt.Sprintf("%s-%s-l%d", t.Name, t.runID, i)
 	}
 	return names
 }
@@ -150,6 +153,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	out := Outcome{Dir: dir, Faults: map[string]int{}}
+	t.runID = filepath.Base(dir)
 	logFile, err := os.Create(filepath.Join(dir, "lockcheck.log"))
 	if err != nil {
 		return out, fmt.Errorf("runner: %w", err)
@@ -183,6 +187,11 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	// Check and report even after an error or an interrupt: what ran counts.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
+	if env != nil {
+		if err := env.CopyLogs(cctx, filepath.Join(dir, "nodes")); err != nil {
+			log.Warn("node logs not copied", "err", err)
+		}
+	}
 	res, err := store.Build(cctx, dir)
 	if err != nil {
 		return out, errors.Join(runErr, fmt.Errorf("runner: check and report: %w", err))
