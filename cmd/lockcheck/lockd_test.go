@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// fakeLocks is an in-memory lockService: one holder per name, tokens that
+// grow, and an injectable error for the next call.
+type fakeLocks struct {
+	mu      sync.Mutex
+	holders map[string]string
+	ttls    map[string]time.Duration
+	token   int64
+	nextErr error
+	calls   int
+}
+
+func newFakeLocks() *fakeLocks {
+	return &fakeLocks{holders: map[string]string{}, ttls: map[string]time.Duration{}}
+}
+
+func (f *fakeLocks) takeErr() error {
+	f.calls++
+	err := f.nextErr
+	f.nextErr = nil
+	return err
+}
+
+func (f *fakeLocks) TryAcquire(ctx context.Context, name, owner string, ttl time.Duration) (workload.Grant, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.takeErr(); err != nil {
+		return workload.Grant{}, false, err
+	}
+	switch h := f.holders[name]; h {
+	case "":
+		f.token++
+		f.holders[name], f.ttls[name] = owner, ttl
+		return workload.Grant{Lock: name, Owner: owner, Token: f.token}, false, nil
+	case owner:
+		f.ttls[name] = ttl
+		return workload.Grant{Lock: name, Owner: owner, Token: f.token}, true, nil
+	default:
+		return workload.Grant{}, false, &lease.HeldError{Lock: name, Holder: h}
+	}
+}
+
+func (f *fakeLocks) ReleaseOwner(ctx context.Context, name, owner string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.takeErr(); err != nil {
+		return err
+	}
+	switch h := f.holders[name]; h {
+	case "":
+		return fmt.Errorf("release: %w", workload.ErrNotHeld)
+	case owner:
+		delete(f.holders, name)
+		return nil
+	default:
+		return &lease.HeldError{Lock: name, Holder: h}
+	}
+}
+
+func (f *fakeLocks) Holder(ctx context.Context, name string) (lease.Holder, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.takeErr(); err != nil {
+		return lease.Holder{}, err
+	}
+	return lease.Holder{Lock: name, Owner: f.holders[name], TTL: f.ttls[name]}, nil
+}
+
+type step struct {
+	method, path, owner string
+	failWith            error // the lock's next call fails with this
+	wantCode            int
+	wantBody            map[string]any // keys that must be in the JSON body, with these values
+	wantNoCall          bool           // rejected before reaching the lock
+}
+
+func TestLockdHandler(t *testing.T) {
+	long := strings.Repeat("x", 256)
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"acquire, renew, conflict, release", []step{
+			{method: "PUT", path: "/v1/locks/db", owner: "a", wantCode: 201,
+				wantBody: map[string]any{"name": "db", "owner": "a", "ttl_seconds": 60.0, "token": 1.0}},
+			{method: "PUT", path: "/v1/locks/db?ttl=30", owner: "a", wantCode: 200,
+				wantBody: map[string]any{"owner": "a", "ttl_seconds": 30.0, "token": 1.0}},
+			{method: "PUT", path: "/v1/locks/db", owner: "b", wantCode: 409, wantBody: map[string]any{"holder": "a"}},
+			{method: "GET", path: "/v1/locks/db", wantCode: 200, wantBody: map[string]any{"name": "db", "owner": "a", "ttl_seconds": 30.0}},
+			{method: "DELETE", path: "/v1/locks/db", owner: "b", wantCode: 409, wantBody: map[string]any{"holder": "a"}},
+			{method: "DELETE", path: "/v1/locks/db", owner: "a", wantCode: 204},
+			{method: "DELETE", path: "/v1/locks/db", owner: "a", wantCode: 404},
+			{method: "GET", path: "/v1/locks/db", wantCode: 404},
+			{method: "PUT", path: "/v1/locks/db", owner: "b", wantCode: 201, wantBody: map[string]any{"owner": "b", "token": 2.0}},
+		}},
+		{"unknown outcome is 503, never 201", []step{
+			{method: "PUT", path: "/v1/locks/x", owner: "a", failWith: fmt.Errorf("acquire: %w", workload.ErrUnknown),
+				wantCode: 503, wantBody: map[string]any{"outcome": "unknown"}},
+			{method: "DELETE", path: "/v1/locks/x", owner: "a", failWith: fmt.Errorf("release: %w", workload.ErrUnknown),
+				wantCode: 503, wantBody: map[string]any{"outcome": "unknown"}},
+			{method: "GET", path: "/v1/locks/x", failWith: fmt.Errorf("read: unavailable"), wantCode: 503},
+		}},
+		{"bad requests", []step{
+			{method: "PUT", path: "/v1/locks/db", wantCode: 400, wantNoCall: true},
+			{method: "DELETE", path: "/v1/locks/db", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/db?ttl=0", owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/db?ttl=86401", owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/db?ttl=1.5", owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/db?ttl=", owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/db?ttl=5&ttl=6", owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/" + long, owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/a%07b", owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/a%ffb", owner: "a", wantCode: 400, wantNoCall: true},
+			{method: "GET", path: "/v1/locks/a%0Ab", wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/db", owner: long, wantCode: 400, wantNoCall: true},
+			{method: "PUT", path: "/v1/locks/" + strings.Repeat("x", 255) + "?ttl=86400", owner: "a", wantCode: 201},
+			{method: "PUT", path: "/v1/locks/caf%C3%A9?ttl=1", owner: "é", wantCode: 201},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeLocks()
+			srv := httptest.NewServer(lockdHandler(f, slog.New(slog.DiscardHandler)))
+			defer srv.Close()
+			for i, s := range tt.steps {
+				f.mu.Lock()
+				f.nextErr = s.failWith
+				before := f.calls
+				f.mu.Unlock()
+				req, err := http.NewRequest(s.method, srv.URL+s.path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.owner != "" {
+					req.Header.Set("Lock-Owner", s.owner)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != s.wantCode {
+					t.Fatalf("step %d %s %s: status %d, want %d (body %s)", i, s.method, s.path, resp.StatusCode, s.wantCode, raw)
+				}
+				if s.wantCode == 503 && resp.Header.Get("Retry-After") == "" {
+					t.Errorf("step %d: 503 without Retry-After", i)
+				}
+				if s.wantCode >= 400 {
+					var e map[string]any
+					if err := json.Unmarshal(raw, &e); err != nil || e["error"] == "" || e["error"] == nil {
+						t.Errorf("step %d: error body %q is not a JSON error", i, raw)
+					}
+				}
+				if s.wantBody != nil {
+					var got map[string]any
+					if err := json.Unmarshal(raw, &got); err != nil {
+						t.Fatalf("step %d: body %q: %v", i, raw, err)
+					}
+					for k, v := range s.wantBody {
+						if got[k] != v {
+							t.Errorf("step %d: %s = %v, want %v (body %s)", i, k, got[k], v, raw)
+						}
+					}
+				}
+				f.mu.Lock()
+				called := f.calls > before
+				f.mu.Unlock()
+				if s.wantNoCall && called {
+					t.Errorf("step %d: a bad request reached the lock", i)
+				}
+			}
+		})
+	}
+}
+
+func TestLockdFlags(t *testing.T) {
+	var out, errb strings.Builder
+	if code := runLockd(context.Background(), []string{"--bogus"}, &out, &errb); code != exitError {
+		t.Errorf("bad flag: exit %d, want %d", code, exitError)
+	}
+	if code := runLockd(context.Background(), []string{"--hosts", " , "}, &out, &errb); code != exitError {
+		t.Errorf("empty --hosts: exit %d, want %d", code, exitError)
+	}
+	if !strings.Contains(errb.String(), "no host") {
+		t.Errorf("stderr %q does not say what is wrong", errb.String())
+	}
+}
