@@ -55,6 +55,7 @@ type config struct {
 	holdMax        time.Duration
 	thinkMax       time.Duration
 	stagger        time.Duration
+	pinned         bool
 	classify       Classifier
 	log            *slog.Logger
 }
@@ -84,6 +85,11 @@ func WithThink(max time.Duration) Option { return func(c *config) { c.thinkMax =
 
 // WithStagger spreads the clients' starts over [0, d) (default 200ms).
 func WithStagger(d time.Duration) Option { return func(c *config) { c.stagger = d } }
+
+// WithPinnedLocks makes client i use only lock i mod len(locks) (no random
+// choice): with as many locks as clients, nobody contends, which is how the
+// throughput benchmark measures the harness rather than the lock's queue.
+func WithPinnedLocks() Option { return func(c *config) { c.pinned = true } }
 
 // WithClassifier sets how errors map to fail or info (default DefaultClassifier).
 func WithClassifier(f Classifier) Option { return func(c *config) { c.classify = f } }
@@ -312,6 +318,9 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 	sleep(ctx, randDur(r, w.cfg.stagger))
 	for ctx.Err() == nil {
 		name := w.cfg.locks[r.IntN(len(w.cfg.locks))]
+		if w.cfg.pinned {
+			name = w.cfg.locks[i%len(w.cfg.locks)]
+		}
 		hold := randDur(r, w.cfg.holdMax)
 		think := randDur(r, w.cfg.thinkMax)
 		if err := w.cycle(ctx, i, lock, name, hold); err != nil {
