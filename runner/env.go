@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -26,7 +25,7 @@ func (e ClusterEnv) Targets() []nemesis.Target {
 func (e ClusterEnv) CopyLogs(ctx context.Context, dir string) error {
 	var errs []error
 	for _, n := range e.Nodes() {
-		if err := n.CopyLogs(ctx, filepath.Join(dir, n.Name)); err != nil {
+		if err := n.CopyLogs(ctx, dir); err != nil { // it writes dir/<node>/
 			errs = append(errs, fmt.Errorf("logs of %s: %w", n.Name, err))
 		}
 	}
