@@ -147,7 +147,7 @@ type Recipe struct {
 // Recipes are the variants of this package.
 var Recipes = []Recipe{
 	{"music", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return New(s, o...) }},
-	{"music-seq", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return NewSeq(s, o...) }},
+	{"music-seq", history.PromiseFenced, func(s *gocql.Session, o ...Option) workload.Lock { return NewSeq(s, o...) }},
 }
 
 // CreateSchema creates the tables of both variants and the values table.

@@ -1,0 +1,358 @@
+//go:build jepsen
+
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+// setup returns a session on the shared cluster with the lease schema and a
+// lock-name prefix unique to this test run.
+func setup(t *testing.T) (*gocql.Session, string, string) {
+	t.Helper()
+	c := clustertest.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := lease.CreateSchema(ctx, s, c.Keyspace()); err != nil {
+		t.Fatal(err)
+	}
+	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+}
+
+func TestTwoContendersExactlyOneWins(t *testing.T) {
+	s, ks, prefix := setup(t)
+	for _, fenced := range []bool{false, true} {
+		newLock := lease.New
+		if fenced {
+			newLock = lease.NewFenced
+		}
+		a, b := newLock(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second)),
+			newLock(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
+		for i := range 10 {
+			name := fmt.Sprintf("%s-%v-%d", prefix, fenced, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			var wg sync.WaitGroup
+			var errA, errB error
+			wg.Go(func() { _, _, errA = a.TryAcquire(ctx, name, "a", 30*time.Second) })
+			wg.Go(func() { _, _, errB = b.TryAcquire(ctx, name, "b", 30*time.Second) })
+			wg.Wait()
+			cancel()
+			wins := 0
+			for _, err := range []error{errA, errB} {
+				switch {
+				case err == nil:
+					wins++
+				case !errors.Is(err, workload.ErrHeldByOther):
+					t.Fatalf("fenced=%v round %d: %v", fenced, i, err)
+				}
+			}
+			if wins != 1 {
+				t.Fatalf("fenced=%v round %d: %d winners (a: %v, b: %v)", fenced, i, wins, errA, errB)
+			}
+		}
+	}
+}
+
+func TestReleaseLetsTheOtherIn(t *testing.T) {
+	s, ks, prefix := setup(t)
+	for _, r := range lease.Recipes {
+		t.Run(r.Name, func(t *testing.T) {
+			name := prefix + r.Name
+			a := r.New(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
+			b := r.New(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ga, err := a.Acquire(ctx, name, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// b waits while a holds.
+			short, cancelShort := context.WithTimeout(ctx, time.Second)
+			_, err = b.Acquire(short, name, "b")
+			cancelShort()
+			if !errors.Is(err, workload.ErrNotAcquired) || errors.Is(err, workload.ErrUnknown) {
+				t.Fatalf("b while a holds: %v, want ErrNotAcquired", err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				_, err := b.Acquire(ctx, name, "b")
+				got <- err
+			}()
+			time.Sleep(200 * time.Millisecond)
+			if err := a.Release(ctx, ga); err != nil {
+				t.Fatal(err)
+			}
+			released := time.Now()
+			if err := <-got; err != nil {
+				t.Fatalf("b after release: %v", err)
+			}
+			if d := time.Since(released); d > 5*time.Second {
+				t.Errorf("b got the lock %v after the release", d)
+			}
+			if err := a.Release(ctx, ga); !errors.Is(err, workload.ErrNotHeld) {
+				t.Errorf("second release: %v, want ErrNotHeld", err)
+			}
+		})
+	}
+}
+
+// An abandoned lease frees itself after its TTL, and never before the first
+// grant's deadline.
+func TestAbandonedLeaseExpires(t *testing.T) {
+	s, ks, prefix := setup(t)
+	for _, newLock := range []func(*gocql.Session, ...lease.Option) *lease.Lease{lease.New, lease.NewFenced} {
+		a := newLock(s, lease.WithKeyspace(ks), lease.WithTTL(3*time.Second))
+		b := newLock(s, lease.WithKeyspace(ks), lease.WithTTL(3*time.Second))
+		name := fmt.Sprintf("%s-%v", prefix, a.Fenced())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		ga, err := a.Acquire(ctx, name, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ga.Lease <= 0 || ga.Lease > 2*time.Second || ga.Deadline.Before(start) {
+			t.Fatalf("grant %+v: lease must be TTL minus the margin", ga)
+		}
+		gb, err := b.Acquire(ctx, name, "b")
+		if err != nil {
+			t.Fatalf("b never got the abandoned lease: %v", err)
+		}
+		took := time.Since(start)
+		if time.Now().Before(ga.Deadline) {
+			t.Fatalf("b got the lease %v after a's acquire, before a's deadline (%v)", took, ga.Lease)
+		}
+		if took > 3*time.Second+2*time.Second {
+			t.Errorf("b got the lease %v after a's acquire; TTL is 3s", took)
+		}
+		if a.Fenced() && gb.Token <= ga.Token {
+			t.Errorf("token after expiry %d, before %d: must grow", gb.Token, ga.Token)
+		}
+		if _, err := a.Renew(ctx, ga); !errors.Is(err, workload.ErrNotHeld) {
+			t.Errorf("renew of an expired lease: %v, want ErrNotHeld", err)
+		}
+		t.Logf("fenced=%v: b acquired %v after a's acquire (a's lease %v)", a.Fenced(), took.Round(time.Millisecond), ga.Lease)
+	}
+}
+
+func TestFencingTokensStrictlyGrow(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	locks := make([]*lease.Lease, 3)
+	for i := range locks {
+		locks[i] = lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(10*time.Second))
+	}
+	var last int64
+	for i := range 15 {
+		l := locks[i%len(locks)]
+		g, err := l.Acquire(ctx, prefix, fmt.Sprint("c", i%len(locks)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Token <= last {
+			t.Fatalf("grant %d: token %d after %d", i, g.Token, last)
+		}
+		last = g.Token
+		if i%4 == 3 { // a renewal keeps the token
+			r, err := l.Renew(ctx, g)
+			if err != nil || r.Token != g.Token {
+				t.Fatalf("renew: %+v, %v", r, err)
+			}
+		}
+		if err := l.Release(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The protected resource refuses the stale holder after the new one wrote.
+func TestFencedResourceRefusesStaleToken(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res := workload.NewCassandraResource(s, ks)
+	if err := res.CreateSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(2*time.Second))
+	b := lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(2*time.Second))
+	ga, err := a.Acquire(ctx, prefix, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Add(ctx, prefix, 1, ga.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	// a stalls; its lease expires and b takes the lock.
+	gb, err := b.Acquire(ctx, prefix, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Add(ctx, prefix, 2, gb.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = res.Add(ctx, prefix, 3, ga.Token, nil)
+	if !errors.Is(err, workload.ErrStaleToken) || errors.Is(err, workload.ErrUnknown) {
+		t.Fatalf("stale holder's add: %v, want ErrStaleToken", err)
+	}
+	got, err := res.Read(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("set %v, want [1 2]", got)
+	}
+}
+
+// Under no faults, 5 clients incrementing a counter under the lock lose no
+// increment.
+func TestNoLostIncrements(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx := context.Background()
+	if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + ks + `.test_counter (name text PRIMARY KEY, n bigint)`).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range lease.Recipes[:2] { // lease, lease-fenced (racy is the control)
+		t.Run(r.Name, func(t *testing.T) {
+			name := prefix + r.Name
+			const clients, each = 5, 8
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			defer cancel()
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for c := range clients {
+				l := r.New(s, lease.WithKeyspace(ks), lease.WithTTL(60*time.Second))
+				wg.Go(func() {
+					for range each {
+						if err := increment(ctx, s, ks, l, name, fmt.Sprint("c", c)); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if n := counter(t, s, ks, name); n != clients*each {
+				t.Fatalf("counter %d after %d increments", n, clients*each)
+			}
+		})
+	}
+}
+
+func increment(ctx context.Context, s *gocql.Session, ks string, l workload.Lock, name, owner string) error {
+	g, err := l.Acquire(ctx, name, owner)
+	if err != nil {
+		return err
+	}
+	var n int64
+	err = s.Query(`SELECT n FROM `+ks+`.test_counter WHERE name = ?`, name).Consistency(gocql.Quorum).ScanContext(ctx, &n)
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return err
+	}
+	if err := s.Query(`UPDATE `+ks+`.test_counter SET n = ? WHERE name = ?`, n+1, name).Consistency(gocql.Quorum).ExecContext(ctx); err != nil {
+		return err
+	}
+	return l.Release(ctx, g)
+}
+
+func counter(t *testing.T, s *gocql.Session, ks, name string) int {
+	var n int64
+	if err := s.Query(`SELECT n FROM `+ks+`.test_counter WHERE name = ?`, name).Consistency(gocql.Quorum).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return int(n)
+}
+
+func TestElection(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, refresh := range []bool{false, true} {
+		e := lease.NewElection(s, []lease.Option{lease.WithKeyspace(ks)}, lease.WithRefreshOnReclaim(refresh))
+		group := fmt.Sprintf("%s-%v", prefix, refresh)
+		tok, err := e.TryClaim(ctx, group, "user1", 4*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.TryClaim(ctx, group, "user2", 4*time.Second); !errors.Is(err, workload.ErrHeldByOther) {
+			t.Fatalf("second identity claimed: %v", err)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		if _, err := e.TryClaim(ctx, group, "user1", 4*time.Second); err != nil {
+			t.Fatalf("re-entrant claim: %v", err)
+		}
+		st, err := e.Status(ctx, group)
+		if err != nil || st.Leader != "user1" {
+			t.Fatalf("status %+v, %v", st, err)
+		}
+		// As published the re-entrant claim leaves the old term running
+		// out; with the fix it starts a new one.
+		if refresh && st.TimeLeft < 3*time.Second {
+			t.Errorf("refresh on reclaim: %v left of 4s", st.TimeLeft)
+		}
+		if !refresh && st.TimeLeft > 2*time.Second {
+			t.Errorf("as published the reclaim must not refresh: %v left", st.TimeLeft)
+		}
+		if _, err := e.Heartbeat(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Relinquish(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.Status(ctx, group); err != nil || st.Leader != "" {
+			t.Fatalf("after relinquish: %+v, %v", st, err)
+		}
+	}
+}
+
+func TestHolderReadsWriteTime(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l := lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(20*time.Second))
+	before := time.Now()
+	g, err := l.Acquire(ctx, prefix, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SetValue(ctx, g, "10.0.0.1:7000"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := l.Holder(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Owner != "a" || h.Value != "10.0.0.1:7000" || h.Fence != g.Token || h.TTL <= 15*time.Second {
+		t.Fatalf("holder %+v", h)
+	}
+	// writetime is the Paxos ballot on the coordinator's clock: near ours.
+	if d := h.WriteTime.Sub(before); d < -2*time.Second || d > 10*time.Second {
+		t.Errorf("writetime %v is %v from the acquire", h.WriteTime, d)
+	}
+	if np := h.NextPoll(20 * time.Second); np.Before(h.WriteTime.Add(19 * time.Second)) {
+		t.Errorf("next poll %v", np)
+	}
+}

@@ -1,0 +1,245 @@
+//go:build jepsen
+
+package music_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/music"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+func setup(t *testing.T) (*gocql.Session, string, string) {
+	t.Helper()
+	c := clustertest.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := music.CreateSchema(ctx, s, c.Keyspace()); err != nil {
+		t.Fatal(err)
+	}
+	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+}
+
+func TestOneHolderAndReleaseLetsTheOtherIn(t *testing.T) {
+	s, ks, prefix := setup(t)
+	for _, r := range music.Recipes {
+		t.Run(r.Name, func(t *testing.T) {
+			name := prefix + r.Name
+			a, b := r.New(s, music.WithKeyspace(ks)), r.New(s, music.WithKeyspace(ks))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ga, err := a.Acquire(ctx, name, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			short, cancelShort := context.WithTimeout(ctx, time.Second)
+			_, err = b.Acquire(short, name, "b")
+			cancelShort()
+			if !errors.Is(err, workload.ErrNotAcquired) || errors.Is(err, workload.ErrUnknown) {
+				t.Fatalf("b while a holds: %v, want ErrNotAcquired (its ref deleted)", err)
+			}
+			got := make(chan workload.Grant, 1)
+			go func() {
+				g, err := b.Acquire(ctx, name, "b")
+				if err != nil {
+					t.Error(err)
+				}
+				got <- g
+			}()
+			time.Sleep(200 * time.Millisecond)
+			if err := a.Release(ctx, ga); err != nil {
+				t.Fatal(err)
+			}
+			gb := <-got
+			if r.Name == "music-seq" && gb.Token <= ga.Token {
+				t.Errorf("music-seq ref %d after %d: refs must grow", gb.Token, ga.Token)
+			}
+			if err := a.Release(ctx, ga); !errors.Is(err, workload.ErrNotHeld) {
+				t.Errorf("second release: %v, want ErrNotHeld", err)
+			}
+			if err := b.Release(ctx, gb); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestTwoContendersExactlyOneWins(t *testing.T) {
+	s, ks, prefix := setup(t)
+	for _, seq := range []bool{false, true} {
+		newLock := music.New
+		if seq {
+			newLock = music.NewSeq
+		}
+		m := newLock(s, music.WithKeyspace(ks), music.WithConsistency(gocql.Quorum))
+		for i := range 10 {
+			key := fmt.Sprintf("%s-%v-%d", prefix, seq, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			var wg sync.WaitGroup
+			refs := make([]music.Ref, 2)
+			for j := range refs {
+				wg.Go(func() {
+					r, err := m.CreateLockRef(ctx, key)
+					if err != nil {
+						t.Error(err)
+					}
+					refs[j] = r
+				})
+			}
+			wg.Wait()
+			wins := 0
+			for _, r := range refs {
+				top, err := m.AcquireLock(ctx, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if top {
+					wins++
+				}
+			}
+			cancel()
+			if wins != 1 {
+				t.Fatalf("seq=%v round %d: %d refs on top", seq, i, wins)
+			}
+		}
+	}
+}
+
+// The documented flaw: a client whose clock is 10 s behind makes a ref that
+// sorts before the holder's and enters while the holder is inside. music-seq
+// orders refs by Paxos rounds and keeps it out.
+func TestClockBehindJumpsTheQueue(t *testing.T) {
+	s, ks, prefix := setup(t)
+	for _, r := range music.Recipes {
+		t.Run(r.Name, func(t *testing.T) {
+			name := prefix + r.Name
+			var behind workload.SkewClock
+			behind.SetOffset(-10 * time.Second)
+			holder := r.New(s, music.WithKeyspace(ks), music.WithConsistency(gocql.Quorum))
+			late := r.New(s, music.WithKeyspace(ks), music.WithConsistency(gocql.Quorum), music.WithClock(&behind))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			gh, err := holder.Acquire(ctx, name, "holder")
+			if err != nil {
+				t.Fatal(err)
+			}
+			short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+			gl, err := late.Acquire(short, name, "late")
+			cancelShort()
+			switch r.Name {
+			case "music":
+				if err != nil {
+					t.Fatalf("the late client did not jump the queue (the flaw should show): %v", err)
+				}
+				if err := late.Release(ctx, gl); err != nil {
+					t.Error(err)
+				}
+			case "music-seq":
+				if err == nil {
+					t.Fatalf("music-seq let a second holder in: %+v", gl)
+				}
+				if !errors.Is(err, workload.ErrNotAcquired) {
+					t.Fatalf("late client: %v, want ErrNotAcquired", err)
+				}
+			}
+			if err := holder.Release(ctx, gh); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestCriticalGetPut(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m := music.NewSeq(s, music.WithKeyspace(ks))
+	a, err := m.CreateLockRef(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.CreateLockRef(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CriticalPut(ctx, a, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CriticalPut(ctx, b, "v2"); !errors.Is(err, workload.ErrNotHeld) {
+		t.Fatalf("put by a ref not on top: %v", err)
+	}
+	if err := m.ReleaseLock(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := m.CriticalGet(ctx, b); err != nil || v != "v1" {
+		t.Fatalf("get after handover: %q, %v", v, err)
+	}
+}
+
+func TestNoLostIncrements(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx := context.Background()
+	if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + ks + `.test_counter (name text PRIMARY KEY, n bigint)`).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	name := prefix
+	const clients, each = 5, 8
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		l := music.NewSeq(s, music.WithKeyspace(ks))
+		wg.Go(func() {
+			for range each {
+				if err := increment(ctx, s, ks, l, name, fmt.Sprint("c", c)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := s.Query(`SELECT n FROM `+ks+`.test_counter WHERE name = ?`, name).Consistency(gocql.Quorum).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != clients*each {
+		t.Fatalf("counter %d after %d increments", n, clients*each)
+	}
+}
+
+func increment(ctx context.Context, s *gocql.Session, ks string, l workload.Lock, name, owner string) error {
+	g, err := l.Acquire(ctx, name, owner)
+	if err != nil {
+		return err
+	}
+	var n int64
+	err = s.Query(`SELECT n FROM `+ks+`.test_counter WHERE name = ?`, name).Consistency(gocql.Quorum).ScanContext(ctx, &n)
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return err
+	}
+	if err := s.Query(`UPDATE `+ks+`.test_counter SET n = ? WHERE name = ?`, n+1, name).Consistency(gocql.Quorum).ExecContext(ctx); err != nil {
+		return err
+	}
+	return l.Release(ctx, g)
+}
