@@ -2,12 +2,161 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 )
 
-// runCheck is not built yet: see the issue that owns `lockcheck check`.
+// runCheck: lockcheck check [--json] [--timeout D] HISTORY.jsonl
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "lockcheck check: not built yet")
-	return exitError
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the result as JSON (the results.json format)")
+	timeout := fs.Duration("timeout", 0, "give up after this long; the verdict is then unknown (0: no limit)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockcheck check [--json] [--timeout D] HISTORY.jsonl")
+		fmt.Fprintln(stderr, "exit status: 0 valid, 1 invalid, 2 bad input, 3 unknown")
+		fs.PrintDefaults()
+	}
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
+		return exitError
+	}
+	if len(rest) != 1 {
+		fs.Usage()
+		return exitError
+	}
+	var opts []checker.Option
+	if *timeout > 0 {
+		opts = append(opts, checker.WithTimeout(*timeout))
+	}
+	start := time.Now()
+	res, err := checker.CheckFile(ctx, rest[0], opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockcheck check: %s: %v\n", rest[0], err)
+		return exitError
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "lockcheck check: %v\n", err)
+			return exitError
+		}
+	} else {
+		writeSummary(stdout, rest[0], res, time.Since(start))
+	}
+	return verdictCode(res.Verdict)
+}
+
+func verdictCode(v checker.Verdict) int {
+	switch v {
+	case checker.Valid:
+		return exitValid
+	case checker.Invalid:
+		return exitInvalid
+	}
+	return exitUnknown
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}
+
+// writeSummary prints a result for people.
+func writeSummary(w io.Writer, path string, res checker.Result, took time.Duration) {
+	fmt.Fprintf(w, "%s: %s\n", path, strings.ToUpper(string(res.Verdict)))
+	if res.Meta != nil {
+		fmt.Fprintf(w, "  test %q, lock %q, promise %q\n", res.Meta.Test, res.Meta.Lock, res.Promise)
+	} else {
+		fmt.Fprintln(w, "  no meta line: every property is judged")
+	}
+	if res.Pending > 0 {
+		fmt.Fprintf(w, "  %d invocations without completion, checked as info (killed run?)\n", res.Pending)
+	}
+	if res.Truncated {
+		fmt.Fprintln(w, "  an unterminated last line was dropped")
+	}
+	fmt.Fprintf(w, "  checked in %s\n\n", took.Round(time.Millisecond))
+	fmt.Fprintln(w, "checks:")
+	for _, c := range res.Checks {
+		note := ""
+		switch {
+		case c.Skipped:
+			note = " (skipped)"
+		case !c.Judged && c.Name != checker.CheckStatistics:
+			note = " (not judged: outside the promise)"
+		}
+		fmt.Fprintf(w, "  %-18s %-8s %s%s\n", c.Name, c.Verdict, c.Detail, note)
+	}
+	printAnomalies := func(title string, as []checker.Anomaly, omitted int) {
+		if len(as) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s (%d", title, len(as)+omitted)
+		if omitted > 0 {
+			fmt.Fprintf(w, ", %d shown", len(as))
+		}
+		fmt.Fprintln(w, "):")
+		for i, a := range as {
+			if i == 20 {
+				fmt.Fprintf(w, "  ... %d more (see --json)\n", len(as)-i)
+				break
+			}
+			fmt.Fprintf(w, "  %s %s\n", a.Kind, a.Message)
+		}
+	}
+	printAnomalies("anomalies", res.Anomalies, res.AnomaliesOmitted)
+	printAnomalies("findings (shown, not failing)", res.Findings, 0)
+
+	fmt.Fprintln(w, "\noperations (ok/fail/info, latency of ok p50/p99/max ms):")
+	fs := make([]string, 0, len(res.Stats.ByF))
+	for f := range res.Stats.ByF {
+		fs = append(fs, f)
+	}
+	sort.Strings(fs)
+	for _, f := range fs {
+		c, l := res.Stats.ByF[f], res.Stats.LatencyOK[f]
+		fmt.Fprintf(w, "  %-10s %7d/%d/%d", f, c.OK, c.Fail, c.Info)
+		if c.Pending > 0 {
+			fmt.Fprintf(w, " +%d pending", c.Pending)
+		}
+		if l.Count > 0 {
+			fmt.Fprintf(w, "   %.1f/%.1f/%.1f", l.P50, l.P99, l.Max)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// isBadInput tells a history that breaks the format from other errors.
+func isBadInput(err error) bool {
+	return errors.Is(err, history.ErrInvalid) || errors.Is(err, os.ErrNotExist)
 }

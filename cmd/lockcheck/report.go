@@ -2,12 +2,47 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/reports"
 )
 
-// runReport is not built yet: see the issue that owns `lockcheck report`.
+// runReport: lockcheck report [--timeout D] DIR
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "lockcheck report: not built yet")
-	return exitError
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	timeout := fs.Duration("timeout", 0, "bound the check; the verdict is then unknown (0: no limit)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lockcheck report [--timeout D] DIR")
+		fmt.Fprintln(stderr, "(re)builds DIR/report.html and DIR/results.json from DIR/history.jsonl; exit 0 when written")
+		fs.PrintDefaults()
+	}
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
+		return exitError
+	}
+	if len(rest) != 1 {
+		fs.Usage()
+		return exitError
+	}
+	var opts []reports.Option
+	if *timeout > 0 {
+		opts = append(opts, reports.WithCheckOptions(checker.WithTimeout(*timeout)))
+	}
+	dir := rest[0]
+	res, err := reports.Build(ctx, dir, opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "lockcheck report: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s: %s, %d anomalies\n", filepath.Join(dir, reports.ReportFile), res.Verdict, len(res.Anomalies)+res.AnomaliesOmitted)
+	return exitValid
 }

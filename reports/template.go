@@ -1,0 +1,154 @@
+package reports
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+)
+
+var funcs = template.FuncMap{
+	"f1":        func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f2":        func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"add":       func(a, b float64) float64 { return a + b },
+	"sub":       func(a, b float64) float64 { return a - b },
+	"plotLeft":  func() float64 { return plotLeft },
+	"plotRight": func() float64 { return plotLeft + plotWidth },
+	"svgWidth":  func() float64 { return svgWidth },
+}
+
+// css is shared by the report and the index.
+const css = `
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#222;background:#fafafa}
+main{max-width:1240px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin:1.6em 0 .5em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.4em 0;font-size:.9em;background:#fff}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
+.verdict{display:inline-block;padding:6px 18px;border-radius:6px;color:#fff;font-weight:700;font-size:1.3em;letter-spacing:.04em}
+.v-valid{background:#2e7d32}.v-invalid{background:#c62828}.v-unknown{background:#ef6c00}.v-{background:#777}
+.c-valid{color:#2e7d32;font-weight:600}.c-invalid{color:#c62828;font-weight:600}.c-unknown{color:#ef6c00;font-weight:600}
+.anomaly{background:#fff;border:1px solid #e0b4b4;border-left:5px solid #c62828;padding:8px 12px;margin:10px 0}
+.finding{border-color:#e6d3a3;border-left-color:#ef6c00}
+.t-ok{color:#2e7d32}.t-fail{color:#777}.t-info{color:#ef6c00}.t-invoke{color:#1565c0}
+.muted{color:#777;font-size:.9em}
+svg{background:#fff;border:1px solid #ddd;max-width:100%;height:auto}
+svg text{font-size:10px;fill:#444;font-family:system-ui,sans-serif}
+.fault{fill:#f28e2b;fill-opacity:.16}
+.mark{stroke:#f28e2b;stroke-width:1}
+.anom{fill:#c62828;fill-opacity:.25;stroke:#c62828;stroke-width:1}
+.legend span{display:inline-block;margin-right:14px}
+.sw{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:middle}
+`
+
+const reportHTML = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} — {{.Result.Verdict}}</title>
+<style>` + css + `</style></head>
+<body><main>
+<h1>{{.Title}}</h1>
+<p><span class="verdict v-{{.Result.Verdict}}" id="verdict">{{.Result.Verdict}}</span>
+{{with .Result.Promise}}<span class="muted">&nbsp; promise: <b>{{.}}</b></span>{{else}}<span class="muted">&nbsp; no meta line: every property judged</span>{{end}}
+<span class="muted">&nbsp; {{.Events}} events over {{.End}}</span></p>
+{{if .Result.Pending}}<p class="muted">{{.Result.Pending}} invocations have no completion (the run was cut short); they are checked as info.</p>{{end}}
+{{if .Result.Truncated}}<p class="muted">An unterminated last line was dropped.</p>{{end}}
+
+<h2>Checks</h2>
+<table><tr><th>check</th><th>verdict</th><th>judged</th><th>anomalies</th><th>detail</th><th>time</th></tr>
+{{range .Result.Checks}}<tr><td>{{.Name}}</td><td class="c-{{.Verdict}}">{{.Verdict}}{{if .Skipped}} (skipped){{end}}</td>
+<td>{{if .Judged}}yes{{else}}no{{end}}</td><td class="num">{{.Anomalies}}</td><td>{{.Detail}}</td><td class="num">{{f2 .Seconds}}s</td></tr>
+{{end}}</table>
+<p class="muted">Verdicts merge over judged checks: invalid beats unknown beats valid. A check outside the recipe's promise is not judged: its anomalies are listed as findings.</p>
+
+<h2>Anomalies ({{len .Result.Anomalies}}{{if .More}}, {{.More}} more not shown{{end}})</h2>
+{{if not .Anomalies}}<p>None.</p>{{end}}
+{{range .Anomalies}}{{template "anomaly" .}}{{end}}
+
+{{if .Findings}}<h2>Findings ({{len .Result.Findings}})</h2>
+<p class="muted">Observed, but outside what the recipe promises, or harmless: they do not fail the run.</p>
+<details><summary>show findings</summary>
+{{range .Findings}}{{template "finding" .}}{{end}}
+</details>{{end}}
+
+<h2>Timeline of holds</h2>
+<p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}<span><i class="sw" style="background:#f28e2b;opacity:.35"></i>fault window</span><span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
+{{with .Timeline}}<svg id="timeline" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline of holds">
+{{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect>
+{{end}}{{range .Marks}}<line class="mark" x1="{{f1 .X}}" x2="{{f1 .X}}" y1="{{f1 .Y}}" y2="{{f1 (add .Y .H)}}"><title>{{.Title}}</title></line>
+{{end}}{{range .Rows}}<text x="{{f1 (sub plotLeft 6)}}" y="{{f1 (add .Y 10)}}" text-anchor="end">{{.Label}}</text>
+{{range .Bars}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f2 .W}}" height="{{f1 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>{{end}}
+{{end}}{{range .Anomalies}}<a href="{{.Href}}"><rect class="anom" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect><text x="{{f1 .X}}" y="14" fill="#c62828">▼{{.Label}}</text></a>
+{{end}}{{range .Ticks}}<line x1="{{f1 .X}}" x2="{{f1 .X}}" y1="{{f1 (add 20 $.Timeline.PlotH)}}" y2="{{f1 (add 24 $.Timeline.PlotH)}}" stroke="#999"/><text x="{{f1 .X}}" y="{{f1 (add 34 $.Timeline.PlotH)}}" text-anchor="middle">{{.Label}}</text>
+{{end}}</svg>{{end}}
+
+<h2>Latency and throughput</h2>
+<p class="muted legend"><span><i class="sw" style="background:#4e79a7"></i>p50</span><span><i class="sw" style="background:#e15759"></i>p99</span><span><i class="sw" style="background:#bbb"></i>max</span> of ok operations by completion time;
+throughput: <span><i class="sw" style="background:#59a14f"></i>ok</span><span><i class="sw" style="background:#bab0ac"></i>fail</span><span><i class="sw" style="background:#f28e2b"></i>info</span></p>
+{{with .Latency}}<svg id="latency" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="latency and throughput">
+{{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect>
+{{end}}<text x="{{f1 plotLeft}}" y="12">latency (ms)</text>
+{{range .YTicks}}<line x1="{{f1 plotLeft}}" x2="{{f1 plotRight}}" y1="{{f1 .X}}" y2="{{f1 .X}}" stroke="#eee"/><text x="{{f1 (sub plotLeft 6)}}" y="{{f1 (add .X 3)}}" text-anchor="end">{{.Label}}</text>
+{{end}}<polyline points="{{.Max}}" fill="none" stroke="#bbb" stroke-width="1"/>
+<polyline points="{{.P99}}" fill="none" stroke="#e15759" stroke-width="1.5"/>
+<polyline points="{{.P50}}" fill="none" stroke="#4e79a7" stroke-width="1.5"/>
+<text x="{{f1 plotLeft}}" y="{{f1 (sub .ThroughputTop 6)}}">throughput (ops/s)</text>
+{{range .TTicks}}<line x1="{{f1 plotLeft}}" x2="{{f1 plotRight}}" y1="{{f1 .X}}" y2="{{f1 .X}}" stroke="#eee"/><text x="{{f1 (sub plotLeft 6)}}" y="{{f1 (add .X 3)}}" text-anchor="end">{{.Label}}</text>
+{{end}}{{range .Bars}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f2 .W}}" height="{{f2 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>{{end}}
+{{range .Ticks}}<text x="{{f1 .X}}" y="{{f1 (sub $.Latency.Height 8)}}" text-anchor="middle">{{.Label}}</text>
+{{end}}</svg>{{end}}
+
+<h2>Linearizability of the lock (porcupine)</h2>
+{{if .Vis}}<table><tr><th>lock</th><th>result</th><th>operations shown</th><th>visualization</th></tr>
+{{range .Vis}}<tr><td>{{.Lock}}</td><td>{{.Result}}</td><td class="num">{{.Ops}}{{if not .Whole}} (a piece){{end}}</td><td><a href="{{.File}}">open</a></td></tr>
+{{end}}</table>
+<p class="muted">Each lock's history is cut where no operation is in flight and the lock's state is known, and the pieces are checked on their own; a visualization shows the piece that failed, or a lock's whole history when it is small.</p>
+{{else}}<p>No lock operations to visualize.</p>{{end}}
+
+<h2>Operations</h2>
+<table><tr><th>f</th><th>ok</th><th>fail</th><th>info</th><th>pending</th><th>ok p50 ms</th><th>p90</th><th>p99</th><th>max</th><th>all p50 ms</th><th>all p99</th></tr>
+{{range .ByF}}<tr><td>{{.F}}</td><td class="num">{{.C.OK}}</td><td class="num">{{.C.Fail}}</td><td class="num">{{.C.Info}}</td><td class="num">{{.C.Pending}}</td>
+{{if .HasOK}}<td class="num">{{f2 .OK.P50}}</td><td class="num">{{f2 .OK.P90}}</td><td class="num">{{f2 .OK.P99}}</td><td class="num">{{f2 .OK.Max}}</td>{{else}}<td></td><td></td><td></td><td></td>{{end}}
+{{if .HasAll}}<td class="num">{{f2 .All.P50}}</td><td class="num">{{f2 .All.P99}}</td>{{else}}<td></td><td></td>{{end}}</tr>
+{{end}}</table>
+<details><summary>by process ({{len .Result.Stats.ByProcess}})</summary>
+<table><tr><th>process</th><th>ok</th><th>fail</th><th>info</th><th>pending</th></tr>
+{{range .ByProcess}}<tr><td class="num">{{.Process}}</td><td class="num">{{.C.OK}}</td><td class="num">{{.C.Fail}}</td><td class="num">{{.C.Info}}</td><td class="num">{{.C.Pending}}</td></tr>
+{{end}}</table>{{if .MoreProcs}}<p class="muted">{{.MoreProcs}} more processes in results.json.</p>{{end}}</details>
+
+<h2>Configuration</h2>
+{{if .Config}}<table>{{range .Config}}<tr><th>{{index . 0}}</th><td class="mono">{{index . 1}}</td></tr>{{end}}</table>
+{{else}}<p>The history has no meta line.</p>{{end}}
+
+<h2>Files</h2>
+<ul>{{range .Files}}<li><a href="{{.}}">{{.}}</a></li>{{end}}
+{{range .Vis}}<li><a href="{{.File}}">{{.File}}</a></li>{{end}}</ul>
+<p class="muted">Generated by lockcheck report.</p>
+</main></body></html>
+{{define "ops"}}<table class="mono"><tr><th>index</th><th>time</th><th>process</th><th>type</th><th>f</th><th>lock</th><th>value</th><th>lease ms</th><th>node</th><th>error</th></tr>
+{{range .Ops}}<tr><td class="num">{{.Index}}</td><td class="num">{{.Time}}</td><td class="num">{{.Process}}</td><td class="{{.Cls}}">{{.Type}}</td><td>{{.F}}</td><td>{{.Lock}}</td><td>{{.Value}}</td><td class="num">{{.Lease}}</td><td>{{.Node}}</td><td>{{.Error}}</td></tr>
+{{end}}</table>{{if .MoreOps}}<p class="muted">{{.MoreOps}} more operations in results.json.</p>{{end}}{{end}}
+{{define "anomaly"}}<div class="anomaly" id="anomaly-{{.N}}"><b>#{{.N}} {{.A.Kind}}</b> <span class="muted">({{.A.Check}}) lock <code>{{.A.Lock}}</code>, processes {{.Processes}}, {{.Window}}</span>
+<p>{{.A.Message}}</p>{{template "ops" .}}</div>{{end}}
+{{define "finding"}}<div class="anomaly finding" id="finding-{{.N}}"><b>{{.A.Kind}}</b> <span class="muted">({{.A.Check}}) lock <code>{{.A.Lock}}</code>, processes {{.Processes}}, {{.Window}}</span>
+<p>{{.A.Message}}</p>{{template "ops" .}}</div>{{end}}
+`
+
+const errorHTML = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>unreadable history</title><style>` + css + `</style></head>
+<body><main><h1>{{.Dir}}</h1><p><span class="verdict v-" id="verdict">unreadable history</span></p>
+<p>The history breaks the format, so it was not checked:</p><pre>{{.Err}}</pre>
+<p><a href="history.jsonl">history.jsonl</a></p></main></body></html>
+`
+
+var (
+	reportTmpl = template.Must(template.New("report").Funcs(funcs).Parse(reportHTML))
+	errorTmpl  = template.Must(template.New("error").Parse(errorHTML))
+)
+
+func render(w io.Writer, p *page) error { return reportTmpl.Execute(w, p) }
+
+func renderError(w io.Writer, dir string, err error) error {
+	return errorTmpl.Execute(w, struct{ Dir, Err string }{dir, err.Error()})
+}
