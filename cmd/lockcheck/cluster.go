@@ -2,12 +2,185 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lockcheck/lockcheck/cluster"
 )
 
-// runCluster is not built yet: see the issue that owns `lockcheck cluster`.
+const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
+  up      start a Cassandra cluster and leave it running for later commands
+          [--name lockcheck] [--nodes 3] [--paxos v1|v2] [--commitlog-sync periodic|batch]
+          [--heap 512M] [--rf N] [--image REF] [--subnet CIDR]
+  status  print a line per node: name, IP, state (UN/DN), Cassandra version  [--name lockcheck]
+  down    remove the cluster's containers and network                       [--name lockcheck]
+  image   build the node image if missing and print its tag`
+
+// runCluster is `lockcheck cluster up|status|down|image`.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "lockcheck cluster: not built yet")
-	return exitError
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, clusterUsage)
+		return exitError
+	}
+	sub, args := args[0], args[1:]
+	var run func(context.Context, []string, io.Writer) error
+	switch sub {
+	case "up":
+		run = clusterUp
+	case "status":
+		run = clusterStatus
+	case "down":
+		run = clusterDown
+	case "image":
+		run = clusterImage
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, clusterUsage)
+		return exitValid
+	default:
+		fmt.Fprintf(stderr, "lockcheck cluster: unknown command %q (want up, status, down or image)\n", sub)
+		return exitError
+	}
+	if err := run(ctx, args, stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, clusterUsage)
+			return exitValid
+		}
+		fmt.Fprintf(stderr, "lockcheck cluster %s: %s\n", sub, oneLine(err.Error()))
+		return exitError
+	}
+	return exitValid
+}
+
+// oneLine flattens a multi-line error (a node's last log lines) to one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// newFlags makes a flag set that reports errors to its caller instead of
+// printing usage, so bad input gets one line.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("up")
+	name := fs.String("name", cluster.DefaultName, "cluster name")
+	nodes := fs.Int("nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
+	paxos := fs.String("paxos", "v1", "paxos_variant: v1 or v2")
+	sync := fs.String("commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
+	heap := fs.String("heap", cluster.DefaultHeap, "JVM heap per node")
+	rf := fs.Int("rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
+	image := fs.String("image", "", "run this local image instead of building lockcheck's own")
+	subnet := fs.String("subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *rf < 0 {
+		return fmt.Errorf("--rf %d: want 1 to the number of nodes", *rf)
+	}
+	log := slog.Default()
+	// A cluster of this name already running is kept when it matches the
+	// flags (other processes may be using it), never silently replaced.
+	if c, err := cluster.Attach(ctx, cluster.WithName(*name), cluster.WithLogger(log)); err == nil {
+		want := fmt.Sprintf("%d nodes, paxos %s", *nodes, *paxos)
+		have := fmt.Sprintf("%d nodes, paxos %s", len(c.Nodes()), c.Paxos())
+		if want != have || (*image != "" && *image != c.Image()) {
+			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", *name, have, c.Image(), *name)
+		}
+		log.Info("cluster already running; waiting until healthy", "cluster", *name)
+		if err := c.WaitHealthy(ctx); err != nil {
+			return err
+		}
+		return printStatus(ctx, c, stdout)
+	} else if !errors.Is(err, cluster.ErrNotRunning) {
+		return err
+	}
+	opts := []cluster.Option{
+		cluster.WithName(*name), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos),
+		cluster.WithCommitlogSync(*sync), cluster.WithHeap(*heap), cluster.WithReplicationFactor(*rf),
+		cluster.WithLogger(log),
+	}
+	if *image != "" {
+		opts = append(opts, cluster.WithImage(*image))
+	}
+	if *subnet != "" {
+		opts = append(opts, cluster.WithSubnet(*subnet))
+	}
+	c, err := cluster.Start(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	return printStatus(ctx, c, stdout)
+}
+
+func clusterStatus(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("status")
+	name := fs.String("name", cluster.DefaultName, "cluster name")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := cluster.Attach(ctx, cluster.WithName(*name), cluster.WithLogger(slog.Default()))
+	if err != nil {
+		return err
+	}
+	return printStatus(ctx, c, stdout)
+}
+
+func printStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) error {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, s := range st {
+		v := s.Version
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.IP, s.State, v, s.Container)
+	}
+	return tw.Flush()
+}
+
+func clusterDown(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("down")
+	name := fs.String("name", cluster.DefaultName, "cluster name")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := cluster.Down(ctx, *name); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cluster %s removed\n", *name)
+	return nil
+}
+
+func clusterImage(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("image")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ref, err := cluster.BuildImage(ctx, cluster.WithLogger(slog.Default()))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, ref)
+	return nil
 }

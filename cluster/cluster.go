@@ -1,0 +1,544 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+)
+
+// startTimeout bounds how long Start waits for a new cluster to become
+// healthy when ctx has no earlier deadline.
+const startTimeout = 4 * time.Minute
+
+// Cluster is a handle on a running N-node Cassandra cluster: one started by
+// Start or found by Attach.
+type Cluster struct {
+	cfg      config
+	d        *docker
+	log      *slog.Logger
+	layout   layout
+	netName  string
+	keyspace string
+	nodes    []*Node
+}
+
+// Paths inside a node.
+const (
+	confDir      = "/etc/lockcheck"
+	binDir       = "/opt/lockcheck/bin"
+	logDir       = "/var/log/cassandra"
+	faketimeFile = confDir + "/faketime"
+	pidFile      = "/run/cassandra.pid"
+)
+
+// Start builds the node image if missing, removes what an earlier cluster
+// of the same name left, starts N nodes at once on a new network and returns
+// when every node has bootstrapped and sees all the others up, with the
+// lockcheck keyspace created. On error nothing it created is left running.
+func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	subnet := defaultSubnet(cfg.name)
+	if cfg.subnet != "" {
+		subnet = netip.MustParsePrefix(cfg.subnet).Masked()
+	}
+	d, err := newDocker(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.logger.With("cluster", cfg.name)
+	begin := time.Now()
+	if left, _ := d.containers(ctx, cfg.name); len(left) > 0 {
+		log.Info("removing what an earlier cluster of this name left", "containers", len(left))
+	}
+	if err := d.removeAll(ctx, cfg.name); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("remove earlier cluster %q: %w", cfg.name, err)
+	}
+	image, err := ensureNodeImage(ctx, d, &cfg)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.checkSubnet(ctx, subnet); err != nil {
+		d.Close()
+		return nil, err
+	}
+	cfg.image = image
+	c := &Cluster{
+		cfg:      cfg,
+		d:        d,
+		log:      log,
+		layout:   newLayout(subnet, cfg.nodes),
+		netName:  cfg.name + "-net",
+		keyspace: DefaultKeyspace,
+	}
+	if err := c.start(ctx); err != nil {
+		// Clean up with a fresh context: ctx may be what ended.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if rerr := d.removeAll(cctx, cfg.name); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("clean up: %w", rerr))
+		}
+		d.Close()
+		return nil, err
+	}
+	log.Info("cluster up", "nodes", cfg.nodes, "image", image, "took", time.Since(begin).Round(100*time.Millisecond))
+	return c, nil
+}
+
+// start creates the network and the nodes, starts them and waits.
+func (c *Cluster) start(ctx context.Context) error {
+	if _, hasDeadline := ctx.Deadline(); !hasDeadline {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+	}
+	if _, err := c.d.createNetwork(ctx, c.netName, c.cfg.name, c.layout); err != nil {
+		return err
+	}
+	ncs := nodeConfigs(c.cfg, c.layout)
+	for i, nc := range ncs {
+		n, err := c.createNode(ctx, i+1, nc)
+		if err != nil {
+			return err
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		if _, err := c.d.ContainerStart(ctx, n.ContainerID, client.ContainerStartOptions{}); err != nil {
+			return fmt.Errorf("start %s: %w", n.Name, err)
+		}
+	}
+	c.log.Info("nodes started, waiting until healthy", "nodes", len(c.nodes), "subnet", c.layout.subnet)
+	if err := c.WaitHealthy(ctx); err != nil {
+		return err
+	}
+	return c.createKeyspace(ctx)
+}
+
+// nodeFiles are the files every node gets before it starts: the scripts and
+// configuration of the image inputs (so a user's image needs none of them)
+// and the node's own cassandra.yaml.
+func nodeFiles(yaml []byte) ([]file, error) {
+	files := []file{
+		{path: confDir + "/cassandra.yaml", mode: 0o644, body: yaml},
+		{path: faketimeFile, mode: 0o644, body: []byte(clockOffsetLine(0))},
+	}
+	for _, f := range []struct{ src, dst string }{
+		{"image/entrypoint.sh", binDir + "/entrypoint.sh"},
+		{"image/nodetool", binDir + "/nodetool"},
+		{"image/jvm17.options", confDir + "/jvm17.options"},
+		{"image/logback.xml", confDir + "/logback.xml"},
+		{"image/logback-tools.xml", confDir + "/logback-tools.xml"},
+	} {
+		b, err := fs.ReadFile(imageFS, f.src)
+		if err != nil {
+			return nil, err
+		}
+		mode := int64(0o644)
+		if strings.HasPrefix(f.dst, binDir) {
+			mode = 0o755
+		}
+		files = append(files, file{path: f.dst, mode: mode, body: b})
+	}
+	return files, nil
+}
+
+func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, error) {
+	name := fmt.Sprintf("n%d", i)
+	yaml, err := renderYAML(nc)
+	if err != nil {
+		return nil, err
+	}
+	files, err := nodeFiles(yaml)
+	if err != nil {
+		return nil, err
+	}
+	ip := c.layout.nodes[i-1]
+	init := true
+	labels := map[string]string{
+		labelCluster:  c.cfg.name,
+		labelNode:     name,
+		labelKeyspace: DefaultKeyspace,
+		labelRF:       strconv.Itoa(c.cfg.replicationFactor()),
+		labelPaxos:    c.cfg.paxos,
+		labelCommit:   c.cfg.commitlogSync,
+		labelHeap:     c.cfg.heap,
+		labelNodes:    strconv.Itoa(c.cfg.nodes),
+		labelImage:    c.cfg.image,
+	}
+	res, err := c.d.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: c.cfg.name + "-" + name,
+		Config: &container.Config{
+			Image:      c.cfg.image,
+			Hostname:   name,
+			Entrypoint: []string{binDir + "/entrypoint.sh"},
+			Env:        []string{"LOCKCHECK_HEAP=" + c.cfg.heap},
+			Labels:     labels,
+			StopSignal: "SIGTERM",
+		},
+		HostConfig: &container.HostConfig{
+			// docker-init as PID 1 makes the JVM an ordinary process that
+			// signals sent from inside the container reach.
+			Init:        &init,
+			CapAdd:      []string{"NET_ADMIN"},
+			NetworkMode: container.NetworkMode(c.netName),
+		},
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			c.netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ip}, Aliases: []string{name}},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := c.d.copyFiles(ctx, res.ID, files); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &Node{Name: name, IP: ip.String(), ContainerID: res.ID, c: c}, nil
+}
+
+func (c *Cluster) createKeyspace(ctx context.Context) error {
+	// The keyspace does not exist yet: this session has none set.
+	cfg := clusterConfig(c.log, "", c.Hosts()...)
+	s, err := createSession(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	q := fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}`,
+		c.keyspace, c.cfg.replicationFactor())
+	if err := s.Query(q).ExecContext(ctx); err != nil {
+		return fmt.Errorf("create keyspace %s: %w", c.keyspace, err)
+	}
+	if err := s.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("create keyspace %s: schema agreement: %w", c.keyspace, err)
+	}
+	return nil
+}
+
+// Attach returns a handle on the running cluster of the name given with
+// WithName (default "lockcheck"), as `lockcheck cluster up` left it. It
+// wraps ErrNotRunning when no node of that cluster runs.
+func Attach(ctx context.Context, opts ...Option) (*Cluster, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := newDocker(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := attach(ctx, d, cfg)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
+	cs, err := d.containers(ctx, cfg.name)
+	if err != nil {
+		return nil, err
+	}
+	running := 0
+	for _, s := range cs {
+		if s.State == container.StateRunning || s.State == container.StatePaused {
+			running++
+		}
+	}
+	if running == 0 {
+		return nil, fmt.Errorf("%w named %q (start one with `lockcheck cluster up`)", ErrNotRunning, cfg.name)
+	}
+	lb := cs[0].Labels
+	cfg.nodes, _ = strconv.Atoi(lb[labelNodes])
+	cfg.rf, _ = strconv.Atoi(lb[labelRF])
+	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
+	c := &Cluster{cfg: cfg, d: d, log: cfg.logger.With("cluster", cfg.name), netName: cfg.name + "-net", keyspace: lb[labelKeyspace]}
+	if c.keyspace == "" {
+		c.keyspace = DefaultKeyspace
+	}
+	nres, err := d.NetworkInspect(ctx, c.netName, client.NetworkInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: network %s: %w", ErrNotRunning, c.netName, err)
+	}
+	if len(nres.Network.IPAM.Config) == 0 {
+		return nil, fmt.Errorf("network %s has no subnet", c.netName)
+	}
+	ipam := nres.Network.IPAM.Config[0]
+	c.layout = layout{subnet: ipam.Subnet, gateway: ipam.Gateway}
+	for _, s := range cs {
+		name := s.Labels[labelNode]
+		ins, err := d.ContainerInspect(ctx, s.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("inspect %s: %w", name, err)
+		}
+		ep := ins.Container.NetworkSettings.Networks[c.netName]
+		if ep == nil || ep.IPAMConfig == nil {
+			return nil, fmt.Errorf("node %s is not on network %s", name, c.netName)
+		}
+		c.nodes = append(c.nodes, &Node{Name: name, IP: ep.IPAMConfig.IPv4Address.String(), ContainerID: s.ID, c: c})
+	}
+	slices.SortFunc(c.nodes, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
+	for _, n := range c.nodes {
+		c.layout.nodes = append(c.layout.nodes, netip.MustParseAddr(n.IP))
+	}
+	return c, nil
+}
+
+// Down removes every container and network labelled with the cluster name,
+// whether the cluster runs, stopped or crashed. Removing nothing is no error.
+func Down(ctx context.Context, name string) error {
+	d, err := newDocker(ctx)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.removeAll(ctx, name)
+}
+
+// Name is the cluster's name (its Docker labels carry it).
+func (c *Cluster) Name() string { return c.cfg.name }
+
+// Nodes returns the nodes n1..nN in order.
+func (c *Cluster) Nodes() []*Node { return slices.Clone(c.nodes) }
+
+// Node returns the node of the name "n1".."nN".
+func (c *Cluster) Node(name string) (*Node, error) {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster %s has no node %q", c.cfg.name, name)
+}
+
+// Keyspace is the keyspace created for the recipes ("lockcheck").
+func (c *Cluster) Keyspace() string { return c.keyspace }
+
+// ReplicationFactor is the keyspace's replication factor.
+func (c *Cluster) ReplicationFactor() int { return c.cfg.replicationFactor() }
+
+// Paxos is the nodes' paxos_variant ("v1" or "v2").
+func (c *Cluster) Paxos() string { return c.cfg.paxos }
+
+// Image is the image the nodes run.
+func (c *Cluster) Image() string { return c.cfg.image }
+
+// Hosts returns the node IPs (CQL on port 9042), reachable from the host.
+func (c *Cluster) Hosts() []string {
+	out := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.IP
+	}
+	return out
+}
+
+// GatewayIP is the address the host's clients appear from on the cluster
+// network (the bridge's own address): a partition that cuts a node off
+// from the clients drops traffic from it.
+func (c *Cluster) GatewayIP() string { return c.layout.gateway.String() }
+
+// Subnet is the cluster network's subnet.
+func (c *Cluster) Subnet() string { return c.layout.subnet.String() }
+
+// Stop copies every node's logs to logsDir/<node>/ when logsDir is not
+// empty, then removes the cluster's containers and network.
+func (c *Cluster) Stop(ctx context.Context, logsDir string) error {
+	var errs []error
+	if logsDir != "" {
+		for _, n := range c.nodes {
+			if err := n.CopyLogs(ctx, logsDir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := c.d.removeAll(ctx, c.cfg.name); err != nil {
+		errs = append(errs, err)
+	}
+	c.d.Close()
+	return errors.Join(errs...)
+}
+
+// WaitHealthy waits until every node runs, has bootstrapped, serves CQL and
+// sees every other node up and normal (UN in nodetool status). It fails at
+// once when a node's container is not running (killed, paused or exited:
+// that does not heal by itself), with the container's last log lines.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	cql := make(map[string]bool) // nodes found serving CQL
+	var last error
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		err := c.checkHealthy(ctx, cql)
+		if err == nil {
+			return nil
+		}
+		var fatal *nodeDownError
+		if errors.As(err, &fatal) {
+			return err
+		}
+		if last == nil || err.Error() != last.Error() {
+			c.log.Debug("not healthy yet", "err", err)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s not healthy: %w (last: %v)", c.cfg.name, ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// nodeDownError: a node's container does not run.
+type nodeDownError struct {
+	node, state string
+	code        int
+	logs        string
+}
+
+func (e *nodeDownError) Error() string {
+	msg := fmt.Sprintf("node %s is %s", e.node, e.state)
+	if e.state == "exited" {
+		msg += fmt.Sprintf(" (exit code %d)", e.code)
+	}
+	if e.logs != "" {
+		msg += ": " + e.logs
+	}
+	return msg
+}
+
+func (e *nodeDownError) Unwrap() error {
+	if e.code == 78 { // the entrypoint's "this image cannot run a node"
+		return ErrBadImage
+	}
+	return nil
+}
+
+func (c *Cluster) checkHealthy(ctx context.Context, cql map[string]bool) error {
+	for _, n := range c.nodes {
+		ins, err := c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
+		if err != nil {
+			return fmt.Errorf("inspect %s: %w", n.Name, err)
+		}
+		st := ins.Container.State
+		if st.Paused {
+			return &nodeDownError{node: n.Name, state: "paused"}
+		}
+		if !st.Running {
+			return &nodeDownError{node: n.Name, state: string(st.Status), code: st.ExitCode, logs: lastLine(c.d.logsTail(ctx, n.ContainerID, 5))}
+		}
+	}
+	for _, n := range c.nodes {
+		if cql[n.Name] {
+			continue
+		}
+		if err := n.servesCQL(ctx); err != nil {
+			return err
+		}
+		cql[n.Name] = true
+	}
+	// Every node's own view of the ring, all at once (each is a short JVM).
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() {
+			view, err := n.ringView(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for _, m := range c.nodes {
+				if st := view[m.IP]; st != "UN" {
+					errs[i] = fmt.Errorf("%s sees %s as %q", n.Name, m.Name, st)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// NodeStatus is one line of `lockcheck cluster status`.
+type NodeStatus struct {
+	Name, IP string
+	// State is the node's state as another running node sees it ("UN", "DN",
+	// ...), or "DN" when no node could be asked.
+	State string
+	// Container is Docker's state of the node's container ("running", "paused", "exited").
+	Container string
+	// Version is the node's Cassandra release_version, "" when unreachable.
+	Version string
+}
+
+// Status reports every node: its state in the ring as the first reachable
+// node sees it, its container state and Cassandra version.
+func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
+	out := make([]NodeStatus, len(c.nodes))
+	var view map[string]string
+	for i, n := range c.nodes {
+		out[i] = NodeStatus{Name: n.Name, IP: n.IP, State: "DN"}
+		ins, err := c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("inspect %s: %w", n.Name, err)
+		}
+		out[i].Container = string(ins.Container.State.Status)
+		if ins.Container.State.Status != container.StateRunning {
+			continue
+		}
+		if view == nil {
+			vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			view, _ = n.ringView(vctx)
+			cancel()
+		}
+		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		out[i].Version, _ = n.releaseVersion(vctx)
+		cancel()
+	}
+	for i := range out {
+		if st, ok := view[out[i].IP]; ok && out[i].Container != string(container.StatePaused) {
+			out[i].State = st
+		}
+	}
+	return out, nil
+}
+
+// releaseVersion asks the node itself for its Cassandra version.
+func (n *Node) releaseVersion(ctx context.Context) (string, error) {
+	s, err := pinnedSession(ctx, n.c.log, "", n.IP)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	var v string
+	err = s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ScanContext(ctx, &v)
+	return v, err
+}

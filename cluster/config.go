@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"math/big"
+	"net/netip"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// nodeConfig is what cassandra.yaml.tmpl needs to render one node's file.
+type nodeConfig struct {
+	ClusterName   string
+	InitialToken  string
+	Seeds         string
+	Address       string
+	CommitlogSync string
+	PaxosVariant  string
+}
+
+var yamlTemplate = template.Must(template.New("cassandra.yaml").Option("missingkey=error").
+	ParseFS(imageFS, "image/cassandra.yaml.tmpl")).Lookup("cassandra.yaml.tmpl")
+
+// renderYAML renders one node's cassandra.yaml.
+func renderYAML(nc nodeConfig) ([]byte, error) {
+	var b bytes.Buffer
+	if err := yamlTemplate.Execute(&b, nc); err != nil {
+		return nil, fmt.Errorf("render cassandra.yaml: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// tokens returns the initial token of each of n nodes: the Murmur3 ring
+// [-2^63, 2^63) split evenly, so with one token a node every node owns the
+// same share and no node needs to bootstrap.
+func tokens(n int) []string {
+	ring := new(big.Int).Lsh(big.NewInt(1), 64)
+	step := new(big.Int).Div(ring, big.NewInt(int64(n)))
+	minToken := new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 63))
+	out := make([]string, n)
+	for i := range n {
+		t := new(big.Int).Mul(step, big.NewInt(int64(i)))
+		out[i] = t.Add(t, minToken).String()
+	}
+	return out
+}
+
+// layout is where a cluster lives on its network: the subnet, the gateway
+// (the bridge's address on the host) and the node addresses.
+type layout struct {
+	subnet  netip.Prefix
+	gateway netip.Addr
+	nodes   []netip.Addr
+}
+
+// defaultSubnet derives a /24 in 10.199.0.0/16 from the cluster name, so
+// clusters of different names do not share a subnet.
+func defaultSubnet(name string) netip.Prefix {
+	if name == DefaultName {
+		return netip.MustParsePrefix("10.199.0.0/24")
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	third := 1 + h.Sum32()%254
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 199, byte(third), 0}), 24)
+}
+
+// newLayout places n nodes on subnet: the gateway is the first host address
+// and node i (1-based) is the subnet's address 10+i, so n1 of 10.199.0.0/24
+// is 10.199.0.11.
+func newLayout(subnet netip.Prefix, n int) layout {
+	base := subnet.Masked().Addr().As4()
+	at := func(k int) netip.Addr {
+		a := base
+		a[3] += byte(k)
+		return netip.AddrFrom4(a)
+	}
+	l := layout{subnet: subnet.Masked(), gateway: at(1)}
+	for i := 1; i <= n; i++ {
+		l.nodes = append(l.nodes, at(10+i))
+	}
+	return l
+}
+
+// nodeConfigs renders the per-node settings of a cluster: every node is a
+// seed, so that nodes starting at the same time need not wait for one
+// particular node to find the ring.
+func nodeConfigs(c config, l layout) []nodeConfig {
+	toks := tokens(len(l.nodes))
+	seeds := make([]string, len(l.nodes))
+	for i, a := range l.nodes {
+		seeds[i] = a.String()
+	}
+	out := make([]nodeConfig, len(l.nodes))
+	for i, a := range l.nodes {
+		out[i] = nodeConfig{
+			ClusterName:   c.name,
+			InitialToken:  toks[i],
+			Seeds:         strings.Join(seeds, ","),
+			Address:       a.String(),
+			CommitlogSync: c.commitlogSync,
+			PaxosVariant:  c.paxos,
+		}
+	}
+	return out
+}
+
+// clockOffsetLine formats a clock offset for libfaketime's timestamp file:
+// signed seconds with microseconds ("+30.000000", "-0.250000"), which
+// libfaketime reads as a relative offset.
+func clockOffsetLine(d time.Duration) string {
+	return fmt.Sprintf("%+.6f\n", d.Seconds())
+}

@@ -1,0 +1,71 @@
+#!/bin/sh
+# Runs one Cassandra node in the foreground. Package cluster copies this file,
+# the rendered cassandra.yaml, jvm17.options and logback.xml into every node
+# before it starts, so a user's own image (--image) needs only Java 17,
+# Cassandra 5.0's jars, libfaketime and iptables.
+#
+# The container runs with docker's init as PID 1, and this script execs java,
+# so the JVM is init's only child: `kill -STOP` from an exec reaches it (PID 1
+# itself ignores signals sent from inside its namespace), and when it dies the
+# container stops.
+#
+# libfaketime is preloaded into the JVM only (not into the shell, nor into
+# nodetool or anything exec'd later): writing "+30s" into $FAKETIME_FILE moves
+# the node's wall clock at once while monotonic time and sleeps stay real.
+set -eu
+
+CONF=${LOCKCHECK_CONF:-/etc/lockcheck}
+HEAP=${LOCKCHECK_HEAP:-512M}
+FAKETIME_FILE=$CONF/faketime
+
+fail() { echo "lockcheck entrypoint: $*" >&2; exit 78; }
+
+LIB=${LOCKCHECK_LIB:-}
+if [ -z "$LIB" ]; then
+  for d in /opt/lockcheck/lib /opt/cassandra/lib /usr/share/cassandra/lib; do
+    for j in "$d"/apache-cassandra-*.jar "$d"/cassandra-all-*.jar; do
+      if [ -f "$j" ]; then LIB=$d; break 2; fi
+    done
+  done
+fi
+[ -n "$LIB" ] || fail "no Cassandra jars found (looked in /opt/lockcheck/lib, /opt/cassandra/lib, /usr/share/cassandra/lib)"
+
+FAKETIME_SO=
+for f in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1 /usr/local/lib/faketime/libfaketimeMT.so.1; do
+  if [ -f "$f" ]; then FAKETIME_SO=$f; break; fi
+done
+[ -n "$FAKETIME_SO" ] || fail "libfaketimeMT.so.1 not found: the image needs libfaketime"
+command -v iptables >/dev/null 2>&1 || fail "iptables not found: the image needs iptables"
+command -v java >/dev/null 2>&1 || fail "java not found on PATH: the image needs Java 17"
+
+JAMM=$(ls "$LIB"/jamm-*.jar 2>/dev/null | head -n 1)
+[ -n "$JAMM" ] || fail "jamm agent jar not found in $LIB"
+
+[ -f "$FAKETIME_FILE" ] || echo '+0s' > "$FAKETIME_FILE"
+mkdir -p /var/lib/cassandra /var/log/cassandra "$CONF/triggers"
+# nodetool finds the jars here.
+echo "$LIB" > "$CONF/lib.path"
+
+# The pid file lets Node.SignalJVM find the JVM; exec keeps this pid.
+echo $$ > /run/cassandra.pid
+
+# Options files hold one flag a line; comments and blank lines are skipped.
+# shellcheck disable=SC2046
+exec env \
+  LD_PRELOAD="$FAKETIME_SO" \
+  FAKETIME_TIMESTAMP_FILE="$FAKETIME_FILE" \
+  FAKETIME_NO_CACHE=1 \
+  FAKETIME_DONT_FAKE_MONOTONIC=1 \
+  FAKETIME_FORCE_MONOTONIC_FIX=0 \
+  java \
+  $(grep -E '^-' "$CONF/jvm17.options") \
+  "-Xms$HEAP" "-Xmx$HEAP" \
+  "-javaagent:$JAMM" \
+  "-Dcassandra.config=file://$CONF/cassandra.yaml" \
+  "-Dlogback.configurationFile=file://$CONF/logback.xml" \
+  -Dcassandra-foreground=yes \
+  -Dcassandra.storagedir=/var/lib/cassandra \
+  -Dcassandra.logdir=/var/log/cassandra \
+  "-Dcassandra.triggers_dir=$CONF/triggers" \
+  -cp "$CONF:$LIB/*" \
+  org.apache.cassandra.service.CassandraDaemon

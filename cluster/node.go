@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// Node is one Cassandra node: its name (n1..nN), its IP on the cluster
+// network and its Docker container.
+type Node struct {
+	Name, IP, ContainerID string
+
+	c *Cluster
+}
+
+func (n *Node) String() string { return n.Name }
+
+// Exec runs cmd in the node's container and returns its combined output; a
+// non-zero exit status is an error (with the output in it).
+func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
+	out, code, err := n.c.d.execResult(ctx, n.ContainerID, cmd)
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", n.Name, err)
+	}
+	if code != 0 {
+		return out, fmt.Errorf("%s: %q exited %d: %s", n.Name, cmd, code, strings.TrimSpace(out))
+	}
+	return out, nil
+}
+
+// Pause freezes every process of the node (docker pause): the node neither
+// answers nor sends, and its clock keeps running.
+func (n *Node) Pause(ctx context.Context) error {
+	if _, err := n.c.d.ContainerPause(ctx, n.ContainerID, client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("pause %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// Unpause resumes a paused node.
+func (n *Node) Unpause(ctx context.Context) error {
+	if _, err := n.c.d.ContainerUnpause(ctx, n.ContainerID, client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("unpause %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+var signalRE = regexp.MustCompile(`^(STOP|CONT|KILL|TERM|HUP|INT|QUIT|USR1|USR2)$`)
+
+// SignalJVM sends a signal ("STOP", "CONT", "KILL", "TERM", ...) to the
+// Cassandra JVM only: unlike Pause, STOP leaves the container's other
+// processes (and docker exec) working, like a long GC pause.
+func (n *Node) SignalJVM(ctx context.Context, sig string) error {
+	sig = strings.TrimPrefix(strings.ToUpper(sig), "SIG")
+	if !signalRE.MatchString(sig) {
+		return fmt.Errorf("signal %q: want STOP, CONT, KILL, TERM, HUP, INT, QUIT, USR1 or USR2", sig)
+	}
+	_, err := n.Exec(ctx, "sh", "-c", "kill -s "+sig+" \"$(cat "+pidFile+")\"")
+	return err
+}
+
+// Kill kills Cassandra with SIGKILL (no clean shutdown, as in a power loss
+// of the process) and waits until the container has stopped. Its data stays;
+// Restart starts it again.
+func (n *Node) Kill(ctx context.Context) error {
+	if _, err := n.c.d.ContainerKill(ctx, n.ContainerID, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
+		return fmt.Errorf("kill %s: %w", n.Name, err)
+	}
+	w := n.c.d.ContainerWait(ctx, n.ContainerID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+		return nil
+	case err := <-w.Error:
+		return fmt.Errorf("kill %s: wait: %w", n.Name, err)
+	case <-ctx.Done():
+		return fmt.Errorf("kill %s: %w", n.Name, ctx.Err())
+	}
+}
+
+// Restart starts a killed (or exited) node again and waits until it serves
+// CQL. Its clock offset file is kept, so a skewed node comes back skewed.
+func (n *Node) Restart(ctx context.Context) error {
+	if _, err := n.c.d.ContainerStart(ctx, n.ContainerID, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("restart %s: %w", n.Name, err)
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		err := n.servesCQL(ctx)
+		if err == nil {
+			return nil
+		}
+		ins, ierr := n.c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
+		if ierr == nil && !ins.Container.State.Running {
+			return fmt.Errorf("restart %s: exited with code %d: %s", n.Name, ins.Container.State.ExitCode, lastLine(n.c.d.logsTail(ctx, n.ContainerID, 5)))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restart %s: %w (last: %v)", n.Name, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// SetClockOffset moves the node's wall clock (what Cassandra's
+// System.currentTimeMillis returns) by d from real time, at once, through
+// libfaketime's offset file; monotonic time and sleeps stay real. 0 resets it.
+func (n *Node) SetClockOffset(ctx context.Context, d time.Duration) error {
+	// Written aside and renamed: libfaketime rereads the file on every call
+	// and must never see it half written.
+	script := fmt.Sprintf("printf '%%s' '%s' > %s.tmp && mv %s.tmp %s", clockOffsetLine(d), faketimeFile, faketimeFile, faketimeFile)
+	_, err := n.Exec(ctx, "sh", "-c", script)
+	return err
+}
+
+// CopyLogs copies the node's log directory (system.log) and its container
+// output (docker.log) to dir/<node>/. It works on stopped nodes too.
+func (n *Node) CopyLogs(ctx context.Context, dir string) error {
+	dst := filepath.Join(dir, n.Name)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("copy logs of %s: %w", n.Name, err)
+	}
+	var errs []error
+	res, err := n.c.d.CopyFromContainer(ctx, n.ContainerID, client.CopyFromContainerOptions{SourcePath: logDir})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("copy logs of %s: %w", n.Name, err))
+	} else {
+		err := untarFlat(res.Content, dst)
+		res.Content.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("copy logs of %s: %w", n.Name, err))
+		}
+	}
+	logs := n.c.d.logsTail(ctx, n.ContainerID, 100000)
+	if err := os.WriteFile(filepath.Join(dst, "docker.log"), []byte(logs+"\n"), 0o644); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// untarFlat writes the regular files of a tar stream into dir, by base name.
+func untarFlat(r io.Reader, dir string) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		f, err := os.Create(filepath.Join(dir, filepath.Base(h.Name)))
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// servesCQL checks that the node answers CQL and has bootstrapped.
+func (n *Node) servesCQL(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := pinnedSession(cctx, n.c.log, "", n.IP)
+	if err != nil {
+		return fmt.Errorf("%s: no CQL yet: %w", n.Name, err)
+	}
+	defer s.Close()
+	var boot string
+	if err := s.Query(`SELECT bootstrapped FROM system.local`).Consistency(gocql.One).ScanContext(cctx, &boot); err != nil {
+		return fmt.Errorf("%s: system.local: %w", n.Name, err)
+	}
+	if boot != "COMPLETED" {
+		return fmt.Errorf("%s: bootstrapped = %q", n.Name, boot)
+	}
+	return nil
+}
+
+// ringView runs nodetool status on the node: its failure detector's view of
+// every node, as "UN", "DN", "UJ"... by IP.
+func (n *Node) ringView(ctx context.Context) (map[string]string, error) {
+	out, err := n.Exec(ctx, binDir+"/nodetool", "status")
+	if err != nil {
+		return nil, err
+	}
+	return parseNodetoolStatus(out), nil
+}
+
+var statusLineRE = regexp.MustCompile(`^([UD][NLJM])\s+(\d+\.\d+\.\d+\.\d+)\s`)
+
+// parseNodetoolStatus reads the node lines of `nodetool status`.
+func parseNodetoolStatus(out string) map[string]string {
+	view := make(map[string]string)
+	for _, line := range strings.Split(out, "\n") {
+		if m := statusLineRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			view[m[2]] = m[1]
+		}
+	}
+	return view
+}

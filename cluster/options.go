@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// Defaults of a cluster started without options.
+const (
+	DefaultName     = "lockcheck"
+	DefaultNodes    = 3
+	DefaultHeap     = "512M"
+	DefaultKeyspace = "lockcheck"
+	MaxNodes        = 5
+)
+
+// An Option configures Start and Attach.
+type Option func(*config)
+
+// config is what the options set; Attach only uses name and logger (the rest
+// is read back from the running cluster's labels).
+type config struct {
+	name          string
+	nodes         int
+	paxos         string
+	commitlogSync string
+	heap          string
+	image         string
+	rf            int // 0: as many as nodes
+	subnet        string
+	cacheDir      string
+	logger        *slog.Logger
+}
+
+func defaultConfig() config {
+	return config{
+		name:          DefaultName,
+		nodes:         DefaultNodes,
+		paxos:         "v1",
+		commitlogSync: "periodic",
+		heap:          DefaultHeap,
+		logger:        slog.New(slog.DiscardHandler),
+	}
+}
+
+// WithName names the cluster (default "lockcheck"). Everything the cluster
+// creates carries the name in its labels, so clusters of different names can
+// run side by side.
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
+// WithNodes sets the number of nodes, 1 to 5 (default 3).
+func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
+
+// WithPaxos sets Cassandra's paxos_variant: "v1" (default) or "v2".
+func WithPaxos(variant string) Option { return func(c *config) { c.paxos = variant } }
+
+// WithCommitlogSync sets commitlog_sync: "periodic" (default) or "batch".
+func WithCommitlogSync(mode string) Option { return func(c *config) { c.commitlogSync = mode } }
+
+// WithHeap sets each node's JVM heap (-Xms and -Xmx), e.g. "512M" (default) or "1G".
+func WithHeap(size string) Option { return func(c *config) { c.heap = size } }
+
+// WithImage runs the nodes from a user's image instead of building
+// lockcheck's own; see the README for deriving one from the official image.
+func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
+
+// WithReplicationFactor sets the lockcheck keyspace's replication factor
+// (default: the number of nodes).
+func WithReplicationFactor(rf int) Option { return func(c *config) { c.rf = rf } }
+
+// WithSubnet sets the cluster network's IPv4 subnet, a /24 or larger, e.g.
+// "10.199.7.0/24" (default: one derived from the cluster's name). Use it when
+// the default clashes with a network of the machine.
+func WithSubnet(cidr string) Option { return func(c *config) { c.subnet = cidr } }
+
+// WithCacheDir sets where the image build keeps its Debian root filesystem
+// (default $XDG_CACHE_HOME/lockcheck or ~/.cache/lockcheck).
+func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
+
+// WithLogger sets the logger for progress messages (default: none).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+	heapRE = regexp.MustCompile(`^[1-9][0-9]*[MG]$`)
+)
+
+// validate checks the options of Start; every problem is bad input
+// (ErrBadOption), reported before anything is created.
+func (c *config) validate() error {
+	var errs []string
+	if !nameRE.MatchString(c.name) {
+		errs = append(errs, fmt.Sprintf("name %q: want lower-case letters, digits and '-', starting with a letter, at most 31", c.name))
+	}
+	if c.nodes < 1 || c.nodes > MaxNodes {
+		errs = append(errs, fmt.Sprintf("nodes %d: want 1 to %d", c.nodes, MaxNodes))
+	}
+	if c.paxos != "v1" && c.paxos != "v2" {
+		errs = append(errs, fmt.Sprintf("paxos %q: want v1 or v2", c.paxos))
+	}
+	if c.commitlogSync != "periodic" && c.commitlogSync != "batch" {
+		errs = append(errs, fmt.Sprintf("commitlog sync %q: want periodic or batch", c.commitlogSync))
+	}
+	if !heapRE.MatchString(c.heap) {
+		errs = append(errs, fmt.Sprintf("heap %q: want a size like 512M or 1G", c.heap))
+	} else if mb := heapMB(c.heap); mb < 256 || mb > 8192 {
+		errs = append(errs, fmt.Sprintf("heap %q: want 256M to 8G", c.heap))
+	}
+	if c.rf < 0 || c.rf > c.nodes {
+		errs = append(errs, fmt.Sprintf("replication factor %d: want 1 to the number of nodes (%d)", c.rf, c.nodes))
+	}
+	if c.subnet != "" {
+		p, err := netip.ParsePrefix(c.subnet)
+		if err != nil || !p.Addr().Is4() || p.Bits() > 24 || p.Bits() < 8 {
+			errs = append(errs, fmt.Sprintf("subnet %q: want an IPv4 CIDR from /8 to /24, e.g. 10.199.7.0/24", c.subnet))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrBadOption, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// replicationFactor is the keyspace's factor: the option or, by default, one
+// replica on every node.
+func (c *config) replicationFactor() int {
+	if c.rf == 0 {
+		return c.nodes
+	}
+	return c.rf
+}
+
+// heapMB converts a validated heap size to MiB.
+func heapMB(s string) int {
+	var n int
+	fmt.Sscanf(s[:len(s)-1], "%d", &n)
+	if strings.HasSuffix(s, "G") {
+		return n * 1024
+	}
+	return n
+}
