@@ -1,0 +1,204 @@
+// Command lockbench measures lock operations per second of each recipe on
+// the running cluster (`lockcheck cluster up`) with no faults, driven by the
+// harness (workload + streamed history), beside a raw gocql loop that issues
+// the same statements as one `lease` cycle (acquire LWT, resource read and
+// write, release LWT) on the same cluster in the same run.
+//
+//	go run ./bench/lockbench -time 20s -clients 5
+//
+// Clients use a lock each (no contention): the figure is the harness's cost,
+// not the lock's queue.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+func main() {
+	dur := flag.Duration("time", 20*time.Second, "time per measurement")
+	clients := flag.Int("clients", 5, "concurrent clients")
+	recipes := flag.String("recipes", "lease,lease-fenced,racy,music,music-seq,bakery,bakery-one", "recipes to measure")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := run(*dur, *clients, strings.Split(*recipes, ","), log); err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		os.Exit(2)
+	}
+}
+
+func run(d time.Duration, clients int, recipes []string, log *slog.Logger) error {
+	ctx := context.Background()
+	c, err := cluster.Attach(ctx)
+	if err != nil {
+		return err
+	}
+	env := runner.ClusterEnv{Cluster: c}
+	s, err := c.Session(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ks := c.Keyspace()
+	// The schemas the raw loop uses.
+	if _, _, closeFn, err := runner.Recipes()["lease"].Setup(ctx, env, &runner.Test{TTL: 3 * time.Second, Log: log}); err != nil {
+		return err
+	} else {
+		closeFn()
+	}
+	tag := time.Now().Format("150405")
+	fmt.Printf("| what | cycles/s | ops/s (history lines/s) |\n| --- | --- | --- |\n")
+	raw1, err := rawLoop(ctx, s, ks, tag+"a", clients, d)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| raw gocql lease cycle (before) | %.1f | |\n", raw1)
+	var leaseRate float64
+	for _, name := range recipes {
+		r, err := runner.LookupRecipe(name)
+		if err != nil {
+			return err
+		}
+		cycles, lines, err := harness(ctx, env, r, clients, d, log)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if name == "lease" {
+			leaseRate = cycles
+		}
+		fmt.Printf("| harness %s | %.1f | %.1f |\n", name, cycles, lines)
+	}
+	raw2, err := rawLoop(ctx, s, ks, tag+"b", clients, d)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| raw gocql lease cycle (after) | %.1f | |\n", raw2)
+	if leaseRate > 0 {
+		fmt.Printf("\nharness lease / raw (mean of before and after): %.3f\n", leaseRate/((raw1+raw2)/2))
+	}
+	return nil
+}
+
+// harness runs the workload for d and returns completed cycles (ok
+// releases) and history lines per second.
+func harness(ctx context.Context, env runner.ClusterEnv, r runner.Recipe, clients int, d time.Duration, log *slog.Logger) (float64, float64, error) {
+	t := &runner.Test{TTL: 3 * time.Second, Log: log}
+	newLock, res, closeFn, err := r.Setup(ctx, env, t)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closeFn()
+	dir, err := os.MkdirTemp("", "lockbench")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return 0, 0, err
+	}
+	rec := &counting{next: w}
+	names := make([]string, clients)
+	tag := time.Now().Format("150405.000")
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-%s-%s-%d", r.Name, tag, i)
+	}
+	wl, err := workload.New(newLock, res, rec, workload.WithClients(clients), workload.WithLocks(names...),
+		workload.WithPinnedLocks(), workload.WithHold(0), workload.WithThink(0), workload.WithStagger(0),
+		workload.WithLogger(log))
+	if err != nil {
+		return 0, 0, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	if err := wl.Run(rctx); err != nil {
+		return 0, 0, err
+	}
+	el := time.Since(start).Seconds()
+	if err := w.Close(); err != nil {
+		return 0, 0, err
+	}
+	return float64(rec.releases.Load()) / el, float64(rec.lines.Load()) / el, nil
+}
+
+type counting struct {
+	next            *history.Writer
+	lines, releases atomic.Int64
+}
+
+func (c *counting) Append(op history.Op) (history.Op, error) {
+	c.lines.Add(1)
+	if op.F == history.FRelease && op.Type == history.OK {
+		c.releases.Add(1)
+	}
+	return c.next.Append(op)
+}
+
+// rawLoop issues the statements of one lease cycle with plain gocql:
+// INSERT IF NOT EXISTS, QUORUM read and write of the resource row, DELETE IF
+// owner; one lock per goroutine; returns cycles per second.
+func rawLoop(ctx context.Context, s *gocql.Session, ks, tag string, clients int, d time.Duration) (float64, error) {
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, clients)
+	start := time.Now()
+	for i := range clients {
+		wg.Go(func() {
+			name := fmt.Sprintf("raw-%s-%d", tag, i)
+			owner := fmt.Sprintf("raw-%d", i)
+			var elems []int64
+			for e := int64(0); rctx.Err() == nil; e++ {
+				if _, err := workload.LWT(s.Query(`INSERT INTO `+ks+`.leases (name, owner) VALUES (?, ?) IF NOT EXISTS USING TTL 3`,
+					name, owner)).MapScanCASContext(rctx, map[string]any{}); err != nil {
+					errs[i] = err
+					return
+				}
+				var fence *int64
+				err := s.Query(`SELECT elems, fence FROM `+ks+`.resource WHERE name = ?`, name).
+					Consistency(gocql.Quorum).ScanContext(rctx, &elems, &fence)
+				if err != nil && err != gocql.ErrNotFound {
+					errs[i] = err
+					return
+				}
+				elems = append(elems, e)
+				if err := s.Query(`UPDATE `+ks+`.resource SET elems = ? WHERE name = ?`, elems, name).
+					Consistency(gocql.Quorum).ExecContext(rctx); err != nil {
+					errs[i] = err
+					return
+				}
+				if _, err := workload.LWT(s.Query(`DELETE FROM `+ks+`.leases WHERE name = ? IF owner = ?`, name, owner)).
+					MapScanCASContext(rctx, map[string]any{}); err != nil {
+					errs[i] = err
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	for _, err := range errs {
+		if err != nil && rctx.Err() == nil {
+			return 0, err
+		}
+	}
+	return float64(n.Load()) / el, nil
+}

@@ -1,0 +1,158 @@
+//go:build jepsen
+
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/nemesis"
+)
+
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+// matrixCase is one row of the project's findings.
+type matrixCase struct {
+	lock    string
+	nemesis []string
+	time    time.Duration
+	// want is the asserted verdict; "" records the verdict without
+	// asserting it (bakery under partitions: what happens is the finding).
+	want checker.Verdict
+	// unsafe cases are known-unsafe: caught in at least 9 of 10 runs.
+	unsafe bool
+}
+
+// The quick matrix. The durations are the shortest at which the known-unsafe
+// cases were caught in 10 of 10 runs here (README, Findings); the nemesis is
+// aimed (client pause: the holder that is writing; client clock: a
+// contender) rather than the checker loosened.
+var quickMatrix = []matrixCase{
+	{lock: "racy", time: 15 * time.Second, want: checker.Invalid, unsafe: true},
+	{lock: "lease", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
+	{lock: "lease-fenced", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Valid},
+	{lock: "music", nemesis: []string{nemesis.ClientClock}, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
+	{lock: "music-seq", nemesis: []string{nemesis.ClientClock}, time: 20 * time.Second, want: checker.Valid},
+	{lock: "lease-fenced", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid},
+	{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid},
+	{lock: "bakery", nemesis: []string{nemesis.Partition}, time: 30 * time.Second},
+	{lock: "bakery-one", nemesis: []string{nemesis.Partition}, time: 30 * time.Second},
+}
+
+var nodeFaults = []string{nemesis.Partition, nemesis.Pause, nemesis.Kill, nemesis.Clock}
+
+// envDuration reads a duration from the environment: LOCKCHECK_MATRIX_TIME
+// replaces every case's time (the nightly soak sets it long).
+func envDuration(t *testing.T, name string) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return d
+}
+
+func matrixStore(t *testing.T) string {
+	if s := os.Getenv("LOCKCHECK_STORE"); s != "" {
+		return s
+	}
+	return t.TempDir()
+}
+
+func runCase(t *testing.T, env ClusterEnv, store string, mc matrixCase, seed int64) Outcome {
+	t.Helper()
+	recipe, err := LookupRecipe(mc.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mc.time
+	if o := envDuration(t, "LOCKCHECK_MATRIX_TIME"); o > 0 {
+		d = o
+	}
+	interval := 4 * time.Second
+	if len(mc.nemesis) > 0 && mc.nemesis[0] == nemesis.ClientPause {
+		interval = 3 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+10*time.Minute)
+	defer cancel()
+	out, err := Run(ctx, env, ReportStore{}, Test{
+		Recipe: recipe, Nemesis: mc.nemesis, Nodes: len(env.Nodes()), Clients: 5, Locks: 1,
+		Time: d, Seed: seed, Store: store, Paxos: env.Paxos(), Interval: interval, Quiet: 3 * time.Second,
+		Log: testLogger(t),
+	})
+	if err != nil {
+		t.Errorf("run: %v", err)
+	}
+	t.Logf("%s under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; %s",
+		mc.lock, mc.nemesis, seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Dir)
+	return out
+}
+
+func TestMatrix(t *testing.T) {
+	env := ClusterEnv{clustertest.Get(t)}
+	store := matrixStore(t)
+	for i, mc := range quickMatrix {
+		name := fmt.Sprintf("%s/%s", mc.lock, nemesisName(mc.nemesis))
+		t.Run(name, func(t *testing.T) {
+			out := runCase(t, env, store, mc, int64(1000+i))
+			if mc.want == "" {
+				t.Logf("FINDING %s: %s", name, out.Verdict)
+				return
+			}
+			if out.Verdict != mc.want {
+				t.Errorf("%s: verdict %s, want %s; report %s", name, out.Verdict, mc.want, out.Dir)
+			}
+			if len(mc.nemesis) > 0 && len(out.Faults) == 0 {
+				t.Errorf("%s: no fault was injected", name)
+			}
+		})
+	}
+}
+
+// TestUnsafeCaught runs each known-unsafe case LOCKCHECK_REPEAT times
+// (default: skipped) with different seeds and requires at least 90% caught.
+func TestUnsafeCaught(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LOCKCHECK_REPEAT"))
+	if n == 0 {
+		t.Skip("set LOCKCHECK_REPEAT=10 to measure how often the unsafe cases are caught")
+	}
+	env := ClusterEnv{clustertest.Get(t)}
+	store := matrixStore(t)
+	for _, mc := range quickMatrix {
+		if !mc.unsafe {
+			continue
+		}
+		t.Run(mc.lock+"/"+nemesisName(mc.nemesis), func(t *testing.T) {
+			caught := 0
+			for i := range n {
+				if runCase(t, env, store, mc, int64(2000+i)).Verdict == checker.Invalid {
+					caught++
+				}
+			}
+			t.Logf("CAUGHT %s under %s: %d of %d at %v", mc.lock, nemesisName(mc.nemesis), caught, n, mc.time)
+			if caught*10 < 9*n {
+				t.Errorf("caught %d of %d, want at least 90%%", caught, n)
+			}
+		})
+	}
+}
+
+func nemesisName(kinds []string) string {
+	if len(kinds) == 0 {
+		return "none"
+	}
+	s := kinds[0]
+	for _, k := range kinds[1:] {
+		s += "+" + k
+	}
+	return s
+}
