@@ -2,7 +2,6 @@ package checker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -157,26 +156,40 @@ func CheckFile(ctx context.Context, path string, opts ...Option) (Result, error)
 		return Result{}, fmt.Errorf("checker: %w", err)
 	}
 	defer f.Close()
-	return CheckReader(ctx, f, opts...)
+	ops, truncated, err := history.ReadSized(f, sizeHint(f))
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := check(ctx, ops, newConfig(opts))
+	res.Truncated = truncated
+	return res, err
+}
+
+// sizeHint guesses a history file's lines from its size, so that the ops
+// slice is allocated once.
+func sizeHint(f *os.File) int {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 1024
+	}
+	return int(st.Size()/90) + 16
 }
 
 // CheckReader reads, validates and checks a history.
 func CheckReader(ctx context.Context, r io.Reader, opts ...Option) (Result, error) {
-	hr := history.NewReader(r)
-	ops := make([]history.Op, 0, 1024)
-	for {
-		op, err := hr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		ops = append(ops, op)
+	ops, truncated, err := history.ReadSized(r, 1024)
+	if err != nil {
+		return Result{}, err
 	}
 	res, err := check(ctx, ops, newConfig(opts))
-	res.Truncated = hr.Truncated()
+	res.Truncated = truncated
 	return res, err
+}
+
+// CheckValidated checks ops that a history.Reader already validated (as
+// history.ReadFile returns them), without validating them again.
+func CheckValidated(ctx context.Context, ops []history.Op, opts ...Option) (Result, error) {
+	return check(ctx, ops, newConfig(opts))
 }
 
 // Check validates and checks a history held in memory.

@@ -225,3 +225,25 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// The fast path must agree with encoding/json on every line it accepts.
+func FuzzFastParseAgrees(f *testing.F) {
+	f.Add([]byte(`{"index":0,"time":5,"process":3,"type":"ok","f":"acquire","lock":"l","lease_ms":100}`))
+	f.Add([]byte(`{"index":1,"time":5,"process":-1,"type":"info","f":"meta","value":{"a":[1,"x]"]}}`))
+	f.Add([]byte(` {"index":1 , "time":5,"process":1,"type":"ok","f":"read","value":[1,2,3] ,"error":"e"} `))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := parseFast(b, interner{})
+		if !ok {
+			return
+		}
+		slow, err := parseOp(b)
+		if err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refused: %v", b, err)
+		}
+		fj, _ := json.Marshal(fast)
+		sj, _ := json.Marshal(slow)
+		if !bytes.Equal(fj, sj) {
+			t.Fatalf("fast %s != slow %s for %q", fj, sj, b)
+		}
+	})
+}

@@ -34,6 +34,7 @@ type Reader struct {
 	truncated bool
 	err       error
 	buf       []byte
+	intern    interner
 }
 
 // validator holds the state of the rules: it sees ops in file order.
@@ -54,7 +55,7 @@ type procState struct {
 
 // NewReader reads a history from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 256<<10), validator: validator{procs: map[int]*procState{}}}
+	return &Reader{br: bufio.NewReaderSize(r, 256<<10), validator: validator{procs: map[int]*procState{}}, intern: interner{}}
 }
 
 // Next returns the next op, io.EOF after the last one, or an error (a
@@ -91,7 +92,11 @@ func (r *Reader) next() (Op, error) {
 			}
 			return Op{}, r.fail("empty line")
 		}
-		op, perr := parseOp(raw)
+		op, ok := parseFast(raw, r.intern)
+		var perr error
+		if !ok {
+			op, perr = parseOp(raw)
+		}
 		if perr != nil {
 			if !terminated {
 				// The writer died in the middle of this line.
@@ -327,20 +332,33 @@ func ReadFile(path string) ([]Op, error) {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	return ReadAll(f)
+	hint := 1024
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		hint = int(st.Size()/90) + 16
+	}
+	ops, _, err := ReadSized(f, hint)
+	return ops, err
 }
 
 // ReadAll reads and validates a whole history.
 func ReadAll(rd io.Reader) ([]Op, error) {
+	ops, _, err := ReadSized(rd, 0)
+	return ops, err
+}
+
+// ReadSized reads and validates a whole history into a slice made with
+// room for sizeHint ops. It also reports whether an unterminated last line
+// was dropped (see Reader.Truncated).
+func ReadSized(rd io.Reader, sizeHint int) (ops []Op, truncated bool, err error) {
 	r := NewReader(rd)
-	var ops []Op
+	ops = make([]Op, 0, sizeHint)
 	for {
 		op, err := r.Next()
 		if err == io.EOF {
-			return ops, nil
+			return ops, r.Truncated(), nil
 		}
 		if err != nil {
-			return ops, err
+			return ops, false, err
 		}
 		ops = append(ops, op)
 	}

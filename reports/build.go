@@ -52,7 +52,7 @@ func Build(ctx context.Context, dir string, opts ...Option) (checker.Result, err
 		}
 		return checker.Result{}, fmt.Errorf("reports: %w", err)
 	}
-	res, err := checker.Check(ctx, ops, cfg.check...)
+	res, err := checker.CheckValidated(ctx, ops, cfg.check...)
 	if err != nil {
 		return checker.Result{}, fmt.Errorf("reports: %w", err)
 	}
@@ -82,18 +82,11 @@ func readHistory(path string) ([]history.Op, bool, error) {
 		return nil, false, err
 	}
 	defer f.Close()
-	r := history.NewReader(f)
-	var ops []history.Op
-	for {
-		op, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return ops, r.Truncated(), nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		ops = append(ops, op)
+	hint := 1024
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		hint = int(st.Size()/90) + 16
 	}
+	return history.ReadSized(f, hint)
 }
 
 // visLink is a porcupine visualization written next to the report.

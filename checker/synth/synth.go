@@ -85,7 +85,7 @@ func (c clients) Less(i, j int) bool {
 	}
 	return c[i].id < c[j].id
 }
-func (c clients) Swap(i, j int)  { c[i], c[j] = c[j], c[i] }
+func (c clients) Swap(i, j int) { c[i], c[j] = c[j], c[i] }
 func (c *clients) Push(x any)   { *c = append(*c, x.(*client)) }
 func (c *clients) Pop() any     { o := *c; x := o[len(o)-1]; *c = o[:len(o)-1]; return x }
 func (c clients) top() *client  { return c[0] }

@@ -1,0 +1,240 @@
+package history
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// The reader's fast path: lines as the Writer writes them (known keys,
+// integers, strings without escapes) are parsed by hand, several times
+// faster than encoding/json, with the repeated strings (type, f, lock, node)
+// interned. Anything else (escapes, unknown or repeated keys, nulls, floats,
+// syntax errors) falls back to encoding/json, which gives the authoritative
+// result and error message.
+
+type interner map[string]string
+
+func (in interner) get(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	if len(in) > 1<<16 {
+		return string(b) // unbounded distinct values: stop interning
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
+}
+
+// fastString reads a string without escapes starting at b[i] == '"'.
+func fastString(b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, false
+	}
+	high := false
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			if high && !utf8.Valid(b[i+1:j]) {
+				return nil, i, false // encoding/json substitutes U+FFFD
+			}
+			return b[i+1 : j], j + 1, true
+		case c >= 0x80:
+			high = true
+		case c == '\\' || c < 0x20:
+			return nil, i, false
+		}
+	}
+	return nil, i, false
+}
+
+func fastInt(b []byte, i int) (int64, int, bool) {
+	neg := false
+	if i < len(b) && b[i] == '-' {
+		neg = true
+		i++
+	}
+	start := i
+	var n int64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if n > (1<<63-1-9)/10 {
+			return 0, i, false
+		}
+		n = n*10 + int64(b[i]-'0')
+		i++
+	}
+	if i == start || (b[start] == '0' && i-start > 1) {
+		return 0, i, false
+	}
+	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+		return 0, i, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, i, true
+}
+
+// skipValue returns the end of the JSON value starting at b[i], checking
+// only its nesting and strings; the caller validates the slice.
+func skipValue(b []byte, i int) (int, bool) {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return i, false
+			}
+			i++
+		case '[', '{':
+			depth++
+			i++
+		case ']', '}':
+			if depth == 0 {
+				return i, true
+			}
+			depth--
+			i++
+			if depth == 0 {
+				return i, true
+			}
+		case ',':
+			if depth == 0 {
+				return i, true
+			}
+			i++
+		default:
+			if depth == 0 && isWS(c) {
+				return i, true
+			}
+			i++
+		}
+	}
+	return i, depth == 0
+}
+
+const (
+	seenIndex = 1 << iota
+	seenTime
+	seenProcess
+	seenType
+	seenF
+	seenLock
+	seenValue
+	seenLease
+	seenNode
+	seenError
+	seenRequired = seenIndex | seenTime | seenProcess | seenType | seenF
+)
+
+func parseFast(b []byte, in interner) (Op, bool) {
+	var op Op
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return op, false
+	}
+	i = skipWS(b, i+1)
+	seen := 0
+	for {
+		key, j, ok := fastString(b, i)
+		if !ok {
+			return op, false
+		}
+		i = skipWS(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return op, false
+		}
+		i = skipWS(b, i+1)
+		var bit int
+		switch string(key) {
+		case "index", "time", "process", "lease_ms":
+			n, j, ok := fastInt(b, i)
+			if !ok {
+				return op, false
+			}
+			i = j
+			switch string(key) {
+			case "index":
+				op.Index, bit = n, seenIndex
+			case "time":
+				op.Time, bit = n, seenTime
+			case "process":
+				if n != int64(int(n)) {
+					return op, false
+				}
+				op.Process, bit = int(n), seenProcess
+			default:
+				op.LeaseMS, bit = n, seenLease
+			}
+		case "type", "f", "lock", "node", "error":
+			s, j, ok := fastString(b, i)
+			if !ok {
+				return op, false
+			}
+			i = j
+			switch string(key) {
+			case "type":
+				op.Type, bit = Type(in.get(s)), seenType
+			case "f":
+				op.F, bit = in.get(s), seenF
+			case "lock":
+				op.Lock, bit = in.get(s), seenLock
+			case "node":
+				op.Node, bit = in.get(s), seenNode
+			default:
+				op.Error, bit = string(s), seenError
+			}
+		case "value":
+			j, ok := skipValue(b, i)
+			if !ok || j == i {
+				return op, false
+			}
+			raw := b[i:j]
+			if !json.Valid(raw) {
+				return op, false
+			}
+			if string(raw) != "null" {
+				op.Value = append(json.RawMessage(nil), raw...)
+			}
+			i, bit = j, seenValue
+		default:
+			return op, false
+		}
+		if seen&bit != 0 {
+			return op, false
+		}
+		seen |= bit
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return op, false
+		}
+		if b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if b[i] != '}' {
+			return op, false
+		}
+		i = skipWS(b, i+1)
+		if i != len(b) || seen&seenRequired != seenRequired || op.F == "" {
+			return op, false
+		}
+		return op, true
+	}
+}
