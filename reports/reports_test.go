@@ -1,0 +1,227 @@
+package reports
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/checker/synth"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+const evilLock = `<script>alert("x")</script>`
+
+// writeHistory writes ops as a run directory's history.jsonl.
+func writeHistory(t *testing.T, dir string, ops []history.Op) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := history.Create(filepath.Join(dir, HistoryFile), history.WithFlushInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		if _, err := w.Append(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// overlapping is a history where two processes hold evilLock at once,
+// with a partition window and a meta line.
+func overlapping() []history.Op {
+	meta, _ := json.Marshal(history.Meta{Test: "t<b>1</b>", Lock: "racy", Promise: history.PromiseMutex,
+		Config: map[string]string{"clients": "2", "note": "<img src=x onerror=alert(1)>"}})
+	op := func(p int, typ history.Type, f string) history.Op {
+		return history.Op{Process: p, Type: typ, F: f, Lock: evilLock}
+	}
+	return []history.Op{
+		{Process: -1, Type: history.Info, F: history.FMeta, Value: meta},
+		{Process: -1, Type: history.Info, F: "start-partition", Value: json.RawMessage(`["n1"]`)},
+		op(0, history.Invoke, "acquire"), op(0, history.OK, "acquire"),
+		op(1, history.Invoke, "acquire"), op(1, history.OK, "acquire"),
+		op(0, history.Invoke, "release"), op(0, history.OK, "release"),
+		{Process: -1, Type: history.Info, F: "stop-partition"},
+		op(1, history.Invoke, "release"), op(1, history.OK, "release"),
+	}
+}
+
+func TestBuildReportShowsVerdictAndEscapes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store", "t", "20260101T000000")
+	writeHistory(t, dir, overlapping())
+	res, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Invalid {
+		t.Fatalf("verdict %s, want invalid", res.Verdict)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	if !regexp.MustCompile(`id="verdict">invalid<`).MatchString(html) {
+		t.Error("report lacks the verdict at the top")
+	}
+	if strings.Contains(html, evilLock) || strings.Contains(html, "<img src=x") || strings.Contains(html, "<b>1</b>") {
+		t.Error("report contains an unescaped string from the history")
+	}
+	if !strings.Contains(html, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") {
+		t.Error("report lacks the escaped lock name")
+	}
+	for _, want := range []string{"overlapping-holds", "non-linearizable", `class="fault"`, `class="anom"`, "porcupine/", "start-partition"} {
+		if !strings.Contains(html, want) && !(want == "start-partition" && strings.Contains(html, "partition ")) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if regexp.MustCompile(`(?i)(src|href)="(https?:)?//`).MatchString(html) {
+		t.Error("report refers to the network")
+	}
+	var stored checker.Result
+	rb, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(rb, &stored); err != nil || stored.Verdict != checker.Invalid || len(stored.Anomalies) != 2 {
+		t.Fatalf("results.json: %v, %+v", err, stored)
+	}
+	vis, _ := filepath.Glob(filepath.Join(dir, "porcupine", "*.html"))
+	if len(vis) != 1 {
+		t.Fatalf("porcupine visualizations %v, want one", vis)
+	}
+}
+
+func TestBuildRefusesBadHistory(t *testing.T) {
+	dir := t.TempDir()
+	bad := `{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}` + "\n" +
+		`{"index":1,"time":0,"process":0,"type":"ok","f":"release","lock":"l"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, HistoryFile), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Build(context.Background(), dir)
+	if !errors.Is(err, history.ErrInvalid) {
+		t.Fatalf("Build = %v, want ErrInvalid", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ReportFile))
+	if !strings.Contains(string(b), "history line 2") {
+		t.Fatalf("error report lacks the line: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ResultsFile)); err == nil {
+		t.Fatal("results.json written for an unreadable history")
+	}
+}
+
+// A big history still gives a report of bounded size: the timeline and
+// charts are summarized.
+func TestBigHistoryReportIsSummarized(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	dir := t.TempDir()
+	writeHistory(t, dir, synth.Ops(synth.Config{Events: 200000, Clients: 40, Locks: 300, InfoRate: 0.02, FailRate: 0.05, Seed: 3, Nemesis: 2 * time.Second}))
+	if _, err := Build(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 3<<20 {
+		t.Fatalf("report.html is %d bytes for 200k events", st.Size())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ReportFile))
+	if n := strings.Count(string(b), "<rect"); n > 40000 {
+		t.Fatalf("%d SVG rects", n)
+	}
+}
+
+func TestStoreRunDirsLatestAndIndex(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	at := time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)
+	d1, err := NewRunDir(store, "lease", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(store, "lease", "20261121T230000"); d1 != want {
+		t.Fatalf("run dir %s, want %s", d1, want)
+	}
+	d2, err := NewRunDir(store, "lease", at) // same second
+	if err != nil || d2 != d1+"-2" {
+		t.Fatalf("second run dir %s, %v", d2, err)
+	}
+	if _, err := NewRunDir(store, "../x", at); err == nil {
+		t.Fatal("NewRunDir accepted a test name with a slash")
+	}
+	writeHistory(t, d1, overlapping())
+	if _, err := Build(context.Background(), d1); err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateLatest(store, d1); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{filepath.Join(store, "latest"), filepath.Join(store, "lease", "latest")} {
+		target, err := filepath.EvalSymlinks(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		real, _ := filepath.EvalSymlinks(d1)
+		if target != real {
+			t.Errorf("%s -> %s, want %s", link, target, real)
+		}
+	}
+	runs, err := ListRuns(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Dir != "lease/20261121T230000-2" || runs[1].Verdict != checker.Invalid || runs[1].Anomaly != 2 {
+		t.Fatalf("runs %+v", runs)
+	}
+
+	srv := httptest.NewServer(Handler(store))
+	defer srv.Close()
+	body := get(t, srv.URL+"/")
+	for _, want := range []string{"lease/20261121T230000/report.html", "v-invalid", "INVALID", "history.jsonl", "not checked"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("index lacks %q", want)
+		}
+	}
+	if !strings.Contains(get(t, srv.URL+"/latest/report.html"), `id="verdict">invalid<`) {
+		t.Error("latest/report.html not served")
+	}
+	if resp, err := http.Get(srv.URL + "/../../etc/passwd"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), "root:") {
+			t.Error("serve escaped the store")
+		}
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return string(b)
+}
