@@ -7,13 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/history"
 )
 
 // runCheck: lockcheck check [--json] [--timeout D] HISTORY.jsonl
@@ -154,9 +152,4 @@ func writeSummary(w io.Writer, path string, res checker.Result, took time.Durati
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-// isBadInput tells a history that breaks the format from other errors.
-func isBadInput(err error) bool {
-	return errors.Is(err, history.ErrInvalid) || errors.Is(err, os.ErrNotExist)
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/checker"
+)
+
+func line(s string) string { return s + "\n" }
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	valid := line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`) +
+		line(`{"index":1,"time":10,"process":0,"type":"ok","f":"acquire","lock":"l"}`) +
+		line(`{"index":2,"time":20,"process":0,"type":"invoke","f":"release","lock":"l"}`) +
+		line(`{"index":3,"time":30,"process":0,"type":"ok","f":"release","lock":"l"}`)
+	overlap := line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`) +
+		line(`{"index":1,"time":10,"process":0,"type":"ok","f":"acquire","lock":"l"}`) +
+		line(`{"index":2,"time":20,"process":1,"type":"invoke","f":"acquire","lock":"l"}`) +
+		line(`{"index":3,"time":30,"process":1,"type":"ok","f":"acquire","lock":"l"}`) +
+		line(`{"index":4,"time":40,"process":-1,"type":"info","f":"end"}`)
+	noFinalRead := valid + line(`{"index":4,"time":40,"process":2,"type":"invoke","f":"acquire","lock":"m"}`) +
+		line(`{"index":5,"time":50,"process":2,"type":"ok","f":"acquire","lock":"m"}`) +
+		line(`{"index":6,"time":60,"process":2,"type":"invoke","f":"add","lock":"m","value":1}`) +
+		line(`{"index":7,"time":70,"process":2,"type":"ok","f":"add","lock":"m","value":1}`)
+	badLine := line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`) +
+		line(`{"index":1,"time":10,"process":0,"type":"done","f":"acquire","lock":"l"}`)
+	tests := []struct {
+		name   string
+		args   func(path string) []string
+		in     string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"valid", func(p string) []string { return []string{p} }, valid, exitValid, "VALID", ""},
+		{"invalid", func(p string) []string { return []string{p} }, overlap, exitInvalid, "overlapping-holds", ""},
+		{"unknown without final read", func(p string) []string { return []string{p} }, noFinalRead, exitUnknown, "UNKNOWN", ""},
+		{"bad line", func(p string) []string { return []string{p} }, badLine, exitError, "", `history line 2: unknown type "done"`},
+		{"missing file", func(p string) []string { return []string{p + ".nope"} }, valid, exitError, "", "no such file"},
+		{"no argument", func(p string) []string { return nil }, valid, exitError, "", "usage"},
+		{"flags after the file", func(p string) []string { return []string{p, "--timeout", "1m"} }, valid, exitValid, "VALID", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeFile(t, tt.in)
+			var out, errb bytes.Buffer
+			code := runCheck(context.Background(), tt.args(p), &out, &errb)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("stdout %q (want %q), stderr %q (want %q)", out.String(), tt.stdout, errb.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	p := writeFile(t, line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`)+
+		line(`{"index":1,"time":10,"process":0,"type":"ok","f":"acquire","lock":"l"}`)+
+		line(`{"index":2,"time":20,"process":1,"type":"invoke","f":"acquire","lock":"l"}`)+
+		line(`{"index":3,"time":30,"process":1,"type":"ok","f":"acquire","lock":"l"}`)+
+		line(`{"index":4,"time":40,"process":-1,"type":"info","f":"end"}`))
+	var out, errb bytes.Buffer
+	if code := runCheck(context.Background(), []string{"--json", p}, &out, &errb); code != exitInvalid {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res checker.Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out.String())
+	}
+	if res.Verdict != checker.Invalid || len(res.Anomalies) != 2 || res.Anomalies[0].Lock != "l" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), []byte(
+		line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`)+
+			line(`{"index":1,"time":10,"process":0,"type":"ok","f":"acquire","lock":"l"}`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := runReport(context.Background(), []string{dir}, &out, &errb); code != exitValid {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, f := range []string{"report.html", "results.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if code := runReport(context.Background(), []string{filepath.Join(dir, "nope")}, &out, &errb); code != exitError {
+		t.Fatalf("report of a missing dir: exit %d", code)
+	}
+}
