@@ -262,7 +262,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			errs = append(errs, fmt.Errorf("runner: heal: %w", err))
 		}
 	}
-	if env != nil && len(targets) > 0 {
+	if env != nil && len(targets) > 0 && len(t.Nemesis) > 0 {
 		if err := env.WaitHealthy(hctx); err != nil {
 			errs = append(errs, fmt.Errorf("runner: cluster not healthy after heal: %w", err))
 		}
