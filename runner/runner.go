@@ -99,7 +99,7 @@ func (t *Test) defaults() {
 	if t.Name == "" {
 		nem := "none"
 		if len(t.Nemesis) > 0 {
-			nem = strings.Join(t.Nemesis, "+")
+			nem = strings.Join(t.Nemesis, "_")
 		}
 		t.Name = t.Recipe.Name + "-" + nem
 	}
