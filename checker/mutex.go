@@ -185,6 +185,8 @@ func fmtDur(ns int64) string {
 		return fmt.Sprintf("%.3fs", float64(ns)/1e9)
 	case ns >= 1e6:
 		return fmt.Sprintf("%.3fms", float64(ns)/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
 	default:
 		return fmt.Sprintf("%dns", ns)
 	}

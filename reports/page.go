@@ -88,6 +88,7 @@ type timeline struct {
 
 type tlRow struct {
 	Label string
+	Full  string
 	Y     float64
 	Bars  []rect
 }
@@ -351,7 +352,10 @@ func newTimeline(holds []checker.Hold, faults, marks []fault, anomalies []checke
 	lockY := map[string][]float64{}
 	for i, r := range rows {
 		y := 20 + float64(i)*rowHeight
-		tr := tlRow{Label: r.label, Y: y}
+		tr := tlRow{Label: r.label, Full: r.label, Y: y}
+		if rs := []rune(r.label); len(rs) > 26 {
+			tr.Label = "…" + string(rs[len(rs)-25:])
+		}
 		lockY[r.lock] = append(lockY[r.lock], y)
 		sort.Slice(r.holds, func(i, j int) bool { return r.holds[i].Start < r.holds[j].Start })
 		// Holds closer than a pixel merge into one bar, so a long run stays

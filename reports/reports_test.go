@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,22 +22,22 @@ import (
 
 const evilLock = `<script>alert("x")</script>`
 
-// writeHistory writes ops as a run directory's history.jsonl.
+// writeHistory writes ops, with their own indexes and times, as a run
+// directory's history.jsonl.
 func writeHistory(t *testing.T, dir string, ops []history.Op) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w, err := history.Create(filepath.Join(dir, HistoryFile), history.WithFlushInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, op := range ops {
-		if _, err := w.Append(op); err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i, op := range ops {
+		op.Index = int64(i)
+		if err := enc.Encode(op); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, HistoryFile), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -49,7 +50,7 @@ func overlapping() []history.Op {
 	op := func(p int, typ history.Type, f string) history.Op {
 		return history.Op{Process: p, Type: typ, F: f, Lock: evilLock}
 	}
-	return []history.Op{
+	ops := []history.Op{
 		{Process: -1, Type: history.Info, F: history.FMeta, Value: meta},
 		{Process: -1, Type: history.Info, F: "start-partition", Value: json.RawMessage(`["n1"]`)},
 		op(0, history.Invoke, "acquire"), op(0, history.OK, "acquire"),
@@ -58,6 +59,10 @@ func overlapping() []history.Op {
 		{Process: -1, Type: history.Info, F: "stop-partition"},
 		op(1, history.Invoke, "release"), op(1, history.OK, "release"),
 	}
+	for i := range ops {
+		ops[i].Time = int64(i) * 10e6
+	}
+	return ops
 }
 
 func TestBuildReportShowsVerdictAndEscapes(t *testing.T) {

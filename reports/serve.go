@@ -45,7 +45,7 @@ var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 	},
 	"upper": strings.ToUpper,
 }).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>lockcheck runs</title><style>` + css + `</style></head>
 <body><main><h1>lockcheck runs</h1>
 <p class="muted">store <code>{{.Store}}</code>, {{len .Runs}} runs, as of {{.Now}}. <a href="latest/report.html">latest report</a></p>

@@ -43,7 +43,7 @@ svg text{font-size:10px;fill:#444;font-family:system-ui,sans-serif}
 `
 
 const reportHTML = `<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}} — {{.Result.Verdict}}</title>
 <style>` + css + `</style></head>
@@ -77,7 +77,7 @@ const reportHTML = `<!DOCTYPE html>
 {{with .Timeline}}<svg id="timeline" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline of holds">
 {{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect>
 {{end}}{{range .Marks}}<line class="mark" x1="{{f1 .X}}" x2="{{f1 .X}}" y1="{{f1 .Y}}" y2="{{f1 (add .Y .H)}}"><title>{{.Title}}</title></line>
-{{end}}{{range .Rows}}<text x="{{f1 (sub plotLeft 6)}}" y="{{f1 (add .Y 10)}}" text-anchor="end">{{.Label}}</text>
+{{end}}{{range .Rows}}<text x="{{f1 (sub plotLeft 6)}}" y="{{f1 (add .Y 10)}}" text-anchor="end">{{.Label}}<title>{{.Full}}</title></text>
 {{range .Bars}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f2 .W}}" height="{{f1 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>{{end}}
 {{end}}{{range .Anomalies}}<a href="{{.Href}}"><rect class="anom" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"><title>{{.Title}}</title></rect><text x="{{f1 .X}}" y="14" fill="#c62828">▼{{.Label}}</text></a>
 {{end}}{{range .Ticks}}<line x1="{{f1 .X}}" x2="{{f1 .X}}" y1="{{f1 (add 20 $.Timeline.PlotH)}}" y2="{{f1 (add 24 $.Timeline.PlotH)}}" stroke="#999"/><text x="{{f1 .X}}" y="{{f1 (add 34 $.Timeline.PlotH)}}" text-anchor="middle">{{.Label}}</text>
@@ -136,7 +136,7 @@ throughput: <span><i class="sw" style="background:#59a14f"></i>ok</span><span><i
 `
 
 const errorHTML = `<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>unreadable history</title><style>` + css + `</style></head>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>unreadable history</title><style>` + css + `</style></head>
 <body><main><h1>{{.Dir}}</h1><p><span class="verdict v-" id="verdict">unreadable history</span></p>
 <p>The history breaks the format, so it was not checked:</p><pre>{{.Err}}</pre>
 <p><a href="history.jsonl">history.jsonl</a></p></main></body></html>

@@ -91,9 +91,10 @@ func (c *clients) Pop() any     { o := *c; x := o[len(o)-1]; *c = o[:len(o)-1]; 
 func (c clients) top() *client  { return c[0] }
 
 type lockSim struct {
-	owner  int // process; -1 free
-	expiry int64
-	elems  []int64
+	owner    int // process; -1 free
+	expiry   int64
+	fromInfo bool // the owner's acquire was recorded as info
+	elems    []int64
 }
 
 // Client steps.
@@ -179,7 +180,7 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 				// Unknown outcome; half the time it took effect, blocking
 				// the lock until its lease runs out.
 				if r.IntN(2) == 0 {
-					l.owner, l.expiry = c.proc, inv[c.id]+leaseNS
+					l.owner, l.expiry, l.fromInfo = c.proc, inv[c.id]+leaseNS, true
 				}
 				err = out(history.Op{Process: c.proc, Type: history.Info, F: history.FAcquire, Lock: name, Error: "timeout"})
 				c.proc = nextProc
@@ -189,11 +190,13 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 				err = out(history.Op{Process: c.proc, Type: history.Fail, F: history.FAcquire, Lock: name, Error: "unavailable"})
 				c.step, c.at = stInvokeAcquire, now+lat()
 			case free:
-				l.owner, l.expiry = c.proc, inv[c.id]+leaseNS
+				l.owner, l.expiry, l.fromInfo = c.proc, inv[c.id]+leaseNS, false
 				err = out(history.Op{Process: c.proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: leaseMS})
 				c.step, c.at = stInvokeAdd, now+lat()/4
-			case cfg.Anomaly == AnomalyOverlap && !injected && idx > budget/2:
-				// The bug: granted although held by another process.
+			case cfg.Anomaly == AnomalyOverlap && !injected && idx > budget/2 && !l.fromInfo:
+				// The bug: granted although another process holds it (one
+				// that knows it does: an info acquire's grant would explain
+				// nothing).
 				injected = true
 				err = out(history.Op{Process: c.proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: leaseMS})
 				c.step, c.at = stInvokeAdd, now+lat()/4
