@@ -455,6 +455,18 @@ func (n *Nemesis) startPause(ctx context.Context) (func(context.Context) error, 
 	} else {
 		err = t.Node.Pause(ctx)
 	}
+	if err != nil {
+		// A pause that failed (the cgroup freezer can time out on a busy
+		// node) may have half happened: undo it at once, best effort.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if jvm {
+			_ = t.Node.SignalJVM(uctx, "CONT")
+		} else {
+			_ = t.Node.Unpause(uctx)
+		}
+		return nil, fmt.Errorf("nemesis: pause %s (%s): %w", t.Name, how, err)
+	}
 	n.mu.Lock()
 	if jvm {
 		n.stopped[t.Name] = true
@@ -462,9 +474,6 @@ func (n *Nemesis) startPause(ctx context.Context) (func(context.Context) error, 
 		n.paused[t.Name] = true
 	}
 	n.mu.Unlock()
-	if err != nil {
-		return nil, fmt.Errorf("nemesis: pause %s (%s): %w", t.Name, how, err)
-	}
 	if err := n.event("start-"+Pause, map[string]any{"how": how}, []string{t.Name}); err != nil {
 		return nil, err
 	}
