@@ -19,6 +19,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/lease"
 	"github.com/lockcheck/lockcheck/workload"
 )
@@ -204,6 +205,7 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
 	hosts := fs.String("hosts", "", "Cassandra contact points, comma-separated (default: the cluster of `lockcheck cluster up`)")
 	keyspace := fs.String("keyspace", "lockcheck", "keyspace of the lease table")
+	clusterName := fs.String("cluster", "lockcheck", "name of the cluster started by `lockcheck cluster up` (without --hosts)")
 	rf := fs.Int("rf", 0, "with --hosts: replication factor if the keyspace must be created (default: hosts, at most 3)")
 	if err := fs.Parse(args); err != nil {
 		return exitError
@@ -214,7 +216,7 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log := slog.Default()
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	s, err := lockdSession(connectCtx, *hosts, *keyspace, *rf)
+	s, err := lockdSession(connectCtx, *clusterName, *hosts, *keyspace, *rf)
 	if err == nil {
 		err = lease.CreateSchema(connectCtx, s, *keyspace)
 	}
@@ -258,9 +260,15 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // lockdSession connects to --hosts (creating the keyspace if needed) or to
 // the cluster of `lockcheck cluster up`.
-func lockdSession(ctx context.Context, hosts, keyspace string, rf int) (*gocql.Session, error) {
+func lockdSession(ctx context.Context, clusterName, hosts, keyspace string, rf int) (*gocql.Session, error) {
 	if hosts == "" {
-		return attachSession(ctx)
+		s, ks, err := attachSession(ctx, clusterName)
+		if err == nil && keyspace != ks {
+			err = fmt.Errorf("--keyspace %s: the cluster's keyspace is %s", keyspace, ks)
+			s.Close()
+			s = nil
+		}
+		return s, err
 	}
 	var hs []string
 	for h := range strings.SplitSeq(hosts, ",") {
@@ -298,6 +306,14 @@ func lockdSession(ctx context.Context, hosts, keyspace string, rf int) (*gocql.S
 var keyspaceRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
 // attachSession opens a session on the cluster of `lockcheck cluster up`.
-func attachSession(ctx context.Context) (*gocql.Session, error) {
-	return nil, errors.New("no --hosts given, and attaching to `lockcheck cluster up` needs the cluster package (not landed yet)")
+func attachSession(ctx context.Context, name string) (*gocql.Session, string, error) {
+	c, err := cluster.Attach(ctx, cluster.WithName(name))
+	if err != nil {
+		return nil, "", fmt.Errorf("no --hosts given and no cluster to attach to: %w", err)
+	}
+	s, err := c.Session(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster %s: %w", name, err)
+	}
+	return s, c.Keyspace(), nil
 }
