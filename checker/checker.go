@@ -102,6 +102,9 @@ type Result struct {
 	Truncated bool `json:"truncated,omitempty"` // an unterminated last line was dropped
 	// Linearizability keeps porcupine's data for the report (not in JSON).
 	Linearizability []LockLinearization `json:"-"`
+	// Holds are the holds the checks saw, by start (for the report; not in
+	// JSON).
+	Holds []Hold `json:"-"`
 }
 
 // Option configures Check.
@@ -254,6 +257,7 @@ func check(ctx context.Context, ops []history.Op, cfg config) (Result, error) {
 	wg.Wait()
 	res.Stats = st
 	res.Linearizability = lin
+	res.Holds = holds
 
 	fenced := res.Promise == history.PromiseFenced
 	res.Verdict = Valid

@@ -58,18 +58,14 @@ func (h *hist) holds() []Hold {
 		out = append(out, o.hold)
 	}
 	// Walk lines in file order: an ok acquire starts a hold at its
-	// completion; a release ends it at its invocation.
-	byInv := make(map[int]*call, 64) // invoke index -> call, for releases
-	byRet := make(map[int]*call, 64) // completion index -> call
+	// completion; a release ends it at its invocation. callAt maps a line
+	// to its call.
+	callAt := make([]int32, len(h.ops))
 	for i := range h.calls {
 		c := &h.calls[i]
-		switch c.f {
-		case history.FRelease:
-			byInv[c.invIdx] = c
-		case history.FAcquire, history.FRenew:
-			if c.typ == history.OK {
-				byRet[c.retIdx] = c
-			}
+		callAt[c.invIdx] = int32(i)
+		if c.retIdx >= 0 {
+			callAt[c.retIdx] = int32(i)
 		}
 	}
 	for i := range h.ops {
@@ -81,14 +77,11 @@ func (h *hist) holds() []Hold {
 		switch {
 		case op.F == history.FRelease && op.Type == history.Invoke:
 			if o := cur[key]; o != nil {
-				closeHold(o, op.Time, "release", byInv[i])
+				closeHold(o, op.Time, "release", &h.calls[callAt[i]])
 				delete(cur, key)
 			}
 		case (op.F == history.FAcquire || op.F == history.FRenew) && op.Type == history.OK:
-			c := byRet[i]
-			if c == nil {
-				continue
-			}
+			c := &h.calls[callAt[i]]
 			key.lock = c.lock // a completion may omit the lock
 			exp := expiry(c.inv, c.leaseMS)
 			if o := cur[key]; o != nil {

@@ -170,7 +170,11 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		p.Findings = append(p.Findings, viewAnomaly(i+1, a))
 	}
 	faults, marks := faultWindows(ops, end)
-	p.Timeline = newTimeline(checker.Holds(ops), faults, marks, res.Anomalies, end)
+	holds := res.Holds
+	if holds == nil {
+		holds = checker.Holds(ops)
+	}
+	p.Timeline = newTimeline(holds, faults, marks, res.Anomalies, end)
 	p.Latency = newChart(ops, faults, end)
 
 	fs := make([]string, 0, len(res.Stats.ByF))

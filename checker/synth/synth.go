@@ -94,6 +94,7 @@ type lockSim struct {
 	owner    int // process; -1 free
 	expiry   int64
 	fromInfo bool // the owner's acquire was recorded as info
+	leaving  bool // the owner invoked its release
 	elems    []int64
 }
 
@@ -180,7 +181,7 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 				// Unknown outcome; half the time it took effect, blocking
 				// the lock until its lease runs out.
 				if r.IntN(2) == 0 {
-					l.owner, l.expiry, l.fromInfo = c.proc, inv[c.id]+leaseNS, true
+					l.owner, l.expiry, l.fromInfo, l.leaving = c.proc, inv[c.id]+leaseNS, true, false
 				}
 				err = out(history.Op{Process: c.proc, Type: history.Info, F: history.FAcquire, Lock: name, Error: "timeout"})
 				c.proc = nextProc
@@ -190,13 +191,13 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 				err = out(history.Op{Process: c.proc, Type: history.Fail, F: history.FAcquire, Lock: name, Error: "unavailable"})
 				c.step, c.at = stInvokeAcquire, now+lat()
 			case free:
-				l.owner, l.expiry, l.fromInfo = c.proc, inv[c.id]+leaseNS, false
+				l.owner, l.expiry, l.fromInfo, l.leaving = c.proc, inv[c.id]+leaseNS, false, false
 				err = out(history.Op{Process: c.proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: leaseMS})
 				c.step, c.at = stInvokeAdd, now+lat()/4
-			case cfg.Anomaly == AnomalyOverlap && !injected && idx > budget/2 && !l.fromInfo:
+			case cfg.Anomaly == AnomalyOverlap && !injected && idx > budget/2 && !l.fromInfo && !l.leaving:
 				// The bug: granted although another process holds it (one
 				// that knows it does: an info acquire's grant would explain
-				// nothing).
+				// nothing) and is not releasing it (its hold already ended).
 				injected = true
 				err = out(history.Op{Process: c.proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: leaseMS})
 				c.step, c.at = stInvokeAdd, now+lat()/4
@@ -217,6 +218,9 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 			err = out(history.Op{Process: c.proc, Type: history.OK, F: history.FAdd, Lock: name, Value: v})
 			c.step, c.at = stInvokeRelease, now+lat()/4
 		case stInvokeRelease:
+			if l.owner == c.proc {
+				l.leaving = true
+			}
 			inv[c.id] = now
 			err = out(history.Op{Process: c.proc, Type: history.Invoke, F: history.FRelease, Lock: name})
 			c.step, c.at = stCompleteRelease, now+lat()

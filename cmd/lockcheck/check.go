@@ -41,6 +41,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		opts = append(opts, checker.WithTimeout(*timeout))
 	}
 	start := time.Now()
+	defer tuneGC()()
 	res, err := checker.CheckFile(ctx, rest[0], opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck check: %s: %v\n", rest[0], err)

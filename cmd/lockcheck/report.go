@@ -38,6 +38,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		opts = append(opts, reports.WithCheckOptions(checker.WithTimeout(*timeout)))
 	}
 	dir := rest[0]
+	defer tuneGC()()
 	res, err := reports.Build(ctx, dir, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck report: %v\n", err)

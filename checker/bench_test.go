@@ -1,0 +1,102 @@
+package checker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker/synth"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// The histories of the benchmarks (bench/check.sh measures the same ones
+// end to end with peak memory): many locks, and one hot lock contended by
+// many clients with failed and unknown acquires; valid, and with one
+// anomaly.
+var benchCases = []struct {
+	name string
+	cfg  synth.Config
+	want Verdict
+}{
+	{"many-locks/valid", synth.Config{Clients: 100, Locks: 1000, FailRate: 0.05, InfoRate: 0.02, Seed: 1}, Valid},
+	{"many-locks/overlap", synth.Config{Clients: 100, Locks: 1000, FailRate: 0.05, InfoRate: 0.02, Seed: 1, Anomaly: synth.AnomalyOverlap}, Invalid},
+	{"hot-lock/valid", synth.Config{Clients: 50, Locks: 1, FailRate: 0.05, InfoRate: 0.05, Lease: 200 * time.Millisecond, Seed: 1}, Valid},
+	{"hot-lock/lost", synth.Config{Clients: 50, Locks: 1, FailRate: 0.05, InfoRate: 0.05, Lease: 200 * time.Millisecond, Seed: 1, Anomaly: synth.AnomalyLost}, Invalid},
+}
+
+func writeSynth(b *testing.B, cfg synth.Config) string {
+	b.Helper()
+	p := filepath.Join(b.TempDir(), "history.jsonl")
+	f, err := os.Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	enc := json.NewEncoder(bw)
+	if err := synth.Generate(cfg, func(op history.Op) error { return enc.Encode(op) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkCheckFile reads, validates and checks a history file.
+func BenchmarkCheckFile(b *testing.B) {
+	for _, size := range []struct {
+		name   string
+		events int
+	}{{"100k", 100_000}, {"1M", 1_000_000}} {
+		for _, bc := range benchCases {
+			b.Run(size.name+"/"+bc.name, func(b *testing.B) {
+				cfg := bc.cfg
+				cfg.Events = size.events
+				path := writeSynth(b, cfg)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					res, err := CheckFile(context.Background(), path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.Verdict != bc.want {
+						b.Fatalf("verdict %s, want %s: %+v", res.Verdict, bc.want, res.Checks)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkLinearizableWhole is plain porcupine on each lock's whole
+// history (no cutting), for comparison with the pieces.
+func BenchmarkLinearizableWhole(b *testing.B) {
+	for _, bc := range benchCases[2:3] {
+		for _, seg := range []int{0, 256} {
+			b.Run(bc.name+"/segment-min-"+map[int]string{0: "whole", 256: "256"}[seg], func(b *testing.B) {
+				cfg := bc.cfg
+				cfg.Events = 100_000
+				ops := synth.Ops(cfg)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					res, err := CheckValidated(context.Background(), ops, WithSegmentMin(seg), WithTimeout(5*time.Minute))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if v := checkVerdict(res, CheckLinear); v != Valid {
+						b.Fatalf("linearizable: %s", v)
+					}
+				}
+			})
+		}
+	}
+}
