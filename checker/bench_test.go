@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"github.com/lockcheck/lockcheck/checker/synth"
 	"github.com/lockcheck/lockcheck/history"
@@ -98,5 +101,25 @@ func BenchmarkLinearizableWhole(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkPlainPorcupine is porcupine alone with the full model (every
+// info op kept as "took effect at some later time, or never", failed ops
+// given as ops without effect) on the hot lock's whole history: what the
+// checker avoids. Bounded to 2 minutes.
+func BenchmarkPlainPorcupine(b *testing.B) {
+	for _, n := range []int{10_000, 30_000, 100_000, 200_000} {
+		b.Run(fmt.Sprintf("hot-lock/%d", n), func(b *testing.B) {
+			cfg := benchCases[2].cfg
+			cfg.Events = n
+			ops := synth.Ops(cfg)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				r := referenceCheckFails(ops, 2*time.Minute, true)
+				b.ReportMetric(map[porcupine.CheckResult]float64{porcupine.Ok: 1, porcupine.Unknown: 0, porcupine.Illegal: -1}[r], "ok")
+			}
+		})
 	}
 }

@@ -496,11 +496,27 @@ func TestStats(t *testing.T) {
 // the checker simplifies by dropping info acquires and renews and closing
 // info releases' windows.
 func referenceLinearizable(ops []history.Op) bool {
+	return referenceCheck(ops, 0) == porcupine.Ok
+}
+
+func referenceCheck(ops []history.Op, timeout time.Duration) porcupine.CheckResult {
+	return referenceCheckFails(ops, timeout, false)
+}
+
+// referenceCheckFails, with withFails, also gives porcupine the failed ops
+// (as ops without effect), as a naive use of porcupine would.
+func referenceCheckFails(ops []history.Op, timeout time.Duration, withFails bool) porcupine.CheckResult {
 	calls := pairCalls(ops)
 	var hist []porcupine.Operation
 	for i := range calls {
 		c := &calls[i]
-		if c.typ == history.Fail || c.lock == "" {
+		if c.lock == "" {
+			continue
+		}
+		if c.typ == history.Fail {
+			if withFails && (c.f == "acquire" || c.f == "renew" || c.f == "release") {
+				hist = append(hist, porcupine.Operation{ClientId: c.proc, Call: c.inv, Return: c.ret, Input: &lockOp{kind: 'f'}})
+			}
 			continue
 		}
 		var kind byte
@@ -525,6 +541,9 @@ func referenceLinearizable(ops []history.Op) bool {
 		Init: func() []any { return []any{free} },
 		Step: func(state, input, output any) []any {
 			in := input.(*lockOp)
+			if in.kind == 'f' {
+				return []any{state} // did not happen
+			}
 			ok, next := lockStep(state, &lockOp{kind: in.kind, proc: in.proc, inv: in.inv, ret: in.ret, exp: in.exp}, output)
 			switch {
 			case in.info && ok:
@@ -537,7 +556,7 @@ func referenceLinearizable(ops []history.Op) bool {
 			return nil
 		},
 	}
-	return porcupine.CheckOperations(m.ToModel(), hist)
+	return porcupine.CheckOperationsTimeout(m.ToModel(), hist, timeout)
 }
 
 // The checker's model (info acquires and renews dropped, info releases'
