@@ -581,3 +581,30 @@ func TestModelAgreesWithFullNondeterministicModel(t *testing.T) {
 	}
 	t.Logf("linearizable: %v", counts)
 }
+
+// A non-linearizable anomaly is narrowed to the smallest failing piece and
+// shows the op that left the lock in the state the piece starts from.
+func TestNonLinearizableNarrowedWithItsCause(t *testing.T) {
+	h := (&b{}).hold(0, "l", 0, 5, 0).hold(1, "l", 10, 10, 0).hold(2, "l", 30, 10, 0).
+		op(50, 3, I, "acquire", "l").op(51, 3, K, "acquire", "l").
+		op(60, 4, I, "acquire", "l").op(61, 4, K, "acquire", "l").end(70)
+	res, err := Check(context.Background(), h.list())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a *Anomaly
+	for i := range res.Anomalies {
+		if res.Anomalies[i].Kind == KindNonLinearizable {
+			a = &res.Anomalies[i]
+		}
+	}
+	if a == nil {
+		t.Fatalf("no non-linearizable anomaly: %+v", res.Anomalies)
+	}
+	if !strings.Contains(a.Message, "the operation on lock") || !strings.Contains(a.Message, "owned by p3") {
+		t.Errorf("message %q", a.Message)
+	}
+	if len(a.Ops) != 4 || a.Ops[0].Process != 3 || a.Ops[2].Process != 4 || a.Start != 60e6 {
+		t.Errorf("ops %+v, window %d-%d", a.Ops, a.Start, a.End)
+	}
+}

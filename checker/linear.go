@@ -201,6 +201,7 @@ func closeInfoReleases(ops []*lockOp) {
 type piece struct {
 	lock  string
 	init  lockState
+	from  *lockOp // the isolated op that left the lock in init; nil at the start
 	ops   []*lockOp
 	index int // piece number within its lock
 }
@@ -219,6 +220,7 @@ func cut(lock string, ops []*lockOp, minOps int) []piece {
 	}
 	var out []piece
 	init, start := free, 0
+	var from *lockOp
 	var maxRet int64 = -1
 	for i, op := range ops {
 		isolated := !op.info && maxRet < op.inv && (i+1 == len(ops) || ops[i+1].inv > op.ret)
@@ -226,7 +228,8 @@ func cut(lock string, ops []*lockOp, minOps int) []piece {
 		if !isolated || i+1-start < minOps {
 			continue
 		}
-		out = append(out, piece{lock: lock, init: init, ops: ops[start : i+1], index: len(out)})
+		out = append(out, piece{lock: lock, init: init, from: from, ops: ops[start : i+1], index: len(out)})
+		from = op
 		switch op.kind {
 		case 'r':
 			init = free
@@ -236,7 +239,7 @@ func cut(lock string, ops []*lockOp, minOps int) []piece {
 		start = i + 1
 	}
 	if start < len(ops) {
-		out = append(out, piece{lock: lock, init: init, ops: ops[start:], index: len(out)})
+		out = append(out, piece{lock: lock, init: init, from: from, ops: ops[start:], index: len(out)})
 	}
 	return out
 }
@@ -396,7 +399,7 @@ func visualize(ctx context.Context, p piece) *LockLinearization {
 func (h *hist) explainIllegal(ctx context.Context, p piece) (Anomaly, *LockLinearization) {
 	bad := p
 	for _, sub := range cut(p.lock, p.ops, 1) {
-		sub.init = initFor(p, sub)
+		sub.init, sub.from = initFor(p, sub)
 		if checkPiece(ctx, sub) == porcupine.Illegal {
 			bad = sub
 			break
@@ -404,6 +407,9 @@ func (h *hist) explainIllegal(ctx context.Context, p piece) (Anomaly, *LockLinea
 	}
 	procs := map[int]bool{}
 	var cs []*call
+	if bad.from != nil {
+		cs = append(cs, bad.from.call) // the op that left the lock as the piece found it
+	}
 	start, end := bad.ops[0].inv, int64(0)
 	for _, op := range bad.ops {
 		procs[op.proc] = true
@@ -420,27 +426,36 @@ func (h *hist) explainIllegal(ctx context.Context, p piece) (Anomaly, *LockLinea
 	a := Anomaly{
 		Kind: KindNonLinearizable, Check: CheckLinear, Lock: p.lock, Processes: pl,
 		Start: start, End: end,
-		Message: fmt.Sprintf("the %d operations on lock %q from %s to %s, starting with the lock %s, have no legal order for an owner-aware mutex with leases",
-			len(bad.ops), p.lock, fmtTime(start), fmtTime(end), describeLockState(bad.init)),
+		Message: fmt.Sprintf("%s on lock %q from %s to %s, with the lock %s before, %s no legal order for an owner-aware mutex with leases",
+			plural(len(bad.ops), "the operation", "the %d operations"), p.lock, fmtTime(start), fmtTime(end),
+			describeLockState(bad.init), map[bool]string{true: "has", false: "have"}[len(bad.ops) == 1]),
 		Ops: h.opsOf(cs...),
 	}
 	return a, visualize(ctx, bad)
 }
 
-// initFor is the state a sub-piece of p starts in: p's own for the first,
-// else the state after the isolated op that ends the previous sub-piece.
-func initFor(p piece, sub piece) lockState {
+// initFor is the state a sub-piece of p starts in, and the op that left
+// it: p's own for the first, else the state after the isolated op that ends
+// the previous sub-piece.
+func initFor(p piece, sub piece) (lockState, *lockOp) {
 	if len(sub.ops) == 0 || sub.ops[0] == p.ops[0] {
-		return p.init
+		return p.init, p.from
 	}
 	for i, op := range p.ops {
 		if op == sub.ops[0] {
 			prev := p.ops[i-1]
 			if prev.kind == 'r' {
-				return free
+				return free, prev
 			}
-			return lockState{owner: prev.proc, expiry: prev.exp}
+			return lockState{owner: prev.proc, expiry: prev.exp}, prev
 		}
 	}
-	return p.init
+	return p.init, p.from
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf(many, n)
 }
