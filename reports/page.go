@@ -251,7 +251,11 @@ type fault struct {
 }
 
 func faultWindows(ops []history.Op, end int64) ([]fault, []fault) {
-	open := map[string]int{} // kind -> position in windows
+	// kind -> the open window (position in windows) and how many starts it
+	// has not yet seen stopped: faults of one kind may overlap (two nodes
+	// paused), and the window lasts until the last of them stops.
+	type open struct{ at, n int }
+	opened := map[string]*open{}
 	var windows, marks []fault
 	for i := range ops {
 		op := &ops[i]
@@ -262,19 +266,25 @@ func faultWindows(ops []history.Op, end int64) ([]fault, []fault) {
 		if len(val) > 200 {
 			val = val[:200] + "…"
 		}
+		start, isStart := strings.CutPrefix(op.F, "start-")
+		stop, isStop := strings.CutPrefix(op.F, "stop-")
+		if strings.HasSuffix(op.F, "-failed") {
+			isStart, isStop = false, false
+		}
 		switch {
-		case strings.HasPrefix(op.F, "start-"):
-			kind := strings.TrimPrefix(op.F, "start-")
-			if _, ok := open[kind]; ok {
-				continue // already open: the window goes on
+		case isStart:
+			if o := opened[start]; o != nil {
+				o.n++
+				continue
 			}
-			open[kind] = len(windows)
-			windows = append(windows, fault{name: kind, start: op.Time, end: end, value: val})
-		case strings.HasPrefix(op.F, "stop-"):
-			kind := strings.TrimPrefix(op.F, "stop-")
-			if j, ok := open[kind]; ok {
-				windows[j].end = op.Time
-				delete(open, kind)
+			opened[start] = &open{at: len(windows), n: 1}
+			windows = append(windows, fault{name: start, start: op.Time, end: end, value: val})
+		case isStop:
+			if o := opened[stop]; o != nil {
+				if o.n--; o.n == 0 {
+					windows[o.at].end = op.Time
+					delete(opened, stop)
+				}
 			}
 		default:
 			if len(marks) < 2000 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -229,4 +230,26 @@ func get(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %s", url, resp.Status)
 	}
 	return string(b)
+}
+
+func TestFaultWindows(t *testing.T) {
+	ev := func(ms int64, f string) history.Op {
+		return history.Op{Time: ms * 1e6, Process: -1, Type: history.Info, F: f}
+	}
+	ops := []history.Op{
+		ev(1, "start-partition"), ev(2, "stop-partition"),
+		ev(3, "start-pause"), ev(4, "start-pause"), ev(5, "stop-pause"), ev(6, "stop-pause"),
+		ev(7, "start-kill-failed"), ev(8, "start-clock"), ev(9, "kill"),
+	}
+	w, marks := faultWindows(ops, 20e6)
+	got := ""
+	for _, f := range w {
+		got += fmt.Sprintf("%s %d-%d;", f.name, f.start/1e6, f.end/1e6)
+	}
+	if want := "partition 1-2;pause 3-6;clock 8-20;"; got != want {
+		t.Errorf("windows %q, want %q", got, want)
+	}
+	if len(marks) != 2 || marks[0].name != "start-kill-failed" || marks[1].name != "kill" {
+		t.Errorf("marks %+v", marks)
+	}
 }
