@@ -120,29 +120,55 @@ func (l *Lease) Fenced() bool { return l.fenced }
 // TTL is the lease's time to live as the server applies it.
 func (l *Lease) TTL() time.Duration { return time.Duration(ttlSeconds(l.cfg.ttl)) * time.Second }
 
-// Acquire polls with bounded backoff until the lease is granted or ctx ends.
-// A lease already held by the same owner (an earlier attempt whose outcome
-// was unknown took effect) is renewed and granted.
+// Acquire polls with bounded backoff until the lease is granted or ctx ends:
+// after a miss it waits with a QUORUM read of the holder until the lease
+// looks free, then tries the LWT again.
+//
+// An attempt with an unknown outcome (CAS timeout or CAS unknown, common
+// when rounds contend) does not end the acquire: the next attempt settles
+// it, since a lease found held by owner is renewed and granted. If ctx ends
+// while an attempt may still be pending, Acquire deletes what it can and
+// returns ErrUnknown: a Paxos proposal accepted by a minority can be
+// completed by any later round, so nothing it did can prove we hold nothing.
 func (l *Lease) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
 	start := time.Now()
 	p := newPoller(l.cfg)
-	for {
-		g, _, err := l.TryAcquire(ctx, name, owner, l.cfg.ttl)
-		switch {
-		case err == nil:
-			g.Lease = g.Deadline.Sub(start) // counted from the acquire's invocation
-			return g, nil
-		case errors.Is(err, workload.ErrUnknown):
-			l.cleanup(ctx, name, owner)
-			return workload.Grant{}, fmt.Errorf("acquire %q: %w", name, err)
-		case !errors.Is(err, workload.ErrHeldByOther) && ctx.Err() == nil:
-			// A definite failure (unavailable, SERIAL read timeout): poll again.
-			l.cfg.log.Debug("lease acquire attempt failed", "lock", name, "owner", owner, "err", err)
+	var pending error // the last unknown outcome, while unsettled
+	for first := true; ; first = false {
+		var err error
+		// Poll with a plain read, not a Paxos round: pollers' LWTs on the
+		// lock's partition would contend with the holder's release and
+		// renewals (CAS contention timeouts, unknown outcomes). The LWT
+		// decides; the read only says when to try it.
+		if first || !l.heldByOther(ctx, name, owner) {
+			var g workload.Grant
+			g, _, err = l.TryAcquire(ctx, name, owner, l.cfg.ttl)
+			switch {
+			case err == nil:
+				g.Lease = g.Deadline.Sub(start) // counted from the acquire's invocation
+				return g, nil
+			case errors.Is(err, workload.ErrUnknown):
+				pending = err
+			case !errors.Is(err, workload.ErrHeldByOther) && ctx.Err() == nil:
+				// A definite failure (unavailable, SERIAL read timeout): poll again.
+				l.cfg.log.Debug("lease acquire attempt failed", "lock", name, "owner", owner, "err", err)
+			}
 		}
 		if werr := p.wait(ctx); werr != nil {
+			if pending != nil {
+				l.cleanup(ctx, name, owner)
+				return workload.Grant{}, fmt.Errorf("acquire %q: gave up with an attempt unsettled: %w", name, pending)
+			}
 			return workload.Grant{}, fmt.Errorf("acquire %q: %w (last attempt: %v)", name, workload.ErrNotAcquired, err)
 		}
 	}
+}
+
+// heldByOther reads the holder at QUORUM; a failed read says no (try the LWT).
+func (l *Lease) heldByOther(ctx context.Context, name, owner string) bool {
+	var h *string
+	err := l.s.Query(`SELECT owner FROM `+l.table+` WHERE name = ?`, name).Consistency(gocql.Quorum).ScanContext(ctx, &h)
+	return err == nil && h != nil && *h != "" && *h != owner
 }
 
 // cleanup deletes a lease whose acquire had an unknown outcome, so that it

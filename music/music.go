@@ -22,6 +22,9 @@ type Ref struct {
 	Key  string
 	UUID gocql.UUID // music
 	Seq  int64      // music-seq: also the fencing token
+	// ID (music-seq) tells this attempt's row from another client's that
+	// got the same number after this attempt's outcome was unknown.
+	ID string
 }
 
 func (r Ref) String() string {
@@ -87,13 +90,14 @@ func (realClock) Now() time.Time { return time.Now() }
 // ref, so the order is the order of the Paxos rounds, not of clocks, and the
 // ref doubles as a fencing token; the top is read at QUORUM.
 //
-//	CREATE TABLE music_seq_locks (key text, ref bigint, guard bigint, PRIMARY KEY ((key), ref))
-//	init           INSERT INTO music_seq_locks (key, ref, guard) VALUES (?, 0, 0) IF NOT EXISTS  (the guard row)
+//	CREATE TABLE music_seq (key text, ref bigint, guard bigint, owner text, PRIMARY KEY ((key), ref))
+//	init           INSERT INTO music_seq (key, ref, guard) VALUES (?, 0, 0) IF NOT EXISTS  (the guard row)
 //	createLockRef  BEGIN BATCH
-//	                 UPDATE music_seq_locks SET guard = g+1 WHERE key = ? AND ref = 0 IF guard = g
-//	                 INSERT INTO music_seq_locks (key, ref) VALUES (?, g+1)
+//	                 UPDATE music_seq SET guard = g+1 WHERE key = ? AND ref = 0 IF guard = g
+//	                 INSERT INTO music_seq (key, ref, owner) VALUES (?, g+1, <attempt id>)
 //	               APPLY BATCH
-//	acquireLock    SELECT ref FROM music_seq_locks WHERE key = ? AND ref > 0 LIMIT 1
+//	acquireLock    SELECT ref FROM music_seq WHERE key = ? AND ref > 0 LIMIT 1
+//	releaseLock    DELETE FROM music_seq WHERE key = ? AND ref = ? IF owner = <attempt id>
 //
 // A Music is safe for concurrent use; make one per client. It remembers the
 // ref behind each grant it made, for Release.
@@ -132,7 +136,7 @@ func newMusic(s *gocql.Session, seq bool, opts []Option) *Music {
 	m := &Music{s: s, cfg: c, seq: seq, refs: map[[2]string]Ref{}, guards: map[string]int64{},
 		locks: c.keyspace + ".music_locks", values: c.keyspace + ".music_values"}
 	if seq {
-		m.locks = c.keyspace + ".music_seq_locks"
+		m.locks = c.keyspace + ".music_seq"
 	}
 	return m
 }
@@ -157,7 +161,7 @@ func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error 
 	}
 	for _, q := range []string{
 		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_seq_locks (key text, ref bigint, guard bigint, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
+		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_seq (key text, ref bigint, guard bigint, owner text, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
 		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_values (key text PRIMARY KEY, value text)`,
 	} {
 		if err := s.Query(q).ExecContext(ctx); err != nil {
@@ -204,10 +208,10 @@ func (m *Music) createSeq(ctx context.Context, key string) (Ref, error) {
 	}
 	for range 8 {
 		clear(cur)
-		ref := Ref{Key: key, Seq: g + 1}
+		ref := Ref{Key: key, Seq: g + 1, ID: attemptID()}
 		b := m.s.Batch(gocql.LoggedBatch).
 			Query(`UPDATE `+m.locks+` SET guard = ? WHERE key = ? AND ref = 0 IF guard = ?`, g+1, key, g).
-			Query(`INSERT INTO `+m.locks+` (key, ref) VALUES (?, ?)`, key, g+1)
+			Query(`INSERT INTO `+m.locks+` (key, ref, owner) VALUES (?, ?, ?)`, key, g+1, ref.ID)
 		applied, iter, err := workload.LWTBatch(b).MapExecCASContext(ctx, cur)
 		if iter != nil {
 			iter.Close()
@@ -258,12 +262,11 @@ func (m *Music) AcquireLock(ctx context.Context, ref Ref) (bool, error) {
 
 // ReleaseLock deletes ref from its queue; ErrNotHeld when it is not there.
 func (m *Music) ReleaseLock(ctx context.Context, ref Ref) error {
-	var v any = ref.UUID
+	q := m.s.Query(`DELETE FROM `+m.locks+` WHERE key = ? AND ref = ? IF EXISTS`, ref.Key, ref.UUID)
 	if m.seq {
-		v = ref.Seq
+		q = m.s.Query(`DELETE FROM `+m.locks+` WHERE key = ? AND ref = ? IF owner = ?`, ref.Key, ref.Seq, ref.ID)
 	}
-	applied, err := workload.LWT(m.s.Query(`DELETE FROM `+m.locks+` WHERE key = ? AND ref = ? IF EXISTS`, ref.Key, v)).
-		MapScanCASContext(ctx, map[string]any{})
+	applied, err := workload.LWT(q).MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
 		return fmt.Errorf("releaseLock %v: %w", ref, workload.Classify(err))
 	}
@@ -311,13 +314,18 @@ func notHeld(op string, ref Ref, err error) error {
 
 // Acquire is createLockRef, then acquireLock polled with bounded backoff
 // until the ref is on top (Listing 1 of the source). The lock name is the
-// key. When ctx ends first, the ref is deleted: ErrNotAcquired if that
-// certainly worked, ErrUnknown if the ref may remain (it would block the
-// queue, and this client could be taken for its holder).
+// key. A createLockRef with an unknown outcome (common when Paxos rounds on
+// the key contend) is retried with a new ref; the old one may appear later,
+// so it is deleted once the new ref exists (a "ghost" ahead of us would
+// block the queue). When ctx ends first, every ref of this acquire is
+// deleted: ErrNotAcquired if that certainly worked, ErrUnknown if a ref may
+// remain (it would block the queue, and this client could be taken for its
+// holder).
 func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
 	var (
-		ref Ref
-		err error
+		ref    Ref
+		err    error
+		ghosts []Ref
 	)
 	wait := m.poller()
 	for {
@@ -325,16 +333,14 @@ func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		if err == nil {
 			break
 		}
-		if errors.Is(err, workload.ErrUnknown) {
-			if ref != (Ref{}) {
-				m.drop(ctx, ref)
-			}
-			return workload.Grant{}, fmt.Errorf("acquire %q: %w", name, err)
+		if errors.Is(err, workload.ErrUnknown) && ref != (Ref{}) {
+			ghosts = append(ghosts, ref)
 		}
 		if werr := wait(ctx); werr != nil {
-			return workload.Grant{}, fmt.Errorf("acquire %q: %w (last: %v)", name, workload.ErrNotAcquired, err)
+			return workload.Grant{}, m.giveUp(ctx, name, ghosts, err)
 		}
 	}
+	ghosts = m.dropAll(ctx, ghosts)
 	wait = m.poller()
 	for {
 		top, err := m.AcquireLock(ctx, ref)
@@ -342,15 +348,34 @@ func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant
 			m.mu.Lock()
 			m.refs[[2]string{name, owner}] = ref
 			m.mu.Unlock()
+			if len(ghosts) > 0 {
+				m.cfg.log.Warn("music: acquired with refs of earlier attempts maybe left", "lock", name, "refs", len(ghosts))
+			}
 			return workload.Grant{Lock: name, Owner: owner, Token: ref.Seq}, nil
 		}
 		if werr := wait(ctx); werr != nil {
-			if derr := m.drop(ctx, ref); derr != nil {
-				return workload.Grant{}, fmt.Errorf("acquire %q: gave up, ref %v may remain: %w: %w", name, ref, workload.ErrUnknown, derr)
-			}
-			return workload.Grant{}, fmt.Errorf("acquire %q: %w", name, workload.ErrNotAcquired)
+			return workload.Grant{}, m.giveUp(ctx, name, append(ghosts, ref), err)
 		}
 	}
+}
+
+// giveUp deletes the refs of an acquire that ends without the lock.
+func (m *Music) giveUp(ctx context.Context, name string, refs []Ref, last error) error {
+	if left := m.dropAll(ctx, refs); len(left) > 0 {
+		return fmt.Errorf("acquire %q: gave up, %d ref(s) may remain (last: %v): %w", name, len(left), last, workload.ErrUnknown)
+	}
+	return fmt.Errorf("acquire %q: %w (last: %v)", name, workload.ErrNotAcquired, last)
+}
+
+// dropAll deletes refs and returns those that may remain.
+func (m *Music) dropAll(ctx context.Context, refs []Ref) []Ref {
+	var left []Ref
+	for _, r := range refs {
+		if m.drop(ctx, r) != nil {
+			left = append(left, r)
+		}
+	}
+	return left
 }
 
 // drop deletes a ref after the caller gave up; nil means it is certainly gone.
@@ -392,6 +417,14 @@ func (m *Music) Ref(g workload.Grant) (Ref, bool) {
 	defer m.mu.Unlock()
 	r, ok := m.refs[[2]string{g.Lock, g.Owner}]
 	return r, ok
+}
+
+func attemptID() string {
+	u, err := gocql.RandomUUID()
+	if err != nil {
+		return gocql.TimeUUID().String()
+	}
+	return u.String()
 }
 
 func (m *Music) poller() func(context.Context) error {
