@@ -102,6 +102,11 @@ func NodeImageRef() string {
 	return nodeImageRepo + ":" + h[:12]
 }
 
+// BaseImageRef is the tag of the imported Debian root filesystem the node
+// image is built on (it has no Cassandra: starting a node from it fails with
+// ErrBadImage).
+func BaseImageRef() string { return baseImageRef() }
+
 func baseImageRef() string {
 	s := sha256.Sum256([]byte(rootfsSpec()))
 	return baseImageRepo + ":" + hex.EncodeToString(s[:])[:12]

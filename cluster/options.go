@@ -89,6 +89,16 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// ValidateOptions checks options the way Start does, without Docker: the
+// CLI rejects bad input before it touches anything.
+func ValidateOptions(opts ...Option) error {
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	return c.validate()
+}
+
 var (
 	nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
 	heapRE = regexp.MustCompile(`^[1-9][0-9]*[MG]$`)

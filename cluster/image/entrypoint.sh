@@ -67,5 +67,5 @@ exec env \
   -Dcassandra.storagedir=/var/lib/cassandra \
   -Dcassandra.logdir=/var/log/cassandra \
   "-Dcassandra.triggers_dir=$CONF/triggers" \
-  -cp "$CONF:$LIB/*" \
+  -cp "$LIB/*" \
   org.apache.cassandra.service.CassandraDaemon
