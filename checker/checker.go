@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -278,11 +279,30 @@ func check(ctx context.Context, ops []history.Op, cfg config) (Result, error) {
 		res.Findings = append(res.Findings, out.findings...)
 		res.Checks = append(res.Checks, cr)
 	}
+	sortAnomalies(res.Anomalies)
+	sortAnomalies(res.Findings)
 	if err := ctx.Err(); err != nil && res.Verdict == Valid {
 		// Every check finished, but only just: keep the verdict they gave.
 		cfg.log.Debug("check finished at its deadline", "err", err)
 	}
 	return res, nil
+}
+
+// kindRank orders anomalies by how directly they point at the cause: a
+// stale write or an overlap explains the lost adds that follow from it.
+var kindRank = map[string]int{
+	KindOverlap: 0, KindStaleWrite: 1, KindNonLinearizable: 2, KindFailedAddPresent: 3,
+	KindDuplicate: 4, KindPhantom: 5, KindMalformedRead: 6, KindLostAdd: 7, KindLateWrite: 8,
+}
+
+func sortAnomalies(as []Anomaly) {
+	sort.SliceStable(as, func(i, j int) bool {
+		ri, rj := kindRank[as[i].Kind], kindRank[as[j].Kind]
+		if ri != rj {
+			return ri < rj
+		}
+		return as[i].Start < as[j].Start
+	})
 }
 
 // checkOutput is what one checker hands back.

@@ -24,6 +24,7 @@ const (
 	chartH     = 160.0
 	maxOpsShow = 40 // ops shown per anomaly
 	maxAnoShow = 50 // anomalies shown in full
+	maxPerKind = 10 // of one kind
 )
 
 // page is everything report.html shows. Strings from the history reach the
@@ -35,6 +36,7 @@ type page struct {
 	Meta      *history.Meta
 	Config    [][2]string
 	Anomalies []anomalyView
+	Kinds     []kindCount
 	More      int // anomalies not shown in full
 	Findings  []anomalyView
 	Timeline  timeline
@@ -46,6 +48,11 @@ type page struct {
 	Files     []string
 	Events    int
 	End       string
+}
+
+type kindCount struct {
+	Kind        string
+	Shown, More int
 }
 
 type anomalyView struct {
@@ -61,6 +68,7 @@ type opRow struct {
 	Index                          int64
 	Time, Process, Type, F, Lock   string
 	Value, Lease, Node, Error, Cls string
+	FullValue                      string
 }
 
 type fRow struct {
@@ -155,12 +163,30 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			add(k, m.Config[k])
 		}
 	}
+	// At most maxPerKind of each kind in full (the checker puts the
+	// likeliest causes first); the rest are counted.
+	perKind := map[string]*kindCount{}
 	for i, a := range res.Anomalies {
-		if i == maxAnoShow {
-			p.More = len(res.Anomalies) - i
-			break
+		kc := perKind[a.Kind]
+		if kc == nil {
+			kc = &kindCount{Kind: a.Kind}
+			perKind[a.Kind] = kc
+			p.Kinds = append(p.Kinds, kindCount{})
 		}
+		if kc.Shown == maxPerKind || len(p.Anomalies) == maxAnoShow {
+			kc.More++
+			p.More++
+			continue
+		}
+		kc.Shown++
 		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a))
+	}
+	p.Kinds = p.Kinds[:0]
+	for _, a := range res.Anomalies {
+		if kc := perKind[a.Kind]; kc != nil {
+			p.Kinds = append(p.Kinds, *kc)
+			delete(perKind, a.Kind)
+		}
 	}
 	p.More += res.AnomaliesOmitted
 	for i, a := range res.Findings {
@@ -233,8 +259,12 @@ func viewOp(op history.Op) opRow {
 		F: op.F, Lock: op.Lock, Node: op.Node, Error: op.Error, Cls: "t-" + string(op.Type)}
 	if len(op.Value) > 0 {
 		r.Value = string(op.Value)
-		if len(r.Value) > 120 {
-			r.Value = r.Value[:120] + "…"
+		r.FullValue = r.Value
+		if len(r.Value) > 60 {
+			r.Value = r.Value[:60] + "…"
+		}
+		if len(r.FullValue) > 2000 {
+			r.FullValue = r.FullValue[:2000] + "…"
 		}
 	}
 	if op.LeaseMS > 0 {
