@@ -7,12 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 )
+
+// stdin is where `lockcheck check -` reads (a variable for tests).
+var stdin io.Reader = os.Stdin
 
 // runCheck: lockcheck check [--json] [--timeout D] HISTORY.jsonl
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -21,7 +25,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "print the result as JSON (the results.json format)")
 	timeout := fs.Duration("timeout", 0, "give up after this long; the verdict is then unknown (0: no limit)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockcheck check [--json] [--timeout D] HISTORY.jsonl")
+		fmt.Fprintln(stderr, "usage: lockcheck check [--json] [--timeout D] HISTORY.jsonl   (- reads stdin)")
 		fmt.Fprintln(stderr, "exit status: 0 valid, 1 invalid, 2 bad input, 3 unknown")
 		fs.PrintDefaults()
 	}
@@ -42,7 +46,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	start := time.Now()
 	defer tuneGC()()
-	res, err := checker.CheckFile(ctx, rest[0], opts...)
+	var res checker.Result
+	if rest[0] == "-" {
+		res, err = checker.CheckReader(ctx, stdin, opts...)
+	} else {
+		res, err = checker.CheckFile(ctx, rest[0], opts...)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck check: %s: %v\n", rest[0], err)
 		return exitError

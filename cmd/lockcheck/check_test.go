@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"missing file", func(p string) []string { return []string{p + ".nope"} }, valid, exitError, "", "no such file"},
 		{"no argument", func(p string) []string { return nil }, valid, exitError, "", "usage"},
 		{"flags after the file", func(p string) []string { return []string{p, "--timeout", "1m"} }, valid, exitValid, "VALID", ""},
+		{"out of time", func(p string) []string { return []string{"--timeout", "1ns", p} }, valid, exitUnknown, "not decided in time", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +69,18 @@ func TestCheckExitCodes(t *testing.T) {
 				t.Fatalf("stdout %q (want %q), stderr %q (want %q)", out.String(), tt.stdout, errb.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+func TestCheckStdin(t *testing.T) {
+	defer func(r io.Reader) { stdin = r }(stdin)
+	stdin = strings.NewReader(line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`))
+	var out, errb bytes.Buffer
+	if code := runCheck(context.Background(), []string{"-"}, &out, &errb); code != exitValid {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "1 invocations without completion") {
+		t.Fatalf("summary %q", out.String())
 	}
 }
 
