@@ -52,6 +52,27 @@ func pairCalls(ops []history.Op) []call {
 			c.leaseMS = op.LeaseMS
 		}
 	}
+	// An ok renew without lease_ms renews for the lease its process's
+	// grant had, rather than forever.
+	type pl struct {
+		proc int
+		lock string
+	}
+	lease := map[pl]int64{}
+	for i := range calls {
+		c := &calls[i]
+		if c.typ != history.OK {
+			continue
+		}
+		switch c.f {
+		case history.FAcquire:
+			lease[pl{c.proc, c.lock}] = c.leaseMS
+		case history.FRenew:
+			if c.leaseMS <= 0 {
+				c.leaseMS = lease[pl{c.proc, c.lock}]
+			}
+		}
+	}
 	return calls
 }
 

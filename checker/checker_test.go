@@ -133,6 +133,13 @@ func TestRules(t *testing.T) {
 			anomalies: "overlapping-holds,non-linearizable",
 		},
 		{
+			name: "renew without lease_ms keeps the grant's lease",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(10)).
+				op(8, 0, I, "renew", "l").op(9, 0, K, "renew", "l").
+				op(20, 1, I, "acquire", "l").op(21, 1, K, "acquire", "l", lease(10)),
+			verdict: Valid, mutex: Valid, linear: Valid, resource: Valid,
+		},
+		{
 			name: "release ok by a process that does not hold the lock",
 			h: (&b{}).hold(0, "l", 0, 10, 0).
 				op(20, 1, I, "release", "l").op(21, 1, K, "release", "l"),
