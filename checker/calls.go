@@ -79,8 +79,8 @@ func pairCalls(ops []history.Op) []call {
 // expiry is when a grant made by an op invoked at inv with lease leaseMS
 // stops being valid.
 func expiry(inv, leaseMS int64) int64 {
-	if leaseMS <= 0 {
-		return Never
+	if leaseMS <= 0 || leaseMS >= (Never-inv)/1e6 {
+		return Never // no lease, or one longer than time can count
 	}
 	return inv + leaseMS*1e6
 }

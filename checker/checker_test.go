@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -614,4 +615,31 @@ func TestNonLinearizableNarrowedWithItsCause(t *testing.T) {
 	if len(a.Ops) != 4 || a.Ops[0].Process != 3 || a.Ops[2].Process != 4 || a.Start != 60e6 {
 		t.Errorf("ops %+v, window %d-%d", a.Ops, a.Start, a.End)
 	}
+}
+
+// FuzzCheck: no history the reader accepts makes a checker panic.
+func FuzzCheck(f *testing.F) {
+	f.Add([]byte(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}
+{"index":1,"time":5,"process":0,"type":"ok","f":"acquire","lock":"l","lease_ms":1}
+{"index":2,"time":6,"process":1,"type":"invoke","f":"add","lock":"l","value":{"a":1}}
+{"index":3,"time":7,"process":1,"type":"ok","f":"add","lock":"l"}
+{"index":4,"time":8,"process":2,"type":"invoke","f":"read","lock":"l"}
+{"index":5,"time":9,"process":2,"type":"ok","f":"read","lock":"l","value":"x"}
+{"index":6,"time":9,"process":3,"type":"invoke","f":"release","lock":"l"}
+{"index":7,"time":10,"process":3,"type":"info","f":"release","lock":"l"}
+`))
+	f.Add([]byte(`{"index":0,"time":0,"process":-1,"type":"info","f":"start-x"}
+{"index":1,"time":0,"process":0,"type":"invoke","f":"renew","lock":"l"}
+{"index":2,"time":0,"process":0,"type":"ok","f":"renew","lock":"","lease_ms":9223372036854}
+`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ops, err := history.ReadAll(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if _, err := Check(context.Background(), ops, WithSegmentMin(1)); err != nil {
+			t.Fatalf("Check refused what the reader accepted: %v", err)
+		}
+		_ = Holds(ops)
+	})
 }
