@@ -249,16 +249,34 @@ func (b *Bakery) readNumbers(ctx context.Context, lock string) (map[string]int64
 }
 
 // Acquire takes a ticket and waits for its turn, polling with bounded
-// backoff. The lock name is the row key; owner is the client id. When ctx
+// backoff; a doorway whose writes fail is undone and tried again. The lock name is the row key; owner is the client id. When ctx
 // ends first, the client's cells are deleted: ErrNotAcquired if that
 // certainly worked, ErrUnknown if they may remain.
 func (b *Bakery) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
 	if owner == "" {
 		return workload.Grant{}, fmt.Errorf("acquire %q: empty owner: %w", name, workload.ErrNotAcquired)
 	}
-	me, err := b.doorway(ctx, name, owner)
-	if err == nil {
-		err = b.wait(ctx, name, me)
+	var (
+		me  Ticket
+		err error
+	)
+	retry := b.poller()
+	for {
+		if me, err = b.doorway(ctx, name, owner); err == nil {
+			err = b.wait(ctx, name, me) // fails only when ctx ends
+		}
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		// A write of the doorway failed or timed out: take the ticket
+		// back and start over, rather than block the others with it.
+		b.cfg.log.Debug("bakery: doorway failed, retrying", "lock", name, "client", owner, "err", err)
+		if cerr := b.clear(ctx, name, owner); cerr == nil {
+			if werr := retry(ctx); werr == nil {
+				continue
+			}
+		}
+		break
 	}
 	if err != nil {
 		if cerr := b.clear(ctx, name, owner); cerr != nil {

