@@ -153,6 +153,7 @@ func TestReaderRules(t *testing.T) {
 		{name: "reuse after info", in: line(0, 0, 0, "invoke", "acquire", "a", "") + line(1, 0, 0, "info", "acquire", "a", "") + line(2, 0, 0, "invoke", "acquire", "a", ""), wantErr: "after an info", line: 3},
 		{name: "process below -1", in: line(0, 0, -2, "invoke", "acquire", "a", ""), wantErr: "process -2", line: 1},
 		{name: "lock op without lock", in: line(0, 0, 0, "invoke", "acquire", "", ""), wantErr: "without a lock", line: 1},
+		{name: "add without element", in: line(0, 0, 0, "invoke", "add", "a", ""), wantErr: "add invoke without a value", line: 1},
 		{name: "missing f", in: `{"index":0,"time":0,"process":0,"type":"invoke"}` + "\n", wantErr: `missing "f"`, line: 1},
 		{name: "missing index", in: `{"time":0,"process":0,"type":"invoke","f":"x"}` + "\n", wantErr: `missing "index"`, line: 1},
 		{name: "not json", in: "hello\n", wantErr: "not a JSON object", line: 1},

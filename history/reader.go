@@ -252,6 +252,9 @@ func (r *validator) validate(op Op) error {
 		r.procs[op.Process] = ps
 	}
 	if op.Type == Invoke {
+		if op.F == FAdd && len(op.Value) == 0 {
+			return r.fail("add invoke without a value (the element it adds)")
+		}
 		if ps.retired {
 			return r.fail("process %d invokes after an info completion (a client goes on under a new process number after info)", op.Process)
 		}
