@@ -19,6 +19,10 @@ import (
 	"github.com/lockcheck/lockcheck/lease"
 )
 
+// TestMain gives the package's jepsen tests the shared cluster. Other
+// jepsen tests of package main use it too (one TestMain per package).
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
 type lockdClient struct {
 	t    *testing.T
 	base string
