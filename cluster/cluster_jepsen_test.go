@@ -1,0 +1,367 @@
+//go:build jepsen
+
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+)
+
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func pinned(t *testing.T, ctx context.Context, c *cluster.Cluster, name string) *gocql.Session {
+	t.Helper()
+	n, err := c.Node(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.PinnedSession(ctx, n)
+	if err != nil {
+		t.Fatalf("pinned session on %s: %v", name, err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// kvTable makes the table the tests write to.
+func kvTable(t *testing.T, ctx context.Context, c *cluster.Cluster) {
+	t.Helper()
+	s, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Query(`CREATE TABLE IF NOT EXISTS cluster_test_kv (k text PRIMARY KEY, v text)`).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AwaitSchemaAgreement(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func key(t *testing.T) string {
+	return fmt.Sprintf("%s-%d-%x", t.Name(), time.Now().UnixNano(), rand.Uint32())
+}
+
+func insertIfNotExists(ctx context.Context, s *gocql.Session, k, v string) (applied bool, existing string, err error) {
+	m := map[string]any{}
+	applied, err = s.Query(`INSERT INTO cluster_test_kv (k, v) VALUES (?, ?) IF NOT EXISTS`, k, v).MapScanCASContext(ctx, m)
+	if s, ok := m["v"].(string); ok {
+		existing = s
+	}
+	return applied, existing, err
+}
+
+func serialRead(ctx context.Context, s *gocql.Session, k string) (string, error) {
+	var v string
+	err := s.Query(`SELECT v FROM cluster_test_kv WHERE k = ?`, k).Consistency(gocql.Serial).ScanContext(ctx, &v)
+	return v, err
+}
+
+func TestThreeNodesUp(t *testing.T) {
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	if got := len(c.Nodes()); got != 3 {
+		t.Fatalf("%d nodes, want 3", got)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range st {
+		if s.Name != "n"+strconv.Itoa(i+1) || s.State != "UN" || !strings.HasPrefix(s.Version, "5.0.") || s.Container != "running" {
+			t.Errorf("status line %d = %+v, want n%d UN 5.0.x running", i, s, i+1)
+		}
+	}
+	s := pinned(t, ctx, c, "n2")
+	var rf string
+	var repl map[string]string
+	if err := s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, c.Keyspace()).ScanContext(ctx, &repl); err != nil {
+		t.Fatal(err)
+	}
+	rf = repl["replication_factor"]
+	if rf != strconv.Itoa(c.ReplicationFactor()) || rf != "3" {
+		t.Errorf("keyspace %s replication %v, want factor 3", c.Keyspace(), repl)
+	}
+}
+
+func TestLWTAgreesAcrossCoordinators(t *testing.T) {
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	kvTable(t, ctx, c)
+	n1, n2, n3 := pinned(t, ctx, c, "n1"), pinned(t, ctx, c, "n2"), pinned(t, ctx, c, "n3")
+	k := key(t)
+
+	applied, _, err := insertIfNotExists(ctx, n1, k, "first")
+	if err != nil || !applied {
+		t.Fatalf("insert via n1: applied=%v err=%v, want applied", applied, err)
+	}
+	if v, err := serialRead(ctx, n3, k); err != nil || v != "first" {
+		t.Fatalf("SERIAL read via n3: %q, %v; want %q", v, err, "first")
+	}
+	applied, existing, err := insertIfNotExists(ctx, n2, k, "second")
+	if err != nil || applied || existing != "first" {
+		t.Fatalf("second insert via n2: applied=%v existing=%q err=%v; want not applied, existing \"first\"", applied, existing, err)
+	}
+	if v, err := serialRead(ctx, n1, k); err != nil || v != "first" {
+		t.Fatalf("SERIAL read via n1 after the second insert: %q, %v; want %q", v, err, "first")
+	}
+}
+
+func TestPausedNodeQuorumServes(t *testing.T) {
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 4*time.Minute)
+	kvTable(t, ctx, c)
+	n3, _ := c.Node("n3")
+	s1, s2 := pinned(t, ctx, c, "n1"), pinned(t, ctx, c, "n2")
+	if err := n3.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n3.Unpause(context.Background()) })
+
+	// Two of three replicas answer: Paxos has its quorum.
+	for i := range 3 {
+		k := key(t)
+		qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		applied, _, err := insertIfNotExists(qctx, s1, k, "v"+strconv.Itoa(i))
+		cancel()
+		if err != nil || !applied {
+			t.Fatalf("insert %d via n1 with n3 paused: applied=%v err=%v", i, applied, err)
+		}
+		if v, err := serialRead(ctx, s2, k); err != nil || v != "v"+strconv.Itoa(i) {
+			t.Fatalf("SERIAL read via n2 with n3 paused: %q, %v", v, err)
+		}
+	}
+	if err := c.WaitHealthy(ctx); err == nil {
+		t.Fatal("WaitHealthy with n3 paused: no error")
+	}
+	if err := n3.Unpause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("after unpause: %v", err)
+	}
+	s3 := pinned(t, ctx, c, "n3")
+	k := key(t)
+	if applied, _, err := insertIfNotExists(ctx, s3, k, "back"); err != nil || !applied {
+		t.Fatalf("insert via n3 after unpause: applied=%v err=%v", applied, err)
+	}
+	if v, err := serialRead(ctx, s1, k); err != nil || v != "back" {
+		t.Fatalf("SERIAL read via n1: %q, %v", v, err)
+	}
+}
+
+// nodeNow is the node's clock as CQL shows it. Cassandra keeps the
+// timestamps it hands out monotonic (a backward step is hidden until real
+// time catches up), so this shows forward offsets only.
+func nodeNow(ctx context.Context, s *gocql.Session) (time.Time, error) {
+	var ms int64
+	err := s.Query(`SELECT toUnixTimestamp(now()) FROM system.local`).Consistency(gocql.One).ScanContext(ctx, &ms)
+	return time.UnixMilli(ms), err
+}
+
+// jvmClock is the JVM's raw wall clock, read from the timestamp of a log
+// line it writes on request (nodetool setlogginglevel logs at INFO).
+func jvmClock(ctx context.Context, n *cluster.Node) (time.Time, error) {
+	probe := fmt.Sprintf("org.apache.cassandra.lockcheck.probe%d", time.Now().UnixNano())
+	if _, err := n.Exec(ctx, "/opt/lockcheck/bin/nodetool", "setlogginglevel", probe, "INFO"); err != nil {
+		return time.Time{}, err
+	}
+	out, err := n.Exec(ctx, "grep", "-F", probe, "/var/log/cassandra/system.log")
+	if err != nil {
+		return time.Time{}, err
+	}
+	// INFO  [RMI TCP Connection(14)-127.0.0.1] 2026-11-21 23:43:26,961 LogbackLoggingSupport.java:118 - set log level ...
+	f := strings.Fields(out[strings.Index(out, "]")+1:])
+	if len(f) < 2 {
+		return time.Time{}, fmt.Errorf("no timestamp in %q", out)
+	}
+	return time.ParseInLocation("2006-01-02 15:04:05,000", f[0]+" "+f[1], time.UTC)
+}
+
+func TestClockOffset(t *testing.T) {
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	n2, _ := c.Node("n2")
+	s := pinned(t, ctx, c, "n2")
+	t.Cleanup(func() { n2.SetClockOffset(context.Background(), 0) })
+	for _, off := range []time.Duration{time.Hour, -90 * time.Second, 0} {
+		if err := n2.SetClockOffset(ctx, off); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		got, err := jvmClock(ctx, n2)
+		after := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Log timestamps have millisecond precision: allow 1 s either side.
+		if got.Before(before.Add(off-time.Second)) || got.After(after.Add(off+time.Second)) {
+			t.Errorf("offset %v: JVM clock %v, want within [%v, %v]", off, got, before.Add(off), after.Add(off))
+		}
+		if off > 0 {
+			now, err := nodeNow(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := now.Sub(time.Now()) - off; d < -2*time.Second || d > 2*time.Second {
+				t.Errorf("offset %v: CQL now() is %v off real time", off, now.Sub(time.Now()))
+			}
+		}
+	}
+}
+
+func TestSignalKillRestart(t *testing.T) {
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	n3, _ := c.Node("n3")
+	s3 := pinned(t, ctx, c, "n3")
+	t.Cleanup(func() {
+		// Leave the cluster whole for the next test, whatever happened.
+		bg, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		n3.SignalJVM(bg, "CONT")
+		if err := c.WaitHealthy(bg); err != nil {
+			n3.Restart(bg)
+		}
+	})
+
+	if err := n3.SignalJVM(ctx, "STOP"); err != nil {
+		t.Fatal(err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err := nodeNow(qctx, s3)
+	cancel()
+	if err == nil {
+		t.Fatal("a stopped JVM answered")
+	}
+	// Unlike Pause, the container's other processes still run.
+	if _, err := n3.Exec(ctx, "true"); err != nil {
+		t.Fatalf("exec in a node whose JVM is stopped: %v", err)
+	}
+	if err := n3.SignalJVM(ctx, "CONT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodeNow(ctx, s3); err != nil {
+		t.Fatalf("after CONT: %v", err)
+	}
+
+	if err := n3.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n3.Exec(ctx, "true"); err == nil {
+		t.Fatal("exec in a killed node worked")
+	}
+	if err := c.WaitHealthy(ctx); err == nil {
+		t.Fatal("WaitHealthy with n3 killed: no error")
+	}
+	if err := n3.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// labelled counts what Docker holds with the cluster's label.
+func labelled(t *testing.T, ctx context.Context, name string) (containers, networks int) {
+	t.Helper()
+	d, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f := make(client.Filters).Add("label", "io.lockcheck.cluster="+name)
+	cs, err := d.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := d.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs.Items), len(ns.Items)
+}
+
+// TestStartStopLeavesNothing starts a one-node cluster of its own name (the
+// shared one keeps running), stops it with logs and checks that nothing
+// labelled remains; then bad input leaves nothing either.
+func TestStartStopLeavesNothing(t *testing.T) {
+	shared := clustertest.Get(t)
+	const name = "lockcheck-stoptest"
+	ctx := ctxFor(t, 6*time.Minute)
+	t.Cleanup(func() { cluster.Down(context.Background(), name) })
+
+	c, err := cluster.Start(ctx, cluster.WithName(name), cluster.WithNodes(1), cluster.WithImage(shared.Image()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, ns := labelled(t, ctx, name); cs != 1 || ns != 1 {
+		t.Fatalf("running: %d containers, %d networks labelled, want 1 and 1", cs, ns)
+	}
+	att, err := cluster.Attach(ctx, cluster.WithName(name))
+	if err != nil || len(att.Nodes()) != 1 || att.Nodes()[0].IP != c.Nodes()[0].IP || att.GatewayIP() != c.GatewayIP() {
+		t.Fatalf("Attach: %v", err)
+	}
+	logs := t.TempDir()
+	if err := c.Stop(ctx, logs); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(logs, "n1", "system.log")); err != nil || fi.Size() == 0 {
+		t.Errorf("system.log not copied: %v", err)
+	}
+	if cs, ns := labelled(t, ctx, name); cs != 0 || ns != 0 {
+		t.Fatalf("after Stop: %d containers, %d networks labelled", cs, ns)
+	}
+	if _, err := cluster.Attach(ctx, cluster.WithName(name)); !errors.Is(err, cluster.ErrNotRunning) {
+		t.Errorf("Attach after Stop: %v, want ErrNotRunning", err)
+	}
+	if err := cluster.Down(ctx, name); err != nil {
+		t.Errorf("Down of nothing: %v", err)
+	}
+
+	bad := []struct {
+		name string
+		opts []cluster.Option
+		want error
+	}{
+		{"missing image", []cluster.Option{cluster.WithImage("lockcheck-no-such-image:0")}, cluster.ErrBadImage},
+		{"image without Cassandra", []cluster.Option{cluster.WithImage(cluster.BaseImageRef())}, cluster.ErrBadImage},
+		{"subnet of the shared cluster", []cluster.Option{cluster.WithSubnet(shared.Subnet()), cluster.WithImage(shared.Image())}, cluster.ErrNetworkClash},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) {
+			_, err := cluster.Start(ctx, append(b.opts, cluster.WithName(name), cluster.WithNodes(1))...)
+			if !errors.Is(err, b.want) {
+				t.Fatalf("Start: %v, want %v", err, b.want)
+			}
+			if cs, ns := labelled(t, ctx, name); cs != 0 || ns != 0 {
+				t.Fatalf("after a failed Start: %d containers, %d networks labelled", cs, ns)
+			}
+		})
+	}
+}

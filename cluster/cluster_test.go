@@ -1,0 +1,297 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net/netip"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func TestTokens(t *testing.T) {
+	minT, _ := new(big.Int).SetString("-9223372036854775808", 10)
+	maxT, _ := new(big.Int).SetString("9223372036854775807", 10)
+	ring := new(big.Int).Lsh(big.NewInt(1), 64)
+	for n := 1; n <= MaxNodes; n++ {
+		toks := tokens(n)
+		if len(toks) != n {
+			t.Fatalf("tokens(%d): %d tokens", n, len(toks))
+		}
+		if toks[0] != minT.String() {
+			t.Errorf("tokens(%d)[0] = %s, want the ring's minimum", n, toks[0])
+		}
+		var prev *big.Int
+		for i, s := range toks {
+			v, ok := new(big.Int).SetString(s, 10)
+			if !ok || v.Cmp(minT) < 0 || v.Cmp(maxT) > 0 {
+				t.Fatalf("tokens(%d)[%d] = %q: not a Murmur3 token", n, i, s)
+			}
+			if prev != nil {
+				// Evenly split: every gap is ring/n, up to rounding.
+				gap := new(big.Int).Sub(v, prev)
+				want := new(big.Int).Div(ring, big.NewInt(int64(n)))
+				if gap.Cmp(want) != 0 {
+					t.Errorf("tokens(%d): gap %d..%d = %s, want %s", n, i-1, i, gap, want)
+				}
+			}
+			prev = v
+		}
+	}
+	if got := tokens(2); got[1] != "0" {
+		t.Errorf("tokens(2)[1] = %s, want 0", got[1])
+	}
+	if got := tokens(4); got[1] != "-4611686018427387904" || got[3] != "4611686018427387904" {
+		t.Errorf("tokens(4) = %v", got)
+	}
+}
+
+func TestRenderYAML(t *testing.T) {
+	tests := []struct {
+		name     string
+		sync     string
+		paxos    string
+		syncLine bool // commitlog_sync_period present
+	}{
+		{"periodic v1", "periodic", "v1", true},
+		{"batch v2", "batch", "v2", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaultConfig()
+			c.name, c.commitlogSync, c.paxos = "demo", tt.sync, tt.paxos
+			l := newLayout(defaultSubnet("demo"), 3)
+			ncs := nodeConfigs(c, l)
+			b, err := renderYAML(ncs[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var y map[string]any
+			if err := yaml.Unmarshal(b, &y); err != nil {
+				t.Fatalf("rendered cassandra.yaml is not YAML: %v\n%s", err, b)
+			}
+			want := map[string]any{
+				"cluster_name":   "demo",
+				"num_tokens":     1,
+				"initial_token":  tokens(3)[1],
+				"auto_bootstrap": false,
+				"listen_address": l.nodes[1].String(),
+				"rpc_address":    l.nodes[1].String(),
+				"commitlog_sync": tt.sync,
+				"paxos_variant":  tt.paxos,
+			}
+			for k, v := range want {
+				if got := fmt.Sprint(y[k]); got != fmt.Sprint(v) {
+					t.Errorf("%s = %v, want %v", k, got, v)
+				}
+			}
+			if _, ok := y["commitlog_sync_period"]; ok != tt.syncLine {
+				t.Errorf("commitlog_sync_period present = %v, want %v", ok, tt.syncLine)
+			}
+			seeds := y["seed_provider"].([]any)[0].(map[string]any)["parameters"].([]any)[0].(map[string]any)["seeds"]
+			if want := l.nodes[0].String() + "," + l.nodes[1].String() + "," + l.nodes[2].String(); seeds != want {
+				t.Errorf("seeds = %v, want every node", seeds)
+			}
+		})
+	}
+}
+
+func TestInputsHash(t *testing.T) {
+	base := fstest.MapFS{
+		"Dockerfile":    {Data: []byte("FROM x\n")},
+		"entrypoint.sh": {Data: []byte("#!/bin/sh\n")},
+	}
+	h0, err := inputsHash(base, "spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := inputsHash(base, "spec"); again != h0 {
+		t.Fatal("inputsHash is not deterministic")
+	}
+	variants := map[string]func() (fs.FS, string){
+		"content changed": func() (fs.FS, string) {
+			return fstest.MapFS{"Dockerfile": {Data: []byte("FROM y\n")}, "entrypoint.sh": base["entrypoint.sh"]}, "spec"
+		},
+		"file renamed": func() (fs.FS, string) {
+			return fstest.MapFS{"Dockerfile2": base["Dockerfile"], "entrypoint.sh": base["entrypoint.sh"]}, "spec"
+		},
+		"file added": func() (fs.FS, string) {
+			return fstest.MapFS{"Dockerfile": base["Dockerfile"], "entrypoint.sh": base["entrypoint.sh"], "x": {Data: nil}}, "spec"
+		},
+		"rootfs spec changed": func() (fs.FS, string) { return base, "spec2" },
+		// Moving bytes between files must not collide.
+		"bytes moved between files": func() (fs.FS, string) {
+			return fstest.MapFS{"Dockerfile": {Data: []byte("FROM x\n#!/bin/sh\n")}, "entrypoint.sh": {Data: nil}}, "spec"
+		},
+	}
+	for name, v := range variants {
+		fsys, spec := v()
+		h, err := inputsHash(fsys, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == h0 {
+			t.Errorf("%s: hash unchanged", name)
+		}
+	}
+	if !regexp.MustCompile(`^lockcheck-node:[0-9a-f]{12}$`).MatchString(NodeImageRef()) {
+		t.Errorf("NodeImageRef() = %q", NodeImageRef())
+	}
+	if NodeImageRef() == nodeImageRepo+":"+BaseImageRef()[len(baseImageRepo)+1:] {
+		t.Error("node and base image tags coincide")
+	}
+}
+
+func TestValidateOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		ok   bool
+	}{
+		{"defaults", nil, true},
+		{"5 nodes v2 batch 1G", []Option{WithNodes(5), WithPaxos("v2"), WithCommitlogSync("batch"), WithHeap("1G")}, true},
+		{"rf 2 of 3", []Option{WithReplicationFactor(2)}, true},
+		{"subnet", []Option{WithSubnet("10.200.3.0/24")}, true},
+		{"0 nodes", []Option{WithNodes(0)}, false},
+		{"6 nodes", []Option{WithNodes(6)}, false},
+		{"paxos v3", []Option{WithPaxos("v3")}, false},
+		{"commitlog group", []Option{WithCommitlogSync("group")}, false},
+		{"heap 512", []Option{WithHeap("512")}, false},
+		{"heap 100M", []Option{WithHeap("100M")}, false},
+		{"heap 16G", []Option{WithHeap("16G")}, false},
+		{"rf 4 of 3", []Option{WithReplicationFactor(4)}, false},
+		{"rf -1", []Option{WithReplicationFactor(-1)}, false},
+		{"name with space", []Option{WithName("my cluster")}, false},
+		{"name upper", []Option{WithName("Lockcheck")}, false},
+		{"subnet v6", []Option{WithSubnet("fd00::/64")}, false},
+		{"subnet /28", []Option{WithSubnet("10.200.3.0/28")}, false},
+		{"subnet junk", []Option{WithSubnet("10.200.3.0")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateOptions(tt.opts...)
+			if tt.ok && err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if !tt.ok && !errors.Is(err, ErrBadOption) {
+				t.Fatalf("got %v, want ErrBadOption", err)
+			}
+		})
+	}
+}
+
+func TestLayout(t *testing.T) {
+	l := newLayout(netip.MustParsePrefix("10.199.0.0/24"), 3)
+	if l.gateway.String() != "10.199.0.1" {
+		t.Errorf("gateway = %s", l.gateway)
+	}
+	want := []string{"10.199.0.11", "10.199.0.12", "10.199.0.13"}
+	for i, a := range l.nodes {
+		if a.String() != want[i] {
+			t.Errorf("node %d = %s, want %s", i+1, a, want[i])
+		}
+	}
+	if got := defaultSubnet(DefaultName).String(); got != "10.199.0.0/24" {
+		t.Errorf("default subnet = %s", got)
+	}
+	outer := netip.MustParsePrefix("10.199.0.0/16")
+	for _, name := range []string{"a", "lcdev", "lockcheck-test", "x-y-z"} {
+		p := defaultSubnet(name)
+		if !outer.Contains(p.Addr()) || p.Bits() != 24 {
+			t.Errorf("defaultSubnet(%q) = %s, want a /24 in %s", name, p, outer)
+		}
+		if p == defaultSubnet(DefaultName) {
+			t.Errorf("defaultSubnet(%q) = the default cluster's subnet", name)
+		}
+	}
+}
+
+func TestClockOffsetLine(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "+0.000000\n"},
+		{30 * time.Second, "+30.000000\n"},
+		{-250 * time.Millisecond, "-0.250000\n"},
+		{time.Hour + 1500*time.Microsecond, "+3600.001500\n"},
+	}
+	for _, tt := range tests {
+		if got := clockOffsetLine(tt.d); got != tt.want {
+			t.Errorf("clockOffsetLine(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestParseNodetoolStatus(t *testing.T) {
+	out := `Datacenter: datacenter1
+=======================
+Status=Up/Down
+|/ State=Normal/Leaving/Joining/Moving
+--  Address      Load        Owns (effective)  Host ID                               Token                 Rack 
+UN  10.199.0.11  114.38 KiB  100.0%            d50ca6fa-48cb-4f62-9228-bef52e1a923a  -9223372036854775808  rack1
+DN  10.199.0.12  98.1 KiB    100.0%            e50ca6fa-48cb-4f62-9228-bef52e1a923a  -3074457345618258603  rack1
+UJ  10.199.0.13  ?           100.0%            f50ca6fa-48cb-4f62-9228-bef52e1a923a  3074457345618258602   rack1
+`
+	got := parseNodetoolStatus(out)
+	want := map[string]string{"10.199.0.11": "UN", "10.199.0.12": "DN", "10.199.0.13": "UJ"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for ip, st := range want {
+		if got[ip] != st {
+			t.Errorf("%s: %q, want %q", ip, got[ip], st)
+		}
+	}
+	if len(parseNodetoolStatus("nodetool: Failed to connect to '127.0.0.1:7199'")) != 0 {
+		t.Error("an error message parsed as node lines")
+	}
+}
+
+func TestNodeFiles(t *testing.T) {
+	files, err := nodeFiles([]byte("cluster_name: x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]file{}
+	for _, f := range files {
+		byPath[f.path] = f
+	}
+	for _, p := range []string{"/opt/lockcheck/bin/entrypoint.sh", "/opt/lockcheck/bin/nodetool"} {
+		if byPath[p].mode&0o111 == 0 {
+			t.Errorf("%s is not executable (mode %o)", p, byPath[p].mode)
+		}
+	}
+	if got := string(byPath[faketimeFile].body); got != "+0.000000\n" {
+		t.Errorf("initial clock offset %q, want zero", got)
+	}
+	if string(byPath[confDir+"/cassandra.yaml"].body) != "cluster_name: x\n" {
+		t.Error("cassandra.yaml not passed through")
+	}
+	// jvm17.options: every option line is a flag the entrypoint passes on;
+	// the heap is the entrypoint's (LOCKCHECK_HEAP), never the file's.
+	opts := string(byPath[confDir+"/jvm17.options"].body)
+	for _, line := range strings.Split(opts, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasPrefix(line, "-") {
+			t.Errorf("jvm17.options: %q is neither a flag nor a comment", line)
+		}
+		if strings.HasPrefix(line, "-Xmx") || strings.HasPrefix(line, "-Xms") {
+			t.Errorf("jvm17.options sets the heap: %q", line)
+		}
+	}
+	for _, must := range []string{"--add-opens=java.base/java.lang=ALL-UNNAMED", "-Djdk.attach.allowAttachSelf=true", "-Dcassandra.jmx.local.port=7199"} {
+		if !strings.Contains(opts, must+"\n") {
+			t.Errorf("jvm17.options lacks %s", must)
+		}
+	}
+}
