@@ -92,8 +92,19 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *rf < 0 {
-		return fmt.Errorf("--rf %d: want 1 to the number of nodes", *rf)
+	opts := []cluster.Option{
+		cluster.WithName(*name), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos),
+		cluster.WithCommitlogSync(*sync), cluster.WithHeap(*heap), cluster.WithReplicationFactor(*rf),
+	}
+	if *image != "" {
+		opts = append(opts, cluster.WithImage(*image))
+	}
+	if *subnet != "" {
+		opts = append(opts, cluster.WithSubnet(*subnet))
+	}
+	// Bad input is rejected before anything touches Docker.
+	if err := cluster.ValidateOptions(opts...); err != nil {
+		return err
 	}
 	log := slog.Default()
 	// A cluster of this name already running is kept when it matches the
@@ -112,18 +123,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	} else if !errors.Is(err, cluster.ErrNotRunning) {
 		return err
 	}
-	opts := []cluster.Option{
-		cluster.WithName(*name), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos),
-		cluster.WithCommitlogSync(*sync), cluster.WithHeap(*heap), cluster.WithReplicationFactor(*rf),
-		cluster.WithLogger(log),
-	}
-	if *image != "" {
-		opts = append(opts, cluster.WithImage(*image))
-	}
-	if *subnet != "" {
-		opts = append(opts, cluster.WithSubnet(*subnet))
-	}
-	c, err := cluster.Start(ctx, opts...)
+	c, err := cluster.Start(ctx, append(opts, cluster.WithLogger(log))...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// Bad input to `lockcheck cluster` gets one error line and exit code 2,
+// before anything touches Docker (these run without one).
+func TestClusterBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // in the error line
+	}{
+		{"no command", nil, "usage"},
+		{"unknown command", []string{"sideways"}, `unknown command "sideways"`},
+		{"unknown flag", []string{"up", "--frobnicate"}, "frobnicate"},
+		{"zero nodes", []string{"up", "--nodes", "0"}, "nodes 0"},
+		{"six nodes", []string{"up", "--nodes", "6"}, "nodes 6"},
+		{"not a number", []string{"up", "--nodes", "three"}, "three"},
+		{"paxos v3", []string{"up", "--paxos", "v3"}, "paxos"},
+		{"bad heap", []string{"up", "--heap", "lots"}, "heap"},
+		{"rf above nodes", []string{"up", "--nodes", "2", "--rf", "3"}, "replication factor"},
+		{"bad subnet", []string{"up", "--subnet", "10.0.0.0/30"}, "subnet"},
+		{"stray argument", []string{"up", "now"}, `unexpected argument "now"`},
+		{"status flag", []string{"status", "--nodes", "3"}, "nodes"},
+		{"down stray", []string{"down", "all"}, `unexpected argument "all"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runCluster(context.Background(), tt.args, &stdout, &stderr)
+			if code != exitError {
+				t.Fatalf("exit %d, want %d; stderr %q", code, exitError, stderr.String())
+			}
+			msg := stderr.String()
+			if !strings.Contains(msg, tt.want) {
+				t.Errorf("stderr %q does not mention %q", msg, tt.want)
+			}
+			if tt.args != nil && strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+				t.Errorf("stderr is not one line: %q", msg)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+func TestClusterHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runCluster(context.Background(), []string{"up", "-h"}, &stdout, &stderr); code != exitValid {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(stdout.String(), "--nodes") {
+		t.Errorf("help does not list flags: %q", stdout.String())
+	}
+}
