@@ -5,7 +5,7 @@
 #
 #   bench/memsoak.sh [DURATION] [LOCK] [NEMESIS]      (default 1h lease-fenced all)
 #
-# Needs bin/lockcheck (make build) and a cluster (lockcheck cluster up).
+# Needs bin/lockcheck (make build; or BIN=path) and a cluster (lockcheck cluster up).
 # Writes store/memsoak-<time>.csv (seconds,rss_kib) and prints a summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,11 +13,12 @@ DURATION=${1:-1h}
 LOCK=${2:-lease-fenced}
 NEMESIS=${3:-all}
 INTERVAL=${INTERVAL:-10}
+BIN=${BIN:-bin/lockcheck}
 STORE=${STORE:-store}
 mkdir -p "$STORE"
 csv="$STORE/memsoak-$(date -u +%Y%m%dT%H%M%S).csv"
 echo "seconds,rss_kib" >"$csv"
-bin/lockcheck run --lock "$LOCK" --nemesis "$NEMESIS" --time "$DURATION" --store "$STORE" --locks 3 \
+"$BIN" run --lock "$LOCK" --nemesis "$NEMESIS" --time "$DURATION" --store "$STORE" --locks 3 \
 	>"$csv.out" 2>"$csv.err" &
 pid=$!
 start=$(date +%s)
