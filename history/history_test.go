@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -197,6 +198,29 @@ func TestReaderRules(t *testing.T) {
 			}
 		})
 	}
+	for _, tt := range tests {
+		t.Run("parallel/"+tt.name, func(t *testing.T) { sameReads(t, []byte(tt.in)) })
+	}
+}
+
+// sameReads checks that the parallel reader (with tiny chunks) reads what
+// the Reader does.
+func sameReads(t *testing.T, in []byte) {
+	t.Helper()
+	want, wtrunc, werr := readSequential(bytes.NewReader(in), 0)
+	for _, chunk := range []int{1, 2, 3, 4096} {
+		got, gtrunc, gerr := readParallel(bytes.NewReader(in), 0, 3, chunk)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) || gtrunc != wtrunc || len(got) != len(want) {
+			t.Fatalf("chunks of %d: %d ops, truncated %v, %v; the Reader: %d, %v, %v", chunk, len(got), gtrunc, gerr, len(want), wtrunc, werr)
+		}
+		for i := range got {
+			g, _ := json.Marshal(got[i])
+			w, _ := json.Marshal(want[i])
+			if !bytes.Equal(g, w) {
+				t.Fatalf("chunks of %d: op %d %s, the Reader: %s", chunk, i, g, w)
+			}
+		}
+	}
 }
 
 func TestReaderLongLine(t *testing.T) {
@@ -221,9 +245,10 @@ func FuzzReader(f *testing.F) {
 		for range 10000 {
 			if _, err := r.Next(); err != nil {
 				_ = r.Pending()
-				return
+				break
 			}
 		}
+		sameReads(t, b)
 	})
 }
 

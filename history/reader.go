@@ -353,6 +353,13 @@ func ReadAll(rd io.Reader) ([]Op, error) {
 // room for sizeHint ops. It also reports whether an unterminated last line
 // was dropped (see Reader.Truncated).
 func ReadSized(rd io.Reader, sizeHint int) (ops []Op, truncated bool, err error) {
+	if w := parseWorkers(); w > 1 {
+		return readParallel(rd, sizeHint, w, 4096)
+	}
+	return readSequential(rd, sizeHint)
+}
+
+func readSequential(rd io.Reader, sizeHint int) (ops []Op, truncated bool, err error) {
 	r := NewReader(rd)
 	ops = make([]Op, 0, sizeHint)
 	for {
