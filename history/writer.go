@@ -125,30 +125,47 @@ func (w *Writer) Append(op Op) (Op, error) {
 }
 
 // Flush writes buffered lines to the sink and syncs it if it is a file.
+// The sync runs outside the lock, so clients appending meanwhile are not
+// held up by the disk.
 func (w *Writer) Flush() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.flushLocked()
+	wrote, err := w.writeLocked()
+	w.mu.Unlock()
+	if err != nil || !wrote {
+		return err
+	}
+	return w.sync()
 }
 
-func (w *Writer) flushLocked() error {
+// writeLocked hands buffered lines to the sink; w.mu is held.
+func (w *Writer) writeLocked() (bool, error) {
 	if w.err != nil {
-		return w.err
+		return false, w.err
 	}
 	if !w.dirty {
-		return nil
+		return false, nil
 	}
 	if err := w.bw.Flush(); err != nil {
 		w.err = fmt.Errorf("history: flush: %w", err)
-		return w.err
-	}
-	if s, ok := w.sink.(interface{ Sync() error }); ok {
-		if err := s.Sync(); err != nil {
-			w.err = fmt.Errorf("history: sync: %w", err)
-			return w.err
-		}
+		return false, w.err
 	}
 	w.dirty = false
+	return true, nil
+}
+
+func (w *Writer) sync() error {
+	s, ok := w.sink.(interface{ Sync() error })
+	if !ok {
+		return nil
+	}
+	if err := s.Sync(); err != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.err == nil {
+			w.err = fmt.Errorf("history: sync: %w", err)
+		}
+		return w.err
+	}
 	return nil
 }
 
@@ -182,8 +199,11 @@ func (w *Writer) Close() error {
 		<-w.stopped
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	err := w.flushLocked()
+	_, err := w.writeLocked()
+	w.mu.Unlock()
+	if err == nil {
+		err = w.sync()
+	}
 	if w.closer != nil {
 		if cerr := w.closer.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("history: close: %w", cerr)
