@@ -359,9 +359,31 @@ func newTimeline(holds []checker.Hold, faults, marks []fault, anomalies []checke
 		holds []checker.Hold
 	}
 	var rows []row
-	if len(perPair) <= maxRows {
+	badProc := map[key]bool{}
+	for _, a := range anomalies {
+		for _, p := range a.Processes {
+			badProc[key{a.Lock, p}] = true
+		}
+	}
+	if len(perPair) <= maxRows || len(perLock) <= 6 {
+		// Few locks: a row per (lock, process), those in anomalies first,
+		// then the busiest.
 		for k, hs := range perPair {
 			rows = append(rows, row{label: fmt.Sprintf("%s · p%d", k.lock, k.proc), lock: k.lock, proc: k.proc, holds: hs})
+		}
+		if len(rows) > maxRows {
+			sort.Slice(rows, func(i, j int) bool {
+				bi, bj := badProc[key{rows[i].lock, rows[i].proc}], badProc[key{rows[j].lock, rows[j].proc}]
+				if bi != bj {
+					return bi
+				}
+				if len(rows[i].holds) != len(rows[j].holds) {
+					return len(rows[i].holds) > len(rows[j].holds)
+				}
+				return rows[i].proc < rows[j].proc
+			})
+			tl.Note = fmt.Sprintf("%d (lock, process) pairs held a lock: the %d shown are those in anomalies, then the busiest.", len(rows), maxRows)
+			rows = rows[:maxRows]
 		}
 		sort.Slice(rows, func(i, j int) bool {
 			if rows[i].lock != rows[j].lock {
