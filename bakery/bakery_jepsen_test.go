@@ -170,3 +170,38 @@ func increment(ctx context.Context, s *gocql.Session, ks string, l workload.Lock
 	}
 	return l.Release(ctx, g)
 }
+
+// The documented flaw: a client whose clock steps back writes its new
+// ticket under its own older tombstone (last write wins on client
+// timestamps), so the ticket is invisible and another client enters while it
+// holds the lock, even at QUORUM.
+func TestClockStepBackShadowsTicket(t *testing.T) {
+	s, ks, prefix := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var clk workload.SkewClock
+	a := bakery.New(s, bakery.WithKeyspace(ks), bakery.WithClock(&clk))
+	b := bakery.New(s, bakery.WithKeyspace(ks))
+	g, err := a.Acquire(ctx, prefix, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, g); err != nil { // tombstones at the machine's time
+		t.Fatal(err)
+	}
+	clk.SetOffset(-10 * time.Second)
+	ga, err := a.Acquire(ctx, prefix, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
+	gb, err := b.Acquire(short, prefix, "b")
+	cancelShort()
+	if err != nil {
+		t.Fatalf("b was kept out while a's ticket sits under a's own tombstone (the flaw should show): %v", err)
+	}
+	if err := b.Release(ctx, gb); err != nil {
+		t.Error(err)
+	}
+	_ = a.Release(ctx, ga)
+}
