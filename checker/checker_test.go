@@ -311,6 +311,14 @@ func TestRules(t *testing.T) {
 			anomalies: "overlapping-holds,non-linearizable",
 		},
 		{
+			name: "completions may omit the lock",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "").
+				op(2, 1, I, "acquire", "l").op(3, 1, K, "acquire", "").
+				op(4, 0, I, "release", "l").op(5, 0, K, "release", "").end(6),
+			verdict: Invalid, mutex: Invalid, linear: Invalid, resource: Valid,
+			anomalies: "overlapping-holds,non-linearizable",
+		},
+		{
 			name: "nemesis events are ignored",
 			h: (&b{}).op(0, -1, N, "start-partition", "", val([]string{"n1"})).hold(0, "l", 0, 10, 0).
 				op(11, -1, N, "stop-partition", ""),

@@ -243,7 +243,8 @@ func (r *validator) validate(op Op) error {
 	if op.F == FMeta {
 		return r.fail("f meta belongs to the nemesis process -1")
 	}
-	if isLockF(op.F) && op.Lock == "" {
+	if isLockF(op.F) && op.Lock == "" && op.Type == Invoke {
+		// A completion may omit the lock: it is its invocation's.
 		return r.fail("%s %s without a lock", op.F, op.Type)
 	}
 	ps := r.procs[op.Process]
