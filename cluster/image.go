@@ -146,7 +146,10 @@ func BuildImage(ctx context.Context, opts ...Option) (string, error) {
 func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) {
 	if c.image != "" {
 		if _, err := d.ImageInspect(ctx, c.image); err != nil {
-			return "", fmt.Errorf("%w: %q is not a local image (lockcheck never pulls; build or load it first): %w", ErrBadImage, c.image, err)
+			if isNotFound(err) {
+				return "", fmt.Errorf("%w: %q is not a local image (lockcheck never pulls; build or load it first)", ErrBadImage, c.image)
+			}
+			return "", fmt.Errorf("%w: %q: %w", ErrBadImage, c.image, err)
 		}
 		return c.image, nil
 	}
