@@ -246,8 +246,17 @@ func cut(lock string, ops []*lockOp, minOps int) []piece {
 
 func (p piece) operations() []porcupine.Operation {
 	out := make([]porcupine.Operation, len(p.ops))
+	// Client ids number the piece's processes densely, so that a
+	// visualization has a row per process of the piece only (the ops'
+	// descriptions name the process).
+	client := map[int]int{}
 	for i, op := range p.ops {
-		out[i] = porcupine.Operation{ClientId: op.proc, Input: op, Call: op.inv, Return: op.ret, Output: nil}
+		c, ok := client[op.proc]
+		if !ok {
+			c = len(client)
+			client[op.proc] = c
+		}
+		out[i] = porcupine.Operation{ClientId: c, Input: op, Call: op.inv, Return: op.ret, Output: nil}
 	}
 	return out
 }
