@@ -115,23 +115,41 @@ func (c *Cluster) start(ctx context.Context) error {
 	if _, err := c.d.createNetwork(ctx, c.netName, c.cfg.name, c.layout); err != nil {
 		return err
 	}
+	// Containers are created and started side by side: on a loaded machine
+	// each Docker call takes a second or more.
 	ncs := nodeConfigs(c.cfg, c.layout)
+	nodes := make([]*Node, len(ncs))
+	errs := make([]error, len(ncs))
+	var wg sync.WaitGroup
 	for i, nc := range ncs {
-		n, err := c.createNode(ctx, i+1, nc)
-		if err != nil {
-			return err
-		}
-		c.nodes = append(c.nodes, n)
+		wg.Go(func() { nodes[i], errs[i] = c.createNode(ctx, i+1, nc) })
 	}
-	for _, n := range c.nodes {
-		if _, err := c.d.ContainerStart(ctx, n.ContainerID, client.ContainerStartOptions{}); err != nil {
-			return fmt.Errorf("start %s: %w", n.Name, err)
+	wg.Wait()
+	for _, n := range nodes {
+		if n != nil {
+			c.nodes = append(c.nodes, n)
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, n := range c.nodes {
+		wg.Go(func() {
+			if _, err := c.d.ContainerStart(ctx, n.ContainerID, client.ContainerStartOptions{}); err != nil {
+				errs[i] = fmt.Errorf("start %s: %w", n.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	c.log.Info("nodes started, waiting until healthy", "nodes", len(c.nodes), "subnet", c.layout.subnet)
+	begin := time.Now()
 	if err := c.WaitHealthy(ctx); err != nil {
 		return err
 	}
+	c.log.Debug("healthy", "took", time.Since(begin).Round(100*time.Millisecond))
 	return c.createKeyspace(ctx)
 }
 
