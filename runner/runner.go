@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,7 +263,10 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			errs = append(errs, fmt.Errorf("runner: heal: %w", err))
 		}
 	}
-	if env != nil && len(targets) > 0 && len(t.Nemesis) > 0 {
+	nodeFaults := slices.ContainsFunc(t.Nemesis, func(k string) bool {
+		return k != nemesis.ClientPause && k != nemesis.ClientClock
+	})
+	if env != nil && len(targets) > 0 && nodeFaults {
 		if err := env.WaitHealthy(hctx); err != nil {
 			errs = append(errs, fmt.Errorf("runner: cluster not healthy after heal: %w", err))
 		}
