@@ -57,6 +57,16 @@ func (n *Node) Unpause(ctx context.Context) error {
 	return nil
 }
 
+// State is Docker's state of the node's container: "running", "paused",
+// "exited", ...
+func (n *Node) State(ctx context.Context) (string, error) {
+	ins, err := n.c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("inspect %s: %w", n.Name, err)
+	}
+	return string(ins.Container.State.Status), nil
+}
+
 var signalRE = regexp.MustCompile(`^(STOP|CONT|KILL|TERM|HUP|INT|QUIT|USR1|USR2)$`)
 
 // SignalJVM sends a signal ("STOP", "CONT", "KILL", "TERM", ...) to the
