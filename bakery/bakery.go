@@ -154,8 +154,9 @@ type Bakery struct {
 	cfg               config
 	choosing, numbers string
 
-	mu      sync.Mutex
-	tickets map[[2]string]Ticket // (lock, owner) -> ticket of the grant
+	mu        sync.Mutex
+	tickets   map[[2]string]Ticket // (lock, owner) -> ticket of the grant
+	leftovers [][2]string          // (lock, owner) whose cells may remain
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
@@ -256,6 +257,7 @@ func (b *Bakery) Acquire(ctx context.Context, name, owner string) (workload.Gran
 	if owner == "" {
 		return workload.Grant{}, fmt.Errorf("acquire %q: empty owner: %w", name, workload.ErrNotAcquired)
 	}
+	b.clearLeftovers(ctx)
 	var (
 		me  Ticket
 		err error
@@ -280,6 +282,9 @@ func (b *Bakery) Acquire(ctx context.Context, name, owner string) (workload.Gran
 	}
 	if err != nil {
 		if cerr := b.clear(ctx, name, owner); cerr != nil {
+			b.mu.Lock()
+			b.leftovers = append(b.leftovers, [2]string{name, owner})
+			b.mu.Unlock()
 			return workload.Grant{}, fmt.Errorf("acquire %q: %v; my ticket may remain (%v): %w", name, err, cerr, workload.ErrUnknown)
 		}
 		// Whatever failed, no grant was made and the cells are gone: a
@@ -393,7 +398,17 @@ func (b *Bakery) Release(ctx context.Context, g workload.Grant) error {
 	if !ok {
 		return fmt.Errorf("release %q by %q: %w", g.Lock, g.Owner, workload.ErrNotHeld)
 	}
-	if err := b.exec(ctx, `DELETE FROM `+b.numbers+` WHERE lock = ? AND client = ?`, g.Lock, g.Owner); err != nil {
+	// Deleting a cell again is harmless, so a failed delete is retried.
+	err := b.exec(ctx, `DELETE FROM `+b.numbers+` WHERE lock = ? AND client = ?`, g.Lock, g.Owner)
+	for try := 0; try < 3 && err != nil && ctx.Err() == nil; try++ {
+		err = b.exec(ctx, `DELETE FROM `+b.numbers+` WHERE lock = ? AND client = ?`, g.Lock, g.Owner)
+	}
+	if err != nil {
+		// A ticket left behind blocks every other client for good: the
+		// next Acquire of this instance deletes it.
+		b.mu.Lock()
+		b.leftovers = append(b.leftovers, k)
+		b.mu.Unlock()
 		return fmt.Errorf("release %q: %w", g.Lock, err)
 	}
 	b.mu.Lock()
@@ -405,6 +420,24 @@ func (b *Bakery) Release(ctx context.Context, g workload.Grant) error {
 		b.cfg.log.Debug("bakery: choosing cell left behind", "lock", g.Lock, "client", g.Owner, "err", err)
 	}
 	return nil
+}
+
+// clearLeftovers deletes cells that earlier calls may have left behind.
+func (b *Bakery) clearLeftovers(ctx context.Context) {
+	b.mu.Lock()
+	ks := b.leftovers
+	b.leftovers = nil
+	b.mu.Unlock()
+	for _, k := range ks {
+		err := b.clear(ctx, k[0], k[1])
+		b.mu.Lock()
+		if err != nil {
+			b.leftovers = append(b.leftovers, k)
+		} else {
+			delete(b.tickets, k)
+		}
+		b.mu.Unlock()
+	}
 }
 
 // Ticket returns the ticket behind a grant this instance made.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,9 +109,10 @@ type Music struct {
 	locks  string // qualified lock table
 	values string
 
-	mu     sync.Mutex
-	refs   map[[2]string]Ref // (lock, owner) -> ref of the grant
-	guards map[string]int64  // last guard seen per key (seq)
+	mu        sync.Mutex
+	refs      map[[2]string]Ref // (lock, owner) -> ref of the grant
+	guards    map[string]int64  // last guard seen per key (seq)
+	leftovers []Ref             // refs that may remain after an unknown delete
 }
 
 // New returns the lock as published ("music").
@@ -327,6 +329,7 @@ func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		err    error
 		ghosts []Ref
 	)
+	m.dropLeftovers(ctx)
 	wait := m.poller()
 	for {
 		ref, err = m.CreateLockRef(ctx, name)
@@ -347,10 +350,8 @@ func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		if err == nil && top {
 			m.mu.Lock()
 			m.refs[[2]string{name, owner}] = ref
+			m.leftovers = append(m.leftovers, ghosts...) // behind us now; deleted later
 			m.mu.Unlock()
-			if len(ghosts) > 0 {
-				m.cfg.log.Warn("music: acquired with refs of earlier attempts maybe left", "lock", name, "refs", len(ghosts))
-			}
 			return workload.Grant{Lock: name, Owner: owner, Token: ref.Seq}, nil
 		}
 		if werr := wait(ctx); werr != nil {
@@ -362,6 +363,9 @@ func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant
 // giveUp deletes the refs of an acquire that ends without the lock.
 func (m *Music) giveUp(ctx context.Context, name string, refs []Ref, last error) error {
 	if left := m.dropAll(ctx, refs); len(left) > 0 {
+		m.mu.Lock()
+		m.leftovers = append(m.leftovers, left...)
+		m.mu.Unlock()
 		return fmt.Errorf("acquire %q: gave up, %d ref(s) may remain (last: %v): %w", name, len(left), last, workload.ErrUnknown)
 	}
 	return fmt.Errorf("acquire %q: %w (last: %v)", name, workload.ErrNotAcquired, last)
@@ -403,12 +407,44 @@ func (m *Music) Release(ctx context.Context, g workload.Grant) error {
 		return fmt.Errorf("release %q by %q: %w", g.Lock, g.Owner, workload.ErrNotHeld)
 	}
 	err := m.ReleaseLock(ctx, ref)
-	if err == nil || errors.Is(err, workload.ErrNotHeld) {
-		m.mu.Lock()
+	// An unknown delete is tried again: the row is ours alone, so "not
+	// there" after an unknown outcome means the first delete applied.
+	for try := 0; try < 3 && errors.Is(err, workload.ErrUnknown) && ctx.Err() == nil; try++ {
+		if err = m.ReleaseLock(ctx, ref); errors.Is(err, workload.ErrNotHeld) {
+			err = nil
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case err == nil || errors.Is(err, workload.ErrNotHeld):
 		delete(m.refs, k)
-		m.mu.Unlock()
+	case errors.Is(err, workload.ErrUnknown):
+		// Left in the queue it would block every other client for good
+		// (refs never expire): the next Acquire deletes it.
+		m.leftovers = append(m.leftovers, ref)
 	}
 	return err
+}
+
+// dropLeftovers deletes refs that earlier calls may have left in queues.
+func (m *Music) dropLeftovers(ctx context.Context) {
+	m.mu.Lock()
+	refs := m.leftovers
+	m.leftovers = nil
+	m.mu.Unlock()
+	if len(refs) == 0 {
+		return
+	}
+	left := m.dropAll(ctx, refs)
+	m.mu.Lock()
+	m.leftovers = append(m.leftovers, left...)
+	for k, r := range m.refs {
+		if !slices.Contains(left, r) && slices.Contains(refs, r) {
+			delete(m.refs, k)
+		}
+	}
+	m.mu.Unlock()
 }
 
 // Ref returns the ref behind a grant this instance made.
