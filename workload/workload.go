@@ -359,6 +359,13 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 		return err
 	}
 
+	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
+		// The grant came back already expired (a slow acquire under load):
+		// a client checks its lease before it writes, so it skips the
+		// critical section. A pause after this check is what the
+		// client-pause nemesis injects; this is not that.
+		return w.release(ctx, i, lock, g)
+	}
 	t, err := w.add(ctx, i, proc, g)
 	switch {
 	case err != nil:

@@ -428,3 +428,30 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// expiredLock grants leases that are already over when Acquire returns.
+type expiredLock struct{}
+
+func (expiredLock) Acquire(ctx context.Context, name, owner string) (Grant, error) {
+	return Grant{Lock: name, Owner: owner, Deadline: time.Now().Add(-time.Millisecond), Lease: time.Millisecond}, nil
+}
+func (expiredLock) Release(ctx context.Context, g Grant) error { return nil }
+
+// A client never enters its critical section with a grant it already knows
+// to be expired.
+func TestExpiredGrantSkipsCriticalSection(t *testing.T) {
+	h := &memHistory{start: time.Now()}
+	w, err := New(func(int, Clock) (Lock, error) { return expiredLock{}, nil }, newFakeSet(), h, WithClients(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w, 100*time.Millisecond)
+	ops := h.all()
+	checkWellFormed(t, ops)
+	if n := count(ops, history.FAcquire, history.OK); n == 0 || count(ops, history.FRelease, history.OK) != n {
+		t.Errorf("%d ok acquires, %d ok releases", n, count(ops, history.FRelease, history.OK))
+	}
+	if n := count(ops, history.FAdd, history.Invoke); n != 0 {
+		t.Errorf("%d adds with expired grants", n)
+	}
+}
