@@ -441,7 +441,7 @@ func (expiredLock) Release(ctx context.Context, g Grant) error { return nil }
 // to be expired.
 func TestExpiredGrantSkipsCriticalSection(t *testing.T) {
 	h := &memHistory{start: time.Now()}
-	w, err := New(func(int, Clock) (Lock, error) { return expiredLock{}, nil }, newFakeSet(), h, WithClients(2))
+	w, err := New(func(int, Clock) (Lock, error) { return expiredLock{}, nil }, newFakeSet(), h, WithClients(2), WithStagger(0))
 	if err != nil {
 		t.Fatal(err)
 	}
