@@ -208,6 +208,9 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	clusterName := fs.String("cluster", "lockcheck", "name of the cluster started by `lockcheck cluster up` (without --hosts)")
 	rf := fs.Int("rf", 0, "with --hosts: replication factor if the keyspace must be created (default: hosts, at most 3)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid
+		}
 		return exitError
 	}
 	if fs.NArg() > 0 {
