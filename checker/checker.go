@@ -243,6 +243,7 @@ func check(ctx context.Context, ops []history.Op, cfg config) (Result, error) {
 		out.result.Seconds = time.Since(t0).Seconds()
 	}
 	holds := h.holds()
+	fenced := res.Promise == history.PromiseFenced
 	wg.Add(4)
 	go timed(&mutex, func() checkOutput { return h.checkMutex(holds) })
 	go timed(&linear, func() checkOutput {
@@ -250,7 +251,7 @@ func check(ctx context.Context, ops []history.Op, cfg config) (Result, error) {
 		lin = l
 		return out
 	})
-	go timed(&resource, func() checkOutput { return h.checkResource(holds) })
+	go timed(&resource, func() checkOutput { return h.checkResource(holds, fenced) })
 	go timed(&stats, func() checkOutput {
 		st = h.stats()
 		return checkOutput{result: CheckResult{Name: CheckStatistics, Verdict: Valid, Detail: st.summary()}}
@@ -260,7 +261,6 @@ func check(ctx context.Context, ops []history.Op, cfg config) (Result, error) {
 	res.Linearizability = lin
 	res.Holds = holds
 
-	fenced := res.Promise == history.PromiseFenced
 	res.Verdict = Valid
 	for _, out := range []*checkOutput{&mutex, &linear, &resource, &stats} {
 		cr := out.result

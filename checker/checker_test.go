@@ -304,6 +304,30 @@ func TestRules(t *testing.T) {
 			anomalies: "lost-add",
 		},
 		{
+			name: "fenced promise: a write acknowledged late, before the newer holder wrote, is a finding",
+			h: (&b{}).op(0, -1, N, "meta", "", meta(history.PromiseFenced)).
+				op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(10)).
+				op(5, 0, I, "add", "l", val(1)).
+				op(15, 1, I, "acquire", "l").op(16, 1, K, "acquire", "l", lease(100)).
+				op(20, 1, I, "add", "l", val(2)).
+				op(30, 0, K, "add", "l", val(1)).
+				op(31, 1, K, "add", "l", val(2)).
+				op(40, 2, I, "read", "l").op(41, 2, K, "read", "l", val([]int{1, 2})),
+			verdict: Valid, mutex: Valid, linear: Valid, resource: Valid,
+			findings: "late-write",
+		},
+		{
+			name: "fenced promise: a write invoked after a newer holder's write returned is stale",
+			h: (&b{}).op(0, -1, N, "meta", "", meta(history.PromiseFenced)).
+				op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(10)).
+				op(15, 1, I, "acquire", "l").op(16, 1, K, "acquire", "l", lease(100)).
+				op(20, 1, I, "add", "l", val(2)).op(21, 1, K, "add", "l", val(2)).
+				op(25, 0, I, "add", "l", val(1)).op(30, 0, K, "add", "l", val(1)).
+				op(40, 2, I, "read", "l").op(41, 2, K, "read", "l", val([]int{1, 2})),
+			verdict: Invalid, mutex: Valid, linear: Valid, resource: Invalid,
+			anomalies: "stale-holder-write",
+		},
+		{
 			name: "mutex promise judges everything",
 			h: (&b{}).op(0, -1, N, "meta", "", meta(history.PromiseMutex)).
 				hold(0, "l", 0, 10, 0).hold(1, "l", 5, 10, 0),

@@ -23,6 +23,13 @@ import (
 //     a stale-holder write; one by a process that never held the lock is one
 //     too. An add that merely outlived its process's hold while nobody else
 //     acquired is a late-write finding: nobody could have been harmed.
+//   - under the fenced promise the resource orders writes by token, not by
+//     time: a write acknowledged after a newer holder acquired is legal as
+//     long as the resource had not yet seen a newer token. Only an add
+//     invoked after an ok add of a newer hold had returned proves the
+//     resource took a stale token; the others are late-write findings. (A
+//     stale write that lands after the newer one and overwrites it shows up
+//     as a lost-add.)
 
 // elemKey is an element's canonical JSON text.
 func elemKey(raw json.RawMessage) string {
@@ -42,7 +49,7 @@ type lockRes struct {
 	reads []*call
 }
 
-func (h *hist) checkResource(holds []Hold) checkOutput {
+func (h *hist) checkResource(holds []Hold, fenced bool) checkOutput {
 	out := checkOutput{result: CheckResult{Name: CheckResource, Verdict: Valid}}
 	perKind := map[string]int{}
 	byLock := map[string]*lockRes{}
@@ -91,6 +98,10 @@ func (h *hist) checkResource(holds []Hold) checkOutput {
 	var nAnom, nAdds, noFinal int
 	for _, l := range locks {
 		r := byLock[l]
+		var seen tokenOrder
+		if fenced {
+			seen = newTokenOrder(r.okAdd, mine, l)
+		}
 		nAdds += len(r.okAdd)
 		var final *call
 		var finalSet map[string]int
@@ -186,6 +197,14 @@ func (h *hist) checkResource(holds []Hold) checkOutput {
 					break
 				}
 			}
+			if newer != nil && fenced && !seen.newerReturnedBefore(hd.Start, a.inv) {
+				out.findings = append(out.findings, Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l, Processes: []int{a.proc, newer.Process},
+					Start: max(hd.End, a.inv), End: a.ret,
+					Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s after its hold ended (%s at %s) and process %d acquired at %s, but before any add of a newer hold returned: a fenced resource may order it first",
+						a.proc, l, fmtTime(a.ret), hd.Ended, fmtTime(hd.End), newer.Process, fmtTime(newer.Start)),
+					Ops: h.opsOf(a)})
+				continue
+			}
 			if newer != nil {
 				nAnom++
 				ops := h.opsOf(a)
@@ -220,6 +239,42 @@ func (h *hist) checkResource(holds []Hold) checkOutput {
 		out.result.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale", nAdds, len(locks))
 	}
 	return out
+}
+
+// tokenOrder answers, for a fenced resource, whether an add of a hold newer
+// than a given one had returned by a given time: ok adds sorted by return,
+// with the latest hold start among those returned so far.
+type tokenOrder struct {
+	ret       []int64
+	maxHoldAt []int64
+}
+
+func newTokenOrder(adds []*call, mine map[procLock][]*Hold, lock string) tokenOrder {
+	type entry struct{ ret, holdStart int64 }
+	es := make([]entry, 0, len(adds))
+	for _, a := range adds {
+		ph := mine[procLock{a.proc, lock}]
+		i := sort.Search(len(ph), func(i int) bool { return ph[i].Start > a.inv }) - 1
+		if i < 0 {
+			continue // not in any hold: carries no token
+		}
+		es = append(es, entry{a.ret, ph[i].Start})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].ret < es[j].ret })
+	t := tokenOrder{ret: make([]int64, len(es)), maxHoldAt: make([]int64, len(es))}
+	latest := int64(-1 << 62)
+	for i, e := range es {
+		latest = max(latest, e.holdStart)
+		t.ret[i], t.maxHoldAt[i] = e.ret, latest
+	}
+	return t
+}
+
+// newerReturnedBefore: did an ok add of a hold that started after holdStart
+// return before t?
+func (o tokenOrder) newerReturnedBefore(holdStart, t int64) bool {
+	i := sort.Search(len(o.ret), func(i int) bool { return o.ret[i] >= t }) - 1
+	return i >= 0 && o.maxHoldAt[i] > holdStart
 }
 
 func (h *hist) readSet(rd *call) (map[string]int, error) {
