@@ -44,7 +44,22 @@ for i in $(seq 1 "$runs"); do
   "$lc" cluster down --name "$name" >/dev/null
   t=$(secs)
   "$lc" cluster up --name "$name" >/dev/null 2>"$dir/up.log"
-  echo "cluster up (3 nodes, cached image) run $i: $(since "$t") s  load $(cut -d' ' -f1 /proc/loadavg)"
+  wall=$(since "$t")
+  # CPU the nodes used until up (JVMs and nodetool), from their cgroups
+  # (cgroup v1 or v2): the figure that does not depend on the load.
+  cpu=0
+  for id in $(docker ps -q --no-trunc --filter "label=io.lockcheck.cluster=$name"); do
+    for f in /sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage /sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat; do
+      [ -r "$f" ] || continue
+      case $f in
+        *cpuacct.usage) ns=$(cat "$f") ;;
+        *) ns=$(($(awk '/^usage_usec/{print $2}' "$f") * 1000)) ;;
+      esac
+      cpu=$(echo "$cpu + $ns / 1000000000" | bc -l)
+    done
+  done
+  printf 'cluster up (3 nodes, cached image) run %d: %s s wall, %.1f s CPU in the nodes, load %s\n' \
+    "$i" "$wall" "$cpu" "$(cut -d' ' -f1 /proc/loadavg)"
 done
 
 sleep 30

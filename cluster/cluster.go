@@ -33,6 +33,8 @@ type Cluster struct {
 	netName  string
 	keyspace string
 	nodes    []*Node
+	// healthReady: WaitHealthy's table exists.
+	healthReady bool
 }
 
 // Paths inside a node.
@@ -415,6 +417,11 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 		if errors.As(err, &fatal) {
 			return err
 		}
+		if ctx.Err() != nil && last != nil {
+			// err is only the deadline cutting a check short: keep the
+			// reason seen before.
+			return fmt.Errorf("cluster %s not healthy: %w (last: %v)", c.cfg.name, ctx.Err(), last)
+		}
 		if last == nil || err.Error() != last.Error() {
 			c.log.Debug("not healthy yet", "err", err)
 		}
@@ -475,26 +482,65 @@ func (c *Cluster) checkHealthy(ctx context.Context, cql map[string]bool) error {
 		}
 		cql[n.Name] = true
 	}
-	// Every node's own view of the ring, all at once (each is a short JVM).
+	if !c.healthReady {
+		if err := c.createHealthTable(ctx); err != nil {
+			return err
+		}
+		c.healthReady = true
+	}
+	// Every node's own view: a read at consistency ALL of a table with a
+	// replica on every node, coordinated by each node in turn. A
+	// coordinator whose failure detector holds any node down refuses it at
+	// once (Unavailable); one that sees all up gets every replica's answer.
+	// (nodetool status says the same for a JVM start of a few CPU seconds a
+	// node; `lockcheck cluster status` uses it.)
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
-		wg.Go(func() {
-			view, err := n.ringView(ctx)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			for _, m := range c.nodes {
-				if st := view[m.IP]; st != "UN" {
-					errs[i] = fmt.Errorf("%s sees %s as %q", n.Name, m.Name, st)
-					return
-				}
-			}
-		})
+		wg.Go(func() { errs[i] = n.seesAllUp(ctx) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// healthKeyspace holds one empty table replicated to every node, for
+// WaitHealthy's reads at consistency ALL.
+const healthKeyspace = "lockcheck_health"
+
+func (c *Cluster) createHealthTable(ctx context.Context) error {
+	s, err := createSession(ctx, clusterConfig(c.log, "", c.Hosts()...))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}`, healthKeyspace, len(c.nodes)),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.probe (k int PRIMARY KEY)`, healthKeyspace),
+	} {
+		if err := s.Query(q).ExecContext(ctx); err != nil {
+			return fmt.Errorf("health table: %w", err)
+		}
+	}
+	if err := s.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("health table: schema agreement: %w", err)
+	}
+	return nil
+}
+
+// seesAllUp reads the health table at ALL with n as coordinator.
+func (n *Node) seesAllUp(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := pinnedSession(cctx, n.c.log, "", n.IP)
+	if err != nil {
+		return fmt.Errorf("%s: %w", n.Name, err)
+	}
+	defer s.Close()
+	err = s.Query(`SELECT k FROM ` + healthKeyspace + `.probe WHERE k = 0`).Consistency(gocql.All).IterContext(cctx).Close()
+	if err != nil {
+		return fmt.Errorf("%s does not see every node up: %w", n.Name, err)
+	}
+	return nil
 }
 
 func lastLine(s string) string {

@@ -365,3 +365,30 @@ func TestStartStopLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitHealthySeesPartition: WaitHealthy judges each node's own view, so
+// a one-way partition (n1 drops what n3 sends) makes it fail, and it passes
+// again once healed.
+func TestWaitHealthySeesPartition(t *testing.T) {
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 4*time.Minute)
+	n1, _ := c.Node("n1")
+	n3, _ := c.Node("n3")
+	t.Cleanup(func() { n1.Exec(context.Background(), "iptables", "-w", "-F", "INPUT") })
+	if _, err := n1.Exec(ctx, "iptables", "-w", "-A", "INPUT", "-s", n3.IP, "-j", "DROP"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := c.WaitHealthy(wctx)
+	cancel()
+	if err == nil {
+		t.Fatal("WaitHealthy with n1 deaf to n3: no error")
+	}
+	t.Logf("partitioned: %v", err)
+	if _, err := n1.Exec(ctx, "iptables", "-w", "-F", "INPUT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("after healing: %v", err)
+	}
+}
