@@ -231,11 +231,21 @@ func (n *Nemesis) Run(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	var deck []string
 	for {
 		if !sleep(ctx, n.jitter()) {
 			return errors.Join(errs...)
 		}
-		kind := n.kinds[n.sched.IntN(len(n.kinds))]
+		// Kinds are dealt from a shuffled deck, so that every kind comes
+		// once in each round of len(kinds) faults: a short run still sees
+		// them all, in a seeded random order.
+		if len(deck) == 0 {
+			for _, j := range n.sched.Perm(len(n.kinds)) {
+				deck = append(deck, n.kinds[j])
+			}
+		}
+		kind := deck[0]
+		deck = deck[1:]
 		hold := n.jitter()
 		stop, err := n.start(ctx, kind, hold)
 		if err != nil {
@@ -249,6 +259,7 @@ func (n *Nemesis) Run(ctx context.Context) error {
 				return rerr
 			}
 			errs = append(errs, err)
+			deck = append(deck, kind) // tried again after the rest of the round
 			continue
 		}
 		sleep(ctx, hold)

@@ -311,6 +311,22 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 			t.Errorf("fault %s never started in %d lines", k, len(ops))
 		}
 	}
+	// Dealt from a deck: no kind runs twice before every kind ran once.
+	var order []string
+	for _, op := range ops {
+		if k, ok := strings.CutPrefix(op.F, "start-"); ok {
+			order = append(order, k)
+		}
+	}
+	for i := 0; i+len(Kinds) <= len(order); i += len(Kinds) {
+		round := slices.Clone(order[i : i+len(Kinds)])
+		slices.Sort(round)
+		want := slices.Clone(Kinds)
+		slices.Sort(want)
+		if !slices.Equal(round, want) {
+			t.Errorf("round %d of faults %v is not one of each kind", i/len(Kinds), order[i:i+len(Kinds)])
+		}
+	}
 	if last := ops[len(ops)-1]; last.F != "heal" {
 		t.Errorf("last line %q, want heal", last.F)
 	}
