@@ -129,10 +129,6 @@ func WithPoll(minPoll, maxPoll time.Duration) Option {
 	return func(c *config) { c.minPoll, c.maxPoll = minPoll, maxPoll }
 }
 
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
 // Bakery is Lamport's bakery algorithm over two tables (seed 003), one cell
 // per client and lock:
 //
@@ -164,7 +160,7 @@ var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 // New returns a bakery lock at QUORUM ("bakery"); WithConsistency(gocql.One)
 // gives "bakery-one".
 func New(s *gocql.Session, opts ...Option) *Bakery {
-	c := config{keyspace: "lockcheck", clock: realClock{}, consistency: gocql.Quorum, log: slog.Default(),
+	c := config{keyspace: "lockcheck", clock: workload.SystemClock{}, consistency: gocql.Quorum, log: slog.Default(),
 		minPoll: 2 * time.Millisecond, maxPoll: 100 * time.Millisecond}
 	for _, o := range opts {
 		o(&c)

@@ -66,14 +66,10 @@ func WithPoll(minPoll, maxPoll time.Duration) Option {
 	return func(c *config) { c.minPoll, c.maxPoll = minPoll, maxPoll }
 }
 
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
 func newConfig(defaultTable string, opts []Option) config {
 	c := config{
 		keyspace:    "lockcheck",
-		clock:       realClock{},
+		clock:       workload.SystemClock{},
 		ttl:         DefaultTTL,
 		margin:      -1,
 		consistency: gocql.Quorum,

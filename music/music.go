@@ -69,10 +69,6 @@ func WithPoll(minPoll, maxPoll time.Duration) Option {
 	return func(c *config) { c.minPoll, c.maxPoll = minPoll, maxPoll }
 }
 
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
 // Music is MUSIC's locking service on Cassandra LWTs (seed 001):
 //
 //	CREATE TABLE music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref))   -- ascending
@@ -124,7 +120,7 @@ func NewSeq(s *gocql.Session, opts ...Option) *Music { return newMusic(s, true, 
 var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
 func newMusic(s *gocql.Session, seq bool, opts []Option) *Music {
-	c := config{keyspace: "lockcheck", clock: realClock{}, consistency: gocql.One, defaultCL: true,
+	c := config{keyspace: "lockcheck", clock: workload.SystemClock{}, consistency: gocql.One, defaultCL: true,
 		log: slog.Default(), minPoll: 2 * time.Millisecond, maxPoll: 100 * time.Millisecond}
 	for _, o := range opts {
 		o(&c)

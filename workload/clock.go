@@ -20,3 +20,9 @@ func (c *SkewClock) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
 
 // Offset is the current offset.
 func (c *SkewClock) Offset() time.Duration { return time.Duration(c.offset.Load()) }
+
+// SystemClock is the machine's clock, the default of every recipe.
+type SystemClock struct{}
+
+// Now returns the machine's time.
+func (SystemClock) Now() time.Time { return time.Now() }
