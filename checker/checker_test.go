@@ -162,6 +162,22 @@ func TestRules(t *testing.T) {
 			anomalies: "non-linearizable",
 		},
 		{
+			name: "re-acquire after the lease ran out and another process held the lock in between",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(10)).
+				hold(1, "l", 20, 10, 10).
+				op(40, 0, I, "acquire", "l").op(41, 0, K, "acquire", "l", lease(10)).end(60),
+			verdict: Valid, mutex: Valid, linear: Valid, resource: Valid,
+		},
+		{
+			name: "renew ok after the lease ran out: a new hold from its return",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(10)).
+				hold(1, "l", 20, 10, 10).
+				op(40, 0, I, "renew", "l").op(41, 0, K, "renew", "l", lease(10)).
+				op(45, 2, I, "acquire", "l").op(46, 2, K, "acquire", "l", lease(10)).end(60),
+			verdict: Invalid, mutex: Invalid, linear: Invalid, resource: Valid,
+			anomalies: "overlapping-holds,non-linearizable",
+		},
+		{
 			name: "info acquire may never have taken effect",
 			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, N, "acquire", "l").
 				hold(1, "l", 2, 10, 0),

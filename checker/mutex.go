@@ -13,7 +13,9 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // Hold is an interval during which a process held a lock, as history.md
 // defines it: from its ok acquire until the earliest of the invocation of its
 // next release, the invocation of its last ok acquire or renew plus lease_ms,
-// and the end of the history. End is exclusive.
+// and the end of the history. End is exclusive. An ok acquire or renew
+// invoked after the lease ran out does not bridge the gap: the hold ended at
+// the expiry, and the grant starts a new one.
 type Hold struct {
 	Lock    string `json:"lock"`
 	Process int    `json:"process"`
@@ -85,10 +87,16 @@ func (h *hist) holds() []Hold {
 			key.lock = c.lock // a completion may omit the lock
 			exp := expiry(c.inv, c.leaseMS)
 			if o := cur[key]; o != nil {
-				o.expiry = exp // the last ok acquire or renew sets the lease
-				continue
-			}
-			if op.F == history.FRenew {
+				if c.inv < o.expiry {
+					o.expiry = exp // the last ok acquire or renew sets the lease
+					continue
+				}
+				// The lease ran out before this grant was invoked: the
+				// hold ended then, and another process may have held the
+				// lock in between. The new grant starts a new hold.
+				closeHold(o, o.expiry, "expired", nil)
+				delete(cur, key)
+			} else if op.F == history.FRenew {
 				continue // a renew ok without a hold starts nothing
 			}
 			cur[key] = &open{hold: Hold{Lock: c.lock, Process: c.proc, Start: op.Time, AcquireIdx: int(op.Index), acq: c}, expiry: exp}
