@@ -15,6 +15,7 @@ import (
 	"github.com/lockcheck/lockcheck/bakery"
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/workload"
+	"github.com/lockcheck/lockcheck/workload/locktest"
 )
 
 func TestMain(m *testing.M) { clustertest.Main(m) }
@@ -120,55 +121,9 @@ func TestTwoContendersExactlyOneWins(t *testing.T) {
 
 func TestNoLostIncrements(t *testing.T) {
 	s, ks, prefix := setup(t)
-	ctx := context.Background()
-	if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + ks + `.test_counter (name text PRIMARY KEY, n bigint)`).ExecContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	name := prefix
-	const clients, each = 5, 6
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for c := range clients {
-		l := bakery.New(s, bakery.WithKeyspace(ks))
-		wg.Go(func() {
-			for range each {
-				if err := increment(ctx, s, ks, l, name, fmt.Sprint("c", c)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var n int64
-	if err := s.Query(`SELECT n FROM `+ks+`.test_counter WHERE name = ?`, name).Consistency(gocql.Quorum).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n != clients*each {
-		t.Fatalf("counter %d after %d increments", n, clients*each)
-	}
-}
-
-func increment(ctx context.Context, s *gocql.Session, ks string, l workload.Lock, name, owner string) error {
-	g, err := l.Acquire(ctx, name, owner)
-	if err != nil {
-		return err
-	}
-	var n int64
-	err = s.Query(`SELECT n FROM `+ks+`.test_counter WHERE name = ?`, name).Consistency(gocql.Quorum).ScanContext(ctx, &n)
-	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
-		return err
-	}
-	if err := s.Query(`UPDATE `+ks+`.test_counter SET n = ? WHERE name = ?`, n+1, name).Consistency(gocql.Quorum).ExecContext(ctx); err != nil {
-		return err
-	}
-	return l.Release(ctx, g)
+	locktest.NoLostIncrements(t, s, ks, prefix, 5, 6, func() workload.Lock {
+		return bakery.New(s, bakery.WithKeyspace(ks))
+	})
 }
 
 // The documented flaw: a client whose clock steps back writes its new
