@@ -88,7 +88,7 @@ func (e *Election) TryClaim(ctx context.Context, group, identity string, ttl tim
 	q := fmt.Sprintf(`INSERT INTO %s (%s, %s) VALUES (?, ?) IF NOT EXISTS USING TTL ?`, e.table, e.group, e.leader)
 	applied, err := workload.LWT(e.s.Query(q, group, identity, ttlSeconds(ttl))).MapScanCASContext(ctx, cur)
 	if err != nil {
-		return Token{}, fmt.Errorf("claim %q: %w", group, workload.Classify(err))
+		return Token{}, fmt.Errorf("claim %q: %w", group, workload.ClassifyLWT(err))
 	}
 	if applied {
 		return tok, nil
@@ -110,7 +110,7 @@ func (e *Election) Heartbeat(ctx context.Context, tok Token) (Token, error) {
 	applied, err := workload.LWT(e.s.Query(q, ttlSeconds(tok.TTL), tok.Identity, tok.Group, tok.Identity)).
 		MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
-		return tok, fmt.Errorf("heartbeat %q: %w", tok.Group, workload.Classify(err))
+		return tok, fmt.Errorf("heartbeat %q: %w", tok.Group, workload.ClassifyLWT(err))
 	}
 	if !applied {
 		return tok, fmt.Errorf("heartbeat %q by %q: %w", tok.Group, tok.Identity, workload.ErrNotHeld)
@@ -124,7 +124,7 @@ func (e *Election) Relinquish(ctx context.Context, tok Token) error {
 	q := fmt.Sprintf(`DELETE FROM %s WHERE %s = ? IF %s = ?`, e.table, e.group, e.leader)
 	applied, err := workload.LWT(e.s.Query(q, tok.Group, tok.Identity)).MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
-		return fmt.Errorf("relinquish %q: %w", tok.Group, workload.Classify(err))
+		return fmt.Errorf("relinquish %q: %w", tok.Group, workload.ClassifyLWT(err))
 	}
 	if !applied {
 		return fmt.Errorf("relinquish %q by %q: %w", tok.Group, tok.Identity, workload.ErrNotHeld)

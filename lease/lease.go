@@ -224,7 +224,7 @@ func (l *Lease) tryPlain(ctx context.Context, name, owner string, ttl time.Durat
 	applied, err := workload.LWT(l.s.Query(`INSERT INTO `+l.table+` (name, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?`,
 		name, owner, ttlSeconds(ttl)).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
 	if err != nil {
-		return workload.Grant{}, nil, fmt.Errorf("acquire %q: %w", name, workload.Classify(err))
+		return workload.Grant{}, nil, fmt.Errorf("acquire %q: %w", name, workload.ClassifyLWT(err))
 	}
 	if applied {
 		return workload.Grant{Lock: name, Owner: owner}, nil, nil
@@ -265,7 +265,7 @@ func (l *Lease) tryFenced(ctx context.Context, name, owner string, ttl time.Dura
 			iter.Close()
 		}
 		if err != nil {
-			return workload.Grant{}, nil, fmt.Errorf("acquire %q: %w", name, workload.Classify(err))
+			return workload.Grant{}, nil, fmt.Errorf("acquire %q: %w", name, workload.ClassifyLWT(err))
 		}
 		if applied {
 			l.learn(name, fence+1)
@@ -317,7 +317,7 @@ func (l *Lease) renew(ctx context.Context, g workload.Grant, ttl time.Duration, 
 	applied, err := workload.LWT(l.s.Query(`UPDATE `+l.table+` USING TTL ? `+set+cond, args...).
 		Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
 	if err != nil {
-		return g, fmt.Errorf("renew %q: %w", g.Lock, workload.Classify(err))
+		return g, fmt.Errorf("renew %q: %w", g.Lock, workload.ClassifyLWT(err))
 	}
 	if !applied {
 		return g, fmt.Errorf("renew %q by %q: holder %v: %w", g.Lock, g.Owner, cur["owner"], workload.ErrNotHeld)
@@ -340,7 +340,7 @@ func (l *Lease) Release(ctx context.Context, g workload.Grant) error {
 	cur := map[string]any{}
 	applied, err := workload.LWT(l.s.Query(q, args...).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
 	if err != nil {
-		return fmt.Errorf("release %q: %w", g.Lock, workload.Classify(err))
+		return fmt.Errorf("release %q: %w", g.Lock, workload.ClassifyLWT(err))
 	}
 	if !applied {
 		return fmt.Errorf("release %q by %q: holder %v: %w", g.Lock, g.Owner, cur["owner"], workload.ErrNotHeld)
@@ -359,7 +359,7 @@ func (l *Lease) ReleaseOwner(ctx context.Context, name, owner string) error {
 	cur := map[string]any{}
 	applied, err := workload.LWT(l.s.Query(q, name, owner).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
 	if err != nil {
-		return fmt.Errorf("release %q: %w", name, workload.Classify(err))
+		return fmt.Errorf("release %q: %w", name, workload.ClassifyLWT(err))
 	}
 	if applied {
 		return nil

@@ -126,6 +126,22 @@ func Classify(err error) error {
 	return fmt.Errorf("cassandra: %w", err)
 }
 
+// ClassifyLWT is Classify for a lightweight transaction. It differs in one
+// row: Unavailable. Before the Paxos round starts the coordinator checks the
+// replicas at the serial consistency (SERIAL, LOCAL_SERIAL) and nothing
+// happened; but Paxos v1 checks them again at the commit consistency (QUORUM)
+// after a quorum accepted the proposal, which the next round on the partition
+// then completes. An Unavailable at any other consistency than a serial one is
+// therefore an unknown outcome for an LWT.
+func ClassifyLWT(err error) error {
+	var u *gocql.RequestErrUnavailable
+	if errors.As(err, &u) && u.Consistency != gocql.Serial && u.Consistency != gocql.LocalSerial &&
+		!errors.Is(err, ErrUnknown) {
+		return fmt.Errorf("%w: unavailable at commit, after the proposal: %w", ErrUnknown, err)
+	}
+	return Classify(err)
+}
+
 // ClassifyRead wraps err from a read. A read has no effect, so whatever went
 // wrong it failed: the result never wraps ErrUnknown (unless err already did).
 func ClassifyRead(err error) error {

@@ -59,3 +59,42 @@ func TestClassify(t *testing.T) {
 		t.Fatal("nil must stay nil")
 	}
 }
+
+// An LWT that gets Unavailable at its commit consistency (QUORUM) failed in
+// Paxos v1's commit phase, after a quorum accepted the proposal: the write
+// will be completed by the next round, so the outcome is unknown. Only an
+// Unavailable at SERIAL/LOCAL_SERIAL (before the Paxos round started) is a
+// definite failure.
+func TestClassifyLWT(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want Outcome
+	}{
+		{"unavailable at serial, before paxos", &gocql.RequestErrUnavailable{Consistency: gocql.Serial, Required: 2, Alive: 1}, Failed},
+		{"unavailable at local serial", &gocql.RequestErrUnavailable{Consistency: gocql.LocalSerial, Required: 2, Alive: 1}, Failed},
+		{"unavailable at commit (quorum)", &gocql.RequestErrUnavailable{Consistency: gocql.Quorum, Required: 2, Alive: 1}, Unknown},
+		{"unavailable at commit, wrapped", fmt.Errorf("x: %w", &gocql.RequestErrUnavailable{Consistency: gocql.LocalQuorum}), Unknown},
+		{"cas write timeout", &gocql.RequestErrWriteTimeout{WriteType: "CAS"}, Unknown},
+		{"serial read timeout", &gocql.RequestErrReadTimeout{Consistency: gocql.Serial}, Failed},
+		{"no connections", gocql.ErrNoConnections, Failed},
+		{"client timeout", gocql.ErrTimeoutNoResponse, Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ClassifyLWT(tt.err)
+			if got := errors.Is(c, ErrUnknown); got != (tt.want == Unknown) {
+				t.Fatalf("errors.Is(ClassifyLWT(%v), ErrUnknown) = %v, want outcome %v", tt.err, got, tt.want)
+			}
+			if got := ClassifyOutcome(c); got != tt.want {
+				t.Fatalf("ClassifyOutcome(ClassifyLWT(err)) = %v, want %v", got, tt.want)
+			}
+			if !errors.Is(c, tt.err) && !errors.Is(tt.err, c) {
+				t.Fatalf("ClassifyLWT lost the cause: %v", c)
+			}
+		})
+	}
+	if ClassifyLWT(nil) != nil {
+		t.Fatal("nil must stay nil")
+	}
+}

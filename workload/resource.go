@@ -122,7 +122,7 @@ func (r *CassandraResource) Add(ctx context.Context, lock string, elem int64, to
 	applied, err := LWT(r.s.Query(`UPDATE `+r.table()+` SET elems = ?, fence = ? WHERE name = ? IF fence <= ?`,
 		elems, token, lock, token)).ScanCASContext(ctx, &seen)
 	if err != nil {
-		return fmt.Errorf("add: %w", Classify(err))
+		return fmt.Errorf("add: %w", ClassifyLWT(err))
 	}
 	if !applied {
 		return fmt.Errorf("add: token %d, resource has seen %d: %w", token, deref(seen), ErrStaleToken)
@@ -137,7 +137,7 @@ func (r *CassandraResource) register(ctx context.Context, lock string, token int
 		applied, err := LWT(r.s.Query(`UPDATE `+r.table()+` SET fence = ? WHERE name = ? IF fence <= ?`,
 			token, lock, token)).ScanCASContext(ctx, &seen)
 		if err != nil {
-			return fmt.Errorf("add: register token: %w", Classify(err))
+			return fmt.Errorf("add: register token: %w", ClassifyLWT(err))
 		}
 		if applied {
 			return nil
@@ -150,7 +150,7 @@ func (r *CassandraResource) register(ctx context.Context, lock string, token int
 		applied, err = LWT(r.s.Query(`INSERT INTO `+r.table()+` (name, fence) VALUES (?, ?) IF NOT EXISTS`,
 			lock, token)).MapScanCASContext(ctx, m)
 		if err != nil {
-			return fmt.Errorf("add: register token: %w", Classify(err))
+			return fmt.Errorf("add: register token: %w", ClassifyLWT(err))
 		}
 		if applied {
 			return nil
@@ -159,7 +159,7 @@ func (r *CassandraResource) register(ctx context.Context, lock string, token int
 		applied, err = LWT(r.s.Query(`UPDATE `+r.table()+` SET fence = ? WHERE name = ? IF fence = null`,
 			token, lock)).MapScanCASContext(ctx, map[string]any{})
 		if err != nil {
-			return fmt.Errorf("add: register token: %w", Classify(err))
+			return fmt.Errorf("add: register token: %w", ClassifyLWT(err))
 		}
 		if applied {
 			return nil
