@@ -88,7 +88,7 @@ func lockdHandler(svc lockService, log *slog.Logger) http.Handler {
 		case errors.As(err, &held):
 			writeJSON(w, http.StatusConflict, errorResponse{Error: "held by another owner", Holder: held.Holder})
 		default:
-			unavailable(w, log, "acquire", name, err)
+			unavailable(w, log, "acquire", name, err, workload.ClassifyOutcome(err))
 		}
 	})
 	mux.HandleFunc("DELETE /v1/locks/{name}", func(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +106,7 @@ func lockdHandler(svc lockService, log *slog.Logger) http.Handler {
 		case errors.Is(err, workload.ErrNotHeld):
 			writeJSON(w, http.StatusNotFound, errorResponse{Error: "not held"})
 		default:
-			unavailable(w, log, "release", name, err)
+			unavailable(w, log, "release", name, err, workload.ClassifyOutcome(err))
 		}
 	})
 	mux.HandleFunc("GET /v1/locks/{name}", func(w http.ResponseWriter, r *http.Request) {
@@ -117,7 +117,8 @@ func lockdHandler(svc lockService, log *slog.Logger) http.Handler {
 		h, err := svc.Holder(r.Context(), name)
 		switch {
 		case err != nil:
-			unavailable(w, log, "read", name, err)
+			// A read has no effect: it failed, whatever the error.
+			unavailable(w, log, "read", name, err, workload.Failed)
 		case h.Owner == "":
 			writeJSON(w, http.StatusNotFound, errorResponse{Error: "not held"})
 		default:
@@ -129,8 +130,8 @@ func lockdHandler(svc lockService, log *slog.Logger) http.Handler {
 
 // unavailable answers 503 with Retry-After, telling an unknown outcome from
 // a definite failure in the body.
-func unavailable(w http.ResponseWriter, log *slog.Logger, op, name string, err error) {
-	outcome := workload.ClassifyOutcome(err).String()
+func unavailable(w http.ResponseWriter, log *slog.Logger, op, name string, err error, o workload.Outcome) {
+	outcome := o.String()
 	log.Warn("lockd: "+op+" failed", "lock", name, "outcome", outcome, "err", err)
 	w.Header().Set("Retry-After", retryAfter)
 	writeJSON(w, http.StatusServiceUnavailable, errorResponse{Error: err.Error(), Outcome: outcome})

@@ -117,6 +117,9 @@ func TestLockdHandler(t *testing.T) {
 			{method: "DELETE", path: "/v1/locks/x", owner: "a", failWith: fmt.Errorf("release: %w", workload.ErrUnknown),
 				wantCode: 503, wantBody: map[string]any{"outcome": "unknown"}},
 			{method: "GET", path: "/v1/locks/x", failWith: fmt.Errorf("read: unavailable"), wantCode: 503},
+			// A read has no effect: whatever went wrong, its outcome is not unknown.
+			{method: "GET", path: "/v1/locks/x", failWith: workload.ClassifyRead(context.DeadlineExceeded),
+				wantCode: 503, wantBody: map[string]any{"outcome": "failed"}},
 		}},
 		{"bad requests", []step{
 			{method: "PUT", path: "/v1/locks/db", wantCode: 400, wantNoCall: true},
