@@ -212,10 +212,31 @@ func (l *Lease) TryAcquire(ctx context.Context, name, owner string, ttl time.Dur
 	fence, _ := cur["fence"].(int64)
 	g, err = l.renew(ctx, workload.Grant{Lock: name, Owner: owner, Token: fence}, ttl, nil)
 	if errors.Is(err, workload.ErrNotHeld) {
-		// It expired or moved between the two rounds: a definite miss.
-		return workload.Grant{}, false, fmt.Errorf("acquire %q: %w", name, workload.ErrNotAcquired)
+		return workload.Grant{}, false, acquireMiss(name, err)
 	}
 	return g, err == nil, err
+}
+
+// notHeldError is a renew's miss: who held the lease instead ("" = nobody).
+type notHeldError struct {
+	Lock, Owner, Holder string
+}
+
+func (e *notHeldError) Error() string {
+	return fmt.Sprintf("renew %q by %q: holder %q: %v", e.Lock, e.Owner, e.Holder, workload.ErrNotHeld)
+}
+
+func (e *notHeldError) Unwrap() error { return workload.ErrNotHeld }
+
+// acquireMiss is a re-entrant acquire whose renew missed: the lease expired
+// or moved between the two rounds, a definite miss. When another owner took
+// it, the miss names that holder (*HeldError), as a first round would have.
+func acquireMiss(name string, err error) error {
+	var nh *notHeldError
+	if errors.As(err, &nh) && nh.Holder != "" && nh.Holder != nh.Owner {
+		return &HeldError{Lock: name, Holder: nh.Holder}
+	}
+	return fmt.Errorf("acquire %q: %w (%v)", name, workload.ErrNotAcquired, err)
 }
 
 // tryPlain returns a grant with Owner set when applied, else the current row.
@@ -320,7 +341,8 @@ func (l *Lease) renew(ctx context.Context, g workload.Grant, ttl time.Duration, 
 		return g, fmt.Errorf("renew %q: %w", g.Lock, workload.ClassifyLWT(err))
 	}
 	if !applied {
-		return g, fmt.Errorf("renew %q by %q: holder %v: %w", g.Lock, g.Owner, cur["owner"], workload.ErrNotHeld)
+		h, _ := cur["owner"].(string)
+		return g, &notHeldError{Lock: g.Lock, Owner: g.Owner, Holder: h}
 	}
 	v := validity(ttl, l.cfg.margin)
 	g.Deadline, g.Lease = start.Add(v), v

@@ -71,3 +71,34 @@ func TestRecipes(t *testing.T) {
 		t.Errorf("missing recipes %v", want)
 	}
 }
+
+// A re-entrant acquire renews; when the renew misses because another owner
+// took the lease between the two rounds, the acquire must name that holder
+// (lockd answers 409 with it), not report a bare failure.
+func TestAcquireMissAfterRenew(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantHolder string // "" = not a HeldError
+		wantIs     error
+	}{
+		{"taken by another", &notHeldError{Lock: "l", Owner: "a", Holder: "b"}, "b", workload.ErrHeldByOther},
+		{"expired", &notHeldError{Lock: "l", Owner: "a"}, "", workload.ErrNotAcquired},
+		{"ours again, other token", &notHeldError{Lock: "l", Owner: "a", Holder: "a"}, "", workload.ErrNotAcquired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, workload.ErrNotHeld) {
+				t.Fatalf("notHeldError must wrap ErrNotHeld: %v", tt.err)
+			}
+			err := acquireMiss("l", tt.err)
+			if !errors.Is(err, tt.wantIs) || errors.Is(err, workload.ErrUnknown) {
+				t.Fatalf("acquireMiss = %v, want %v", err, tt.wantIs)
+			}
+			var held *HeldError
+			if got := errors.As(err, &held); got != (tt.wantHolder != "") || (got && held.Holder != tt.wantHolder) {
+				t.Fatalf("acquireMiss = %v, want holder %q", err, tt.wantHolder)
+			}
+		})
+	}
+}
