@@ -180,7 +180,7 @@ func (m *Music) CreateLockRef(ctx context.Context, key string) (Ref, error) {
 	applied, err := workload.LWT(m.s.Query(`INSERT INTO `+m.locks+` (key, ref) VALUES (?, ?) IF NOT EXISTS`, key, ref.UUID)).
 		MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
-		return ref, fmt.Errorf("createLockRef %q: %w", key, workload.Classify(err))
+		return ref, fmt.Errorf("createLockRef %q: %w", key, workload.ClassifyLWT(err))
 	}
 	if !applied { // a time UUID collision: certainly not ours
 		return Ref{}, fmt.Errorf("createLockRef %q: ref %v exists: %w", key, ref.UUID, workload.ErrNotAcquired)
@@ -215,7 +215,7 @@ func (m *Music) createSeq(ctx context.Context, key string) (Ref, error) {
 			iter.Close()
 		}
 		if err != nil {
-			return ref, fmt.Errorf("createLockRef %q: %w", key, workload.Classify(err))
+			return ref, fmt.Errorf("createLockRef %q: %w", key, workload.ClassifyLWT(err))
 		}
 		if applied {
 			m.learn(key, g+1)
@@ -266,7 +266,7 @@ func (m *Music) ReleaseLock(ctx context.Context, ref Ref) error {
 	}
 	applied, err := workload.LWT(q).MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
-		return fmt.Errorf("releaseLock %v: %w", ref, workload.Classify(err))
+		return fmt.Errorf("releaseLock %v: %w", ref, workload.ClassifyLWT(err))
 	}
 	if !applied {
 		return fmt.Errorf("releaseLock %v: %w", ref, workload.ErrNotHeld)
