@@ -178,6 +178,14 @@ func TestRules(t *testing.T) {
 			anomalies: "overlapping-holds,non-linearizable",
 		},
 		{
+			name: "an acquire that returns late cannot take effect before an earlier-returning acquire that needs it",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(10)).
+				op(2, 1, I, "acquire", "l").op(20, 1, K, "acquire", "l", lease(1)).
+				op(4, 2, I, "acquire", "l").op(6, 2, K, "acquire", "l", lease(10)).end(30),
+			verdict: Invalid, mutex: Invalid, linear: Invalid, resource: Valid,
+			anomalies: "overlapping-holds,non-linearizable",
+		},
+		{
 			name: "info acquire may never have taken effect",
 			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, N, "acquire", "l").
 				hold(1, "l", 2, 10, 0),

@@ -33,9 +33,17 @@ import (
 // is kept: it may free the lock at any time after its invocation (when its
 // process still owns it). It matters only until its process's lease ends or
 // another process acquires, so that is where its window is closed.
+//
+// Leases make time part of the state: an op takes effect at some instant of
+// [inv, ret], and the instants of a linearization never decrease. now is
+// the earliest instant at which the ops linearized so far can all have
+// taken effect (each as early as it can, which leaves later ops the most
+// room), so an acquire that has to wait for a lease to expire also delays
+// every op ordered after it.
 type lockState struct {
 	owner  int   // process; -1 when none
 	expiry int64 // when the owner's lease ends; Never without a lease
+	now    int64 // the last op's instant of effect
 }
 
 type lockOp struct {
@@ -54,22 +62,30 @@ var free = lockState{owner: -1}
 func lockStep(state, input, _ any) (bool, any) {
 	s := state.(lockState)
 	in := input.(*lockOp)
+	at := max(s.now, in.inv)
 	switch in.kind {
 	case 'a':
-		if s.owner == -1 || s.owner == in.proc || s.expiry <= in.ret {
-			return true, lockState{owner: in.proc, expiry: in.exp}
+		if s.owner != -1 && s.owner != in.proc {
+			at = max(at, s.expiry) // wait for the owner's lease to end
+		}
+		if at <= in.ret {
+			return true, lockState{owner: in.proc, expiry: in.exp, now: at}
 		}
 		return false, s
 	case 'n':
-		if s.owner == in.proc {
-			return true, lockState{owner: in.proc, expiry: in.exp}
+		if s.owner == in.proc && at <= in.ret {
+			return true, lockState{owner: in.proc, expiry: in.exp, now: at}
 		}
 		return false, s
 	case 'r':
+		if at > in.ret {
+			return false, s
+		}
 		if s.owner == in.proc {
-			return true, free
+			return true, lockState{owner: -1, now: at}
 		}
 		// An info release of a lock its process does not own has no effect.
+		s.now = at
 		return in.info, s
 	}
 	return false, s
@@ -211,6 +227,8 @@ type piece struct {
 // such an op and every later one starts after it, so it is linearized
 // between them and the state after it is known whatever came before:
 // owned by its process until its expiry (acquire, renew) or free (release).
+// Its instant of effect is at most its return, before every later
+// invocation, so the piece after it may start with now = 0.
 // Pieces are therefore independent. minOps keeps pieces from being tiny;
 // minOps <= 0 gives the lock's history whole.
 func cut(lock string, ops []*lockOp, minOps int) []piece {
