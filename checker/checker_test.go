@@ -699,3 +699,24 @@ func FuzzCheck(f *testing.F) {
 		_ = Holds(ops)
 	})
 }
+
+// A history the lock model accepts has no overlapping holds: an acquire
+// linearized after another process's grant takes effect after that grant's
+// release or expiry, so the holds (which end at the release's invocation or
+// the expiry and start at the acquire's return) are disjoint.
+func TestLinearizableImpliesMutualExclusion(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 1000 {
+		ops := randomLockHistory(r, 1+r.IntN(5), 10+r.IntN(60))
+		res, err := Check(context.Background(), ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if checkVerdict(res, CheckLinear) == Valid && checkVerdict(res, CheckMutex) != Valid {
+			for _, op := range ops {
+				t.Log(op)
+			}
+			t.Fatalf("history %d: linearizable, but %+v", i, res.Anomalies)
+		}
+	}
+}
