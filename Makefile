@@ -27,12 +27,13 @@ unit:
 	$(GO) test ./...
 
 # One cluster serves every jepsen package (-p 1: they run one after another
-# and attach to it). A cluster this target starts is removed whatever the
+# and attach to it; -count=1: results against a live cluster are never taken
+# from the test cache). A cluster this target starts is removed whatever the
 # tests say; one that was already running (`lockcheck cluster up`) is kept.
 jepsen: build
 	@if $(BIN) cluster status >/dev/null 2>&1; then started=0; else started=1; fi; \
 	$(BIN) cluster up || exit $$?; \
-	$(GO) test -tags=jepsen -p 1 -timeout 75m ./... ; rc=$$?; \
+	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m ./... ; rc=$$?; \
 	if [ $$started = 1 ]; then $(BIN) cluster down; fi; exit $$rc
 
 test: setup unit jepsen
