@@ -23,19 +23,7 @@ func TestMain(m *testing.M) { clustertest.Main(m) }
 // setup returns a session on the shared cluster with the lease schema and a
 // lock-name prefix unique to this test run.
 func setup(t *testing.T) (*gocql.Session, string, string) {
-	t.Helper()
-	c := clustertest.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := c.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if err := lease.CreateSchema(ctx, s, c.Keyspace()); err != nil {
-		t.Fatal(err)
-	}
-	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	return locktest.Setup(t, lease.CreateSchema)
 }
 
 func TestTwoContendersExactlyOneWins(t *testing.T) {

@@ -21,19 +21,7 @@ import (
 func TestMain(m *testing.M) { clustertest.Main(m) }
 
 func setup(t *testing.T) (*gocql.Session, string, string) {
-	t.Helper()
-	c := clustertest.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := c.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if err := music.CreateSchema(ctx, s, c.Keyspace()); err != nil {
-		t.Fatal(err)
-	}
-	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	return locktest.Setup(t, music.CreateSchema)
 }
 
 func TestOneHolderAndReleaseLetsTheOtherIn(t *testing.T) {

@@ -11,8 +11,27 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/workload"
 )
+
+// Setup returns a session on the shared jepsen cluster with a recipe's
+// schema created, its keyspace, and a lock-name prefix unique to this test.
+func Setup(t *testing.T, createSchema func(context.Context, *gocql.Session, string) error) (*gocql.Session, string, string) {
+	t.Helper()
+	c := clustertest.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := createSchema(ctx, s, c.Keyspace()); err != nil {
+		t.Fatal(err)
+	}
+	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+}
 
 // NoLostIncrements has `clients` clients, each with its own Lock from
 // newLock, increment a counter row at QUORUM under lock `name`, `each` times
