@@ -4,7 +4,6 @@ package bakery_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -28,38 +27,7 @@ func TestOneHolderAndReleaseLetsTheOtherIn(t *testing.T) {
 	s, ks, prefix := setup(t)
 	for _, r := range bakery.Recipes {
 		t.Run(r.Name, func(t *testing.T) {
-			name := prefix + r.Name
-			a, b := r.New(s, bakery.WithKeyspace(ks)), r.New(s, bakery.WithKeyspace(ks))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			ga, err := a.Acquire(ctx, name, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			short, cancelShort := context.WithTimeout(ctx, time.Second)
-			_, err = b.Acquire(short, name, "b")
-			cancelShort()
-			if !errors.Is(err, workload.ErrNotAcquired) || errors.Is(err, workload.ErrUnknown) {
-				t.Fatalf("b while a holds: %v, want ErrNotAcquired (its ticket deleted)", err)
-			}
-			got := make(chan error, 1)
-			go func() {
-				g, err := b.Acquire(ctx, name, "b")
-				if err == nil {
-					err = b.Release(ctx, g)
-				}
-				got <- err
-			}()
-			time.Sleep(200 * time.Millisecond)
-			if err := a.Release(ctx, ga); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-got; err != nil {
-				t.Fatalf("b after release: %v", err)
-			}
-			if err := a.Release(ctx, ga); !errors.Is(err, workload.ErrNotHeld) {
-				t.Errorf("second release: %v, want ErrNotHeld", err)
-			}
+			locktest.Handover(t, r.New(s, bakery.WithKeyspace(ks)), r.New(s, bakery.WithKeyspace(ks)), prefix+r.Name)
 		})
 	}
 }

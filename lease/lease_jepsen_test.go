@@ -92,40 +92,10 @@ func TestReleaseLetsTheOtherIn(t *testing.T) {
 	s, ks, prefix := setup(t)
 	for _, r := range lease.Recipes {
 		t.Run(r.Name, func(t *testing.T) {
-			name := prefix + r.Name
 			a := r.New(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
 			b := r.New(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			ga, err := a.Acquire(ctx, name, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			// b waits while a holds.
-			short, cancelShort := context.WithTimeout(ctx, time.Second)
-			_, err = b.Acquire(short, name, "b")
-			cancelShort()
-			if !errors.Is(err, workload.ErrNotAcquired) || errors.Is(err, workload.ErrUnknown) {
-				t.Fatalf("b while a holds: %v, want ErrNotAcquired", err)
-			}
-			got := make(chan error, 1)
-			go func() {
-				_, err := b.Acquire(ctx, name, "b")
-				got <- err
-			}()
-			time.Sleep(200 * time.Millisecond)
-			if err := a.Release(ctx, ga); err != nil {
-				t.Fatal(err)
-			}
-			released := time.Now()
-			if err := <-got; err != nil {
-				t.Fatalf("b after release: %v", err)
-			}
-			if d := time.Since(released); d > 5*time.Second {
-				t.Errorf("b got the lock %v after the release", d)
-			}
-			if err := a.Release(ctx, ga); !errors.Is(err, workload.ErrNotHeld) {
-				t.Errorf("second release: %v, want ErrNotHeld", err)
+			if _, _, wait := locktest.Handover(t, a, b, prefix+r.Name); wait > 5*time.Second {
+				t.Errorf("b got the lock %v after the release", wait)
 			}
 		})
 	}

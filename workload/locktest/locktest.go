@@ -33,6 +33,52 @@ func Setup(t *testing.T, createSchema func(context.Context, *gocql.Session, stri
 	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 }
 
+// Handover checks the lock's basic contract on lock `name` between two
+// clients: b cannot take it while a holds it (a definite ErrNotAcquired when
+// b gives up), b gets it once a releases, and a second release by a is
+// ErrNotHeld. It returns both grants and how long b waited after the release.
+func Handover(t *testing.T, a, b workload.Lock, name string) (ga, gb workload.Grant, wait time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ga, err := a.Acquire(ctx, name, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	_, err = b.Acquire(short, name, "b")
+	cancelShort()
+	if !errors.Is(err, workload.ErrNotAcquired) || errors.Is(err, workload.ErrUnknown) {
+		t.Fatalf("b while a holds: %v, want ErrNotAcquired (and its attempt cleaned up)", err)
+	}
+	type result struct {
+		g   workload.Grant
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		g, err := b.Acquire(ctx, name, "b")
+		got <- result{g, err}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := a.Release(ctx, ga); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("b after release: %v", r.err)
+	}
+	wait = time.Since(released)
+	if err := a.Release(ctx, ga); !errors.Is(err, workload.ErrNotHeld) {
+		t.Errorf("second release: %v, want ErrNotHeld", err)
+	}
+	if err := b.Release(ctx, r.g); err != nil {
+		t.Errorf("b's release: %v", err)
+	}
+	return ga, r.g, wait
+}
+
 // NoLostIncrements has `clients` clients, each with its own Lock from
 // newLock, increment a counter row at QUORUM under lock `name`, `each` times
 // apiece, and fails t unless the counter ends at clients*each: a lock that
