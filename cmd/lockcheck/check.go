@@ -29,16 +29,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "exit status: 0 valid, 1 invalid, 2 bad input, 3 unknown")
 		fs.PrintDefaults()
 	}
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitValid
-		}
-		return exitError
-	}
-	if len(rest) != 1 {
-		fs.Usage()
-		return exitError
+	arg, code, ok := parseOneArg(fs, args)
+	if !ok {
+		return code
 	}
 	var opts []checker.Option
 	if *timeout > 0 {
@@ -46,14 +39,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	start := time.Now()
 	defer tuneGC()()
-	var res checker.Result
-	if rest[0] == "-" {
+	var (
+		res checker.Result
+		err error
+	)
+	if arg == "-" {
 		res, err = checker.CheckReader(ctx, stdin, opts...)
 	} else {
-		res, err = checker.CheckFile(ctx, rest[0], opts...)
+		res, err = checker.CheckFile(ctx, arg, opts...)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lockcheck check: %s: %v\n", rest[0], err)
+		fmt.Fprintf(stderr, "lockcheck check: %s: %v\n", arg, err)
 		return exitError
 	}
 	if *asJSON {
@@ -64,7 +60,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitError
 		}
 	} else {
-		writeSummary(stdout, rest[0], res, time.Since(start))
+		writeSummary(stdout, arg, res, time.Since(start))
 	}
 	return verdictCode(res.Verdict)
 }
@@ -77,6 +73,23 @@ func verdictCode(v checker.Verdict) int {
 		return exitInvalid
 	}
 	return exitUnknown
+}
+
+// parseOneArg parses the flags and the single operand of check and report.
+// When ok is false the command exits with code: 0 for -h, 2 for bad input.
+func parseOneArg(fs *flag.FlagSet, args []string) (arg string, code int, ok bool) {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", exitValid, false
+		}
+		return "", exitError, false
+	}
+	if len(rest) != 1 {
+		fs.Usage()
+		return "", exitError, false
+	}
+	return rest[0], 0, true
 }
 
 // parseInterspersed parses flags that may come before or after the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,22 +21,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "(re)builds DIR/report.html and DIR/results.json from DIR/history.jsonl; exit 0 when written")
 		fs.PrintDefaults()
 	}
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitValid
-		}
-		return exitError
-	}
-	if len(rest) != 1 {
-		fs.Usage()
-		return exitError
+	arg, code, ok := parseOneArg(fs, args)
+	if !ok {
+		return code
 	}
 	var opts []reports.Option
 	if *timeout > 0 {
 		opts = append(opts, reports.WithCheckOptions(checker.WithTimeout(*timeout)))
 	}
-	dir := rest[0]
+	dir := arg
 	defer tuneGC()()
 	res, err := reports.Build(ctx, dir, opts...)
 	if err != nil {
