@@ -140,7 +140,9 @@ func (l *Lease) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		// lock's partition would contend with the holder's release and
 		// renewals (CAS contention timeouts, unknown outcomes). The LWT
 		// decides; the read only says when to try it.
-		if first || !l.heldByOther(ctx, name, owner) {
+		// An attempt started on a context already done cannot be answered
+		// and would count as unknown: give up definitely instead.
+		if ctx.Err() == nil && (first || !l.heldByOther(ctx, name, owner)) {
 			var g workload.Grant
 			g, _, err = l.TryAcquire(ctx, name, owner, l.cfg.ttl)
 			switch {
