@@ -230,15 +230,19 @@ func TestElection(t *testing.T) {
 	for _, refresh := range []bool{false, true} {
 		e := lease.NewElection(s, []lease.Option{lease.WithKeyspace(ks)}, lease.WithRefreshOnReclaim(refresh))
 		group := fmt.Sprintf("%s-%v", prefix, refresh)
-		tok, err := e.TryClaim(ctx, group, "user1", 4*time.Second)
+		// A 10 s term reclaimed after 5 s: about 5 s left as published, about
+		// 10 s with the fix; 7 s between them leaves 2-3 s for a slow machine
+		// (and TTLs read in whole seconds).
+		const term = 10 * time.Second
+		tok, err := e.TryClaim(ctx, group, "user1", term)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.TryClaim(ctx, group, "user2", 4*time.Second); !errors.Is(err, workload.ErrHeldByOther) {
+		if _, err := e.TryClaim(ctx, group, "user2", term); !errors.Is(err, workload.ErrHeldByOther) {
 			t.Fatalf("second identity claimed: %v", err)
 		}
-		time.Sleep(2500 * time.Millisecond)
-		if _, err := e.TryClaim(ctx, group, "user1", 4*time.Second); err != nil {
+		time.Sleep(term / 2)
+		if _, err := e.TryClaim(ctx, group, "user1", term); err != nil {
 			t.Fatalf("re-entrant claim: %v", err)
 		}
 		st, err := e.Status(ctx, group)
@@ -247,10 +251,10 @@ func TestElection(t *testing.T) {
 		}
 		// As published the re-entrant claim leaves the old term running
 		// out; with the fix it starts a new one.
-		if refresh && st.TimeLeft < 3*time.Second {
-			t.Errorf("refresh on reclaim: %v left of 4s", st.TimeLeft)
+		if refresh && st.TimeLeft < 7*time.Second {
+			t.Errorf("refresh on reclaim: %v left of %v", st.TimeLeft, term)
 		}
-		if !refresh && st.TimeLeft > 2*time.Second {
+		if !refresh && st.TimeLeft > 7*time.Second {
 			t.Errorf("as published the reclaim must not refresh: %v left", st.TimeLeft)
 		}
 		if _, err := e.Heartbeat(ctx, tok); err != nil {

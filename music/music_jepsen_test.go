@@ -106,7 +106,8 @@ func TestClockBehindJumpsTheQueue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+			// Long enough for a createLockRef and a top read on a loaded machine.
+			short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
 			gl, err := late.Acquire(short, name, "late")
 			cancelShort()
 			switch r.Name {
