@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"sort"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -31,16 +32,99 @@ import (
 //     stale write that lands after the newer one and overwrites it shows up
 //     as a lost-add.)
 
-// elemKey is an element's canonical JSON text.
+// elemKey is an element's canonical JSON text, so that the same element
+// written two ways (1 and 1.0, reordered object keys, "\u0041" and "A") is
+// one element. Plain integers and strings without escapes, what clients
+// write, are already canonical and skip the decoding.
 func elemKey(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
-	if bytes.ContainsAny(raw, " \t\r\n") {
-		var b bytes.Buffer
-		if json.Compact(&b, raw) == nil {
-			return b.String()
+	if isCanonicalScalar(raw) {
+		return string(raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return string(raw) // the reader validated it; keep what came
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<" and "\u003c" are one element
+	if enc.Encode(canonicalNumbers(v)) != nil {
+		return string(raw)
+	}
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+// isCanonicalScalar reports an integer without leading zeros or a string of
+// printable ASCII without escapes: text the encoder below writes unchanged.
+func isCanonicalScalar(raw []byte) bool {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		for _, c := range raw[1 : len(raw)-1] {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
 		}
 	}
-	return string(raw)
+	return true
+}
+
+// canonicalNumbers rewrites every number to one exact text: an integer
+// without fraction or exponent (1.0, 1e0 and 10e-1 are all 1), any other
+// number as its shortest exact decimal. Floats would merge large integers.
+func canonicalNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		var r big.Rat
+		if _, ok := r.SetString(v.String()); !ok {
+			return v
+		}
+		if r.IsInt() {
+			return json.Number(r.Num().String())
+		}
+		return json.Number(r.FloatString(decimals(&r)))
+	case []any:
+		for i := range v {
+			v[i] = canonicalNumbers(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = canonicalNumbers(v[k])
+		}
+	}
+	return v
+}
+
+// decimals is how many decimal places print r exactly, when its
+// denominator divides a power of ten (always so for a number read from
+// decimal JSON text); otherwise a generous fixed count.
+func decimals(r *big.Rat) int {
+	d := new(big.Int).Set(r.Denom())
+	two, five, zero := big.NewInt(2), big.NewInt(5), new(big.Int)
+	n2, n5 := 0, 0
+	m := new(big.Int)
+	for m.Mod(d, two).Cmp(zero) == 0 {
+		d.Quo(d, two)
+		n2++
+	}
+	for m.Mod(d, five).Cmp(zero) == 0 {
+		d.Quo(d, five)
+		n5++
+	}
+	if d.Cmp(big.NewInt(1)) != 0 {
+		return 40
+	}
+	return max(n2, n5)
 }
 
 type lockRes struct {
