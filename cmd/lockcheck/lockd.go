@@ -125,7 +125,42 @@ func lockdHandler(svc lockService, log *slog.Logger) http.Handler {
 			writeJSON(w, http.StatusOK, lockResponse{Name: name, Owner: h.Owner, TTLSeconds: int(h.TTL / time.Second)})
 		}
 	})
-	return mux
+	return jsonRouteErrors(mux)
+}
+
+// jsonRouteErrors lets the mux answer a request no route matches (404, or
+// 405 with its Allow header) but with a JSON error body like every other
+// error of the API, so that clients parse one kind of error.
+func jsonRouteErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			w = &jsonErrorWriter{ResponseWriter: w}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// jsonErrorWriter replaces the plain-text body of the mux's own error
+// answers with errorResponse.
+type jsonErrorWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *jsonErrorWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	w.Header().Del("X-Content-Type-Options")
+	writeJSON(w.ResponseWriter, code, errorResponse{Error: strings.ToLower(http.StatusText(code))})
+}
+
+func (w *jsonErrorWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return len(b), nil // the mux's plain text: already answered in JSON
 }
 
 // unavailable answers 503 with Retry-After, telling an unknown outcome from

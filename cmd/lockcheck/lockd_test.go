@@ -90,6 +90,7 @@ type step struct {
 	wantCode            int
 	wantBody            map[string]any // keys that must be in the JSON body, with these values
 	wantNoCall          bool           // rejected before reaching the lock
+	wantHeader          map[string]string
 }
 
 func TestLockdHandler(t *testing.T) {
@@ -137,6 +138,12 @@ func TestLockdHandler(t *testing.T) {
 			{method: "PUT", path: "/v1/locks/" + strings.Repeat("x", 255) + "?ttl=86400", owner: "a", wantCode: 201},
 			{method: "PUT", path: "/v1/locks/caf%C3%A9?ttl=1", owner: "é", wantCode: 201},
 		}},
+		{"unknown routes answer JSON too", []step{
+			{method: "GET", path: "/v1/nothing", wantCode: 404, wantNoCall: true},
+			{method: "GET", path: "/", wantCode: 404, wantNoCall: true},
+			{method: "POST", path: "/v1/locks/db", owner: "a", wantCode: 405, wantNoCall: true,
+				wantHeader: map[string]string{"Allow": "DELETE, GET, HEAD, PUT"}},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,6 +170,14 @@ func TestLockdHandler(t *testing.T) {
 				resp.Body.Close()
 				if resp.StatusCode != s.wantCode {
 					t.Fatalf("step %d %s %s: status %d, want %d (body %s)", i, s.method, s.path, resp.StatusCode, s.wantCode, raw)
+				}
+				for k, v := range s.wantHeader {
+					if got := resp.Header.Get(k); got != v {
+						t.Errorf("step %d: header %s = %q, want %q", i, k, got, v)
+					}
+				}
+				if s.wantCode >= 400 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+					t.Errorf("step %d: Content-Type %q, want application/json", i, resp.Header.Get("Content-Type"))
 				}
 				if s.wantCode == 503 && resp.Header.Get("Retry-After") == "" {
 					t.Errorf("step %d: 503 without Retry-After", i)
