@@ -92,7 +92,9 @@ func canonicalNumbers(v any) any {
 		if r.IsInt() {
 			return json.Number(r.Num().String())
 		}
-		return json.Number(r.FloatString(decimals(&r)))
+		// Decimal text has a terminating expansion, so FloatPrec is exact.
+		n, _ := r.FloatPrec()
+		return json.Number(r.FloatString(n))
 	case []any:
 		for i := range v {
 			v[i] = canonicalNumbers(v[i])
@@ -103,28 +105,6 @@ func canonicalNumbers(v any) any {
 		}
 	}
 	return v
-}
-
-// decimals is how many decimal places print r exactly, when its
-// denominator divides a power of ten (always so for a number read from
-// decimal JSON text); otherwise a generous fixed count.
-func decimals(r *big.Rat) int {
-	d := new(big.Int).Set(r.Denom())
-	two, five, zero := big.NewInt(2), big.NewInt(5), new(big.Int)
-	n2, n5 := 0, 0
-	m := new(big.Int)
-	for m.Mod(d, two).Cmp(zero) == 0 {
-		d.Quo(d, two)
-		n2++
-	}
-	for m.Mod(d, five).Cmp(zero) == 0 {
-		d.Quo(d, five)
-		n5++
-	}
-	if d.Cmp(big.NewInt(1)) != 0 {
-		return 40
-	}
-	return max(n2, n5)
 }
 
 type lockRes struct {

@@ -156,12 +156,9 @@ func (w *jsonErrorWriter) WriteHeader(code int) {
 	writeJSON(w.ResponseWriter, code, errorResponse{Error: strings.ToLower(http.StatusText(code))})
 }
 
-func (w *jsonErrorWriter) Write(b []byte) (int, error) {
-	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
-	}
-	return len(b), nil // the mux's plain text: already answered in JSON
-}
+// Write drops the mux's plain text: its error handlers (http.Error,
+// http.Redirect) set the status first, which answered in JSON.
+func (w *jsonErrorWriter) Write(b []byte) (int, error) { return len(b), nil }
 
 // unavailable answers 503 with Retry-After, telling an unknown outcome from
 // a definite failure in the body.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/workload/locktest"
 )
 
 // TestMain gives the package's jepsen tests the shared cluster. Other
@@ -65,18 +66,8 @@ func (c lockdClient) expect(method, path, owner string, code int) map[string]any
 
 // lockd's answers end to end, over lease-fenced on the shared cluster.
 func TestLockdEndToEnd(t *testing.T) {
-	cl := clustertest.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := cl.Session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := lease.CreateSchema(ctx, s, cl.Keyspace()); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(lockdHandler(lease.NewFenced(s, lease.WithKeyspace(cl.Keyspace())), slog.Default()))
+	s, ks, _ := locktest.Setup(t, lease.CreateSchema)
+	srv := httptest.NewServer(lockdHandler(lease.NewFenced(s, lease.WithKeyspace(ks)), slog.Default()))
 	defer srv.Close()
 	c := lockdClient{t, srv.URL}
 	name := fmt.Sprintf("/v1/locks/e2e-%d", time.Now().UnixNano())
