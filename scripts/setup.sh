@@ -3,71 +3,90 @@
 # Idempotent: it installs only what is missing, and a machine that has
 # everything is left alone (root is then not needed). See README "Set-up".
 #
-#   docker.io     Docker Engine (the nodes run in containers); dockerd is
-#                 started with its log in /var/log/dockerd.log if none answers
-#   debootstrap   builds the node image's Debian root filesystem
-#   maven         resolves the Cassandra server jars from Maven Central
+# Every tool is judged by running it, never by its name on PATH: a docker
+# *client* without an engine is common (CI images, Docker Desktop leftovers),
+# and a command found on PATH may not run at all.
+#
+#   Docker Engine  an engine must answer `docker info`; when none does, a
+#                  dockerd is started (systemd, else in the background with
+#                  its log in /var/log/dockerd.log), and when no dockerd
+#                  exists, Debian's docker.io is installed first, even when a
+#                  docker client is already on PATH
+#   debootstrap    builds the node image's Debian root filesystem
+#   maven          resolves the Cassandra server jars from Maven Central
 #   chromium, chromium-driver   the report's browser test
 #
 # Go (see go.mod for the version) must be installed already.
 set -euo pipefail
 
 log() { echo "setup: $*" >&2; }
+die() { echo "setup: $*" >&2; exit 1; }
 
-# command -> Debian package
-declare -A pkg_of=(
-  [docker]=docker.io
-  [debootstrap]=debootstrap
-  [mvn]=maven
-  [chromium]=chromium
-  [chromedriver]=chromium-driver
-)
+# Each probe runs the tool as lockcheck will; a probe that fails means the
+# package must be (re)installed.
+probe_debootstrap() { debootstrap --version >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ]; }
+probe_mvn() { mvn -v >/dev/null 2>&1; }
+probe_chromium() { chromium --version >/dev/null 2>&1; }
+probe_chromedriver() { chromedriver --version >/dev/null 2>&1; }
+engine_answers() { docker info >/dev/null 2>&1; }
+dockerd_path() {
+  local d
+  for d in "$(command -v dockerd 2>/dev/null || true)" /usr/sbin/dockerd /usr/bin/dockerd; do
+    [ -n "$d" ] && [ -x "$d" ] && "$d" --version >/dev/null 2>&1 && { echo "$d"; return 0; }
+  done
+  return 1
+}
 
 missing=()
-for cmd in docker debootstrap mvn chromium chromedriver; do
-  if ! command -v "$cmd" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$cmd" ]; then
-    missing+=("${pkg_of[$cmd]}")
-  fi
-done
+probe_debootstrap || missing+=(debootstrap)
+probe_mvn || missing+=(maven)
+probe_chromium || missing+=(chromium)
+probe_chromedriver || missing+=(chromium-driver)
+# The engine: only when none answers and no dockerd can be started. A docker
+# client on PATH does not count (docker.io brings its own client too).
+if ! engine_answers && ! dockerd_path >/dev/null; then
+  missing+=(docker.io)
+fi
 
 is_debian() { [ -r /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; }
 
 if ((${#missing[@]} > 0)); then
   if [ "$(id -u)" -ne 0 ] || ! is_debian; then
-    echo "setup: missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]}, as root) and run again" >&2
-    exit 1
+    die "missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]}, as root) and run again"
   fi
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   # No recommends: docker.io's would pull needrestart and apparmor.
   apt-get install -y -qq --no-install-recommends "${missing[@]}" ca-certificates xz-utils >/dev/null
+  # A package that installed but still does not run is a broken machine, not
+  # a missing package: say which and stop.
+  probe_debootstrap || die "debootstrap installed but does not run"
+  probe_mvn || die "maven installed but 'mvn -v' fails (is a JDK installed?)"
+  probe_chromium || die "chromium installed but 'chromium --version' fails"
+  probe_chromedriver || die "chromium-driver installed but 'chromedriver --version' fails"
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "setup: go not found: install Go $(sed -n 's/^go //p' "$(dirname "$0")/../go.mod") from https://go.dev/dl/ and put it on PATH" >&2
-  exit 1
+  die "go not found: install Go $(sed -n 's/^go //p' "$(dirname "$0")/../go.mod") from https://go.dev/dl/ and put it on PATH"
 fi
 
 # Docker: an engine must answer.
-if ! docker info >/dev/null 2>&1; then
+if ! engine_answers; then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: no Docker engine answers: start dockerd (as root), or add $(id -un) to the docker group" >&2
-    exit 1
+    die "no Docker engine answers: start dockerd (as root), or add $(id -un) to the docker group"
   fi
+  dockerd=$(dockerd_path) || die "no dockerd to start (docker.io did not install one)"
   if [ -d /run/systemd/system ] && systemctl start docker >/dev/null 2>&1; then
     log "started docker with systemd"
   else
-    log "starting dockerd (log: /var/log/dockerd.log)"
-    setsid nohup dockerd >>/var/log/dockerd.log 2>&1 </dev/null &
+    log "starting $dockerd (log: /var/log/dockerd.log)"
+    setsid nohup "$dockerd" >>/var/log/dockerd.log 2>&1 </dev/null &
   fi
   for _ in $(seq 1 60); do
-    docker info >/dev/null 2>&1 && break
+    engine_answers && break
     sleep 1
   done
-  if ! docker info >/dev/null 2>&1; then
-    echo "setup: dockerd did not answer within 60 s; see /var/log/dockerd.log" >&2
-    exit 1
-  fi
+  engine_answers || die "dockerd did not answer within 60 s; see /var/log/dockerd.log"
 fi
-log "ok: docker $(docker version --format '{{.Server.Version}}'), debootstrap, maven, chromium, $(go version | cut -d' ' -f3)"
+log "ok: docker engine $(docker version --format '{{.Server.Version}}'), $(debootstrap --version 2>/dev/null | head -1 || echo debootstrap), $(mvn -v -Dstyle.color=never 2>/dev/null | head -1 | cut -d' ' -f1-3), $(chromium --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
