@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -251,6 +252,10 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	log := slog.Default()
+	if _, err := recipe.Ident(*keyspace); err != nil {
+		fmt.Fprintf(stderr, "lockcheck lockd: --keyspace: %v\n", err)
+		return exitError
+	}
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	s, err := lockdSession(connectCtx, *clusterName, *hosts, *keyspace, *rf)
 	if err == nil {
@@ -265,13 +270,17 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	defer s.Close()
+	lk, err := lease.NewFenced(s, recipe.WithKeyspace(*keyspace), recipe.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "lockcheck lockd: %v\n", err)
+		return exitError
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck lockd: %v\n", err)
 		return exitError
 	}
-	lk := lease.NewFenced(s, lease.WithKeyspace(*keyspace), lease.WithLogger(log))
 	srv := &http.Server{Handler: lockdHandler(lk, log), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "lockd: serving lease-fenced locks on http://%s/v1/locks/{name}\n", ln.Addr())
 	errc := make(chan error, 1)
