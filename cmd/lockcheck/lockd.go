@@ -236,10 +236,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
+	listen := fs.String("listen", defaultListen, "address to serve on")
 	hosts := fs.String("hosts", "", "Cassandra contact points, comma-separated (default: the cluster of lockcheck cluster up)")
-	keyspace := fs.String("keyspace", "lockcheck", "keyspace of the lease table")
-	clusterName := fs.String("cluster", "lockcheck", "name of the cluster started by lockcheck cluster up (used without --hosts)")
+	keyspace := fs.String("keyspace", cluster.DefaultKeyspace, "keyspace of the lease table")
+	clusterName := fs.String("cluster", cluster.DefaultName, "name of the cluster started by lockcheck cluster up (used without --hosts)")
 	rf := fs.Int("rf", 0, "with --hosts: replication factor if the keyspace must be created (default: hosts, at most 3)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
