@@ -112,7 +112,7 @@ type Workload struct {
 	rec     Recorder
 
 	clocks []*SkewClock
-	locks  []Lock // client -> its lock once Run made it (under mu)
+	locks  []Lock       // client -> its lock once Run made it (under mu)
 	elem   atomic.Int64 // last element added: elements are unique in a run
 	procs  atomic.Int64 // process numbers handed out beyond the clients' first
 	ok     atomic.Int64
