@@ -22,7 +22,7 @@ import time
 
 from cassandra import ConsistencyLevel, OperationTimedOut, Unavailable, WriteTimeout
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
-from cassandra.policies import FallthroughRetryPolicy
+from cassandra.policies import DCAwareRoundRobinPolicy, FallthroughRetryPolicy, TokenAwarePolicy
 
 log = logging.getLogger("python-lease")
 
@@ -47,9 +47,10 @@ class Lease:
             consistency_level=ConsistencyLevel.QUORUM,
             serial_consistency_level=ConsistencyLevel.SERIAL,
             retry_policy=FallthroughRetryPolicy(),
+            load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
             request_timeout=10,
         )
-        self.cluster = Cluster([h.rsplit(":", 1)[0] for h in hosts], port=port,
+        self.cluster = Cluster([h.rsplit(":", 1)[0] for h in hosts], port=port, protocol_version=5,
                                execution_profiles={EXEC_PROFILE_DEFAULT: profile})
         self.session = self.cluster.connect()
 

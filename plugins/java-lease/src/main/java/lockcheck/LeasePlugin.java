@@ -220,7 +220,9 @@ public final class LeasePlugin {
       out.println(json.writeValueAsString(reply));
       out.flush();
     }
-    if (lease != null) lease.session.close();
+    // End of input: lockcheck is done with this process. Exit at once; the
+    // driver's non-daemon threads would keep the JVM alive until killed.
+    System.exit(0);
   }
 
   static void sleep(long ms) {
