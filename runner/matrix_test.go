@@ -84,11 +84,10 @@ func runCase(t *testing.T, env ClusterEnv, store string, mc matrixCase, seed int
 	interval := 3 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), d+10*time.Minute)
 	defer cancel()
-	out, err := Run(ctx, env, ReportStore{}, Test{
-		Recipe: recipe, Nemesis: mc.nemesis, Nodes: len(env.Nodes()), Clients: 5, Locks: 1,
-		Time: d, Seed: seed, Store: store, Paxos: env.Paxos(), Interval: interval, Quiet: 3 * time.Second,
-		Log: testLogger(t),
-	})
+	tc := Defaults()
+	tc.Recipe, tc.Nemesis, tc.Time, tc.Seed, tc.Store = recipe, mc.nemesis, d, seed, store
+	tc.Clients, tc.Locks, tc.Interval, tc.Quiet, tc.Log = 5, 1, interval, 3*time.Second, testLogger(t)
+	out, err := Run(ctx, env, ReportStore{}, tc)
 	if err != nil {
 		t.Errorf("run: %v", err)
 	}

@@ -46,11 +46,10 @@ func TestReferencePlugins(t *testing.T) {
 			t.Run(tc.plugin+"/"+nemesisName(row.nemesis), func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				out, err := Run(ctx, env, ReportStore{}, Test{
-					Recipe: CmdRecipe(run, history.PromiseMutex), Nemesis: row.nemesis, Nodes: len(env.Nodes()),
-					Clients: 5, Time: row.time, Seed: 7, Store: t.TempDir(), Paxos: env.Paxos(),
-					Interval: 3 * time.Second, Quiet: 2 * time.Second, Log: testLogger(t),
-				})
+				rt := Defaults()
+				rt.Recipe, rt.Nemesis, rt.Time, rt.Seed, rt.Store = CmdRecipe(run, history.PromiseMutex), row.nemesis, row.time, 7, t.TempDir()
+				rt.Clients, rt.Interval, rt.Quiet, rt.Log = 5, 3*time.Second, 2*time.Second, testLogger(t)
+				out, err := Run(ctx, env, ReportStore{}, rt)
 				if err != nil {
 					t.Fatalf("run: %v (log %s)", err, filepath.Join(out.Dir, "lockcheck.log"))
 				}

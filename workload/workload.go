@@ -60,7 +60,11 @@ type config struct {
 	log            *slog.Logger
 }
 
-// WithClients sets the number of concurrent clients (default 5).
+// DefaultClients is the number of clients of a workload made without
+// WithClients (and of a run: runner.Defaults).
+const DefaultClients = 5
+
+// WithClients sets the number of concurrent clients (default DefaultClients).
 func WithClients(n int) Option { return func(c *config) { c.clients = n } }
 
 // WithLocks sets the lock names the clients contend for (default "l0").
@@ -141,7 +145,7 @@ type pauseClaim struct {
 // New makes a workload. newLock is called once per client when Run starts.
 func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Workload, error) {
 	cfg := config{
-		clients:        5,
+		clients:        DefaultClients,
 		locks:          []string{"l0"},
 		seed:           1,
 		acquireTimeout: 5 * time.Second,

@@ -57,7 +57,9 @@ func run(d time.Duration, rounds, clients int, recipes []string, log *slog.Logge
 	defer s.Close()
 	ks := c.Keyspace()
 	// The schemas the raw loop uses.
-	if _, _, closeFn, err := runner.Recipes()["lease"].Setup(ctx, env, &runner.Test{TTL: 3 * time.Second, Log: log}); err != nil {
+	base := runner.Defaults()
+	base.Log = log
+	if _, _, closeFn, err := runner.Recipes()["lease"].Setup(ctx, env, &base); err != nil {
 		return err
 	} else {
 		closeFn()
@@ -104,8 +106,9 @@ func run(d time.Duration, rounds, clients int, recipes []string, log *slog.Logge
 // harness runs the workload for d and returns completed cycles (ok
 // releases) and history lines per second.
 func harness(ctx context.Context, env runner.ClusterEnv, r runner.Recipe, clients int, d time.Duration, log *slog.Logger) (float64, float64, error) {
-	t := &runner.Test{TTL: 3 * time.Second, Log: log}
-	newLock, res, closeFn, err := r.Setup(ctx, env, t)
+	t := runner.Defaults()
+	t.Log = log
+	newLock, res, closeFn, err := r.Setup(ctx, env, &t)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/lease"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/workload/locktest"
 )
@@ -31,19 +32,18 @@ func TestLockdUnderNemesis(t *testing.T) {
 		promise history.Promise
 		want    checker.Verdict
 	}{
-		{"lease", lease.New(s, lease.WithKeyspace(ks)), history.PromiseMutex, checker.Invalid},
-		{"lease-fenced", lease.NewFenced(s, lease.WithKeyspace(ks)), history.PromiseFenced, checker.Valid},
+		{"lease", locktest.New(t, lease.New, s, recipe.WithKeyspace(ks)), history.PromiseMutex, checker.Invalid},
+		{"lease-fenced", locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks)), history.PromiseFenced, checker.Valid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(lockdHandler(tc.lock, slog.New(slog.DiscardHandler)))
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			out, err := runner.Run(ctx, env, runner.ReportStore{}, runner.Test{
-				Recipe: runner.URLRecipe(srv.URL, tc.promise), Nemesis: []string{nemesis.ClientPause},
-				Nodes: len(env.Nodes()), Clients: 5, Time: 15 * time.Second, Seed: 11, Store: t.TempDir(),
-				Paxos: env.Paxos(), Interval: 3 * time.Second, Quiet: 2 * time.Second, Log: slog.New(slog.DiscardHandler),
-			})
+			rt := runner.Defaults()
+			rt.Recipe, rt.Nemesis, rt.Time, rt.Seed, rt.Store = runner.URLRecipe(srv.URL, tc.promise), []string{nemesis.ClientPause}, 15*time.Second, 11, t.TempDir()
+			rt.Clients, rt.Interval, rt.Quiet, rt.Log = 5, 3*time.Second, 2*time.Second, slog.New(slog.DiscardHandler)
+			out, err := runner.Run(ctx, env, runner.ReportStore{}, rt)
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
