@@ -38,6 +38,12 @@ func TestDefaultMarginCoversSecondGranularity(t *testing.T) {
 	if v := validity(c.TTL, c.margin); v <= 0 {
 		t.Errorf("validity must stay positive (zero means no expiry), got %v", v)
 	}
+	// A TTL given per call (lockd's ?ttl=) gets the margin of that TTL, not
+	// of the configured default (180 s: a 19 s margin).
+	c, _, _ = newConfig("leases", nil)
+	if v := validity(3*time.Second, c.margin); v != 1700*time.Millisecond {
+		t.Errorf("validity of a 3 s TTL under the default config: %v, want 1.7s", v)
+	}
 }
 
 func TestHeldErrorIsHeldByOther(t *testing.T) {

@@ -59,9 +59,6 @@ func newConfig(defaultTable string, opts []Option) (config, string, error) {
 	if c.TTL < time.Second {
 		c.TTL = time.Second
 	}
-	if c.margin < 0 {
-		c.margin = time.Second + c.TTL/10
-	}
 	table, err := recipe.Table(c.Keyspace, c.table)
 	if err != nil {
 		return c, "", fmt.Errorf("lease: %w", err)
@@ -78,7 +75,14 @@ func ttlSeconds(d time.Duration) int {
 // validity is how long a grant whose attempt started at start is valid
 // for: the TTL the server applies minus the margin, never zero (zero means
 // "does not expire" in a Grant).
+//
+// A negative margin is the default, 1 s + TTL/10 of the TTL this grant was
+// given (TryAcquire's ttl, as lockd passes each request's): a default
+// computed once from the configured TTL would eat a shorter lease whole.
 func validity(ttl, margin time.Duration) time.Duration {
+	if margin < 0 {
+		margin = time.Second + ttl/10
+	}
 	v := time.Duration(ttlSeconds(ttl))*time.Second - margin
 	return max(v, time.Millisecond)
 }

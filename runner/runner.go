@@ -73,7 +73,22 @@ type Test struct {
 	Log      *slog.Logger
 
 	runID string // the run directory's name: lock names are fresh each run
+	// runLog writes to the run's lockcheck.log only: plug-ins' stderr and
+	// process lines go there, not to the terminal.
+	runLog *slog.Logger
 }
+
+// SetupError is a recipe that could not be set up (a plug-in that would not
+// start, a lock service that does not answer): the run ends before any
+// client ran, with no report.
+type SetupError struct {
+	Recipe string
+	Err    error
+}
+
+func (e *SetupError) Error() string { return fmt.Sprintf("set up %s: %v", e.Recipe, e.Err) }
+
+func (e *SetupError) Unwrap() error { return e.Err }
 
 func (t *Test) defaults() {
 	t.fillDefaults()
@@ -140,7 +155,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return out, fmt.Errorf("runner: %w", err)
 	}
 	defer logFile.Close()
-	log := slog.New(teeHandler{t.Log.Handler(), slog.NewTextHandler(logFile, nil)}).With("test", t.Name)
+	fileHandler := slog.NewTextHandler(logFile, nil)
+	log := slog.New(teeHandler{t.Log.Handler(), fileHandler}).With("test", t.Name)
+	t.runLog = slog.New(fileHandler).With("test", t.Name)
 
 	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
@@ -171,6 +188,10 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if err := w.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
 	}
+	if se := (*SetupError)(nil); errors.As(runErr, &se) {
+		t.runLog.Error("run not started", "err", runErr)
+		return out, runErr
+	}
 	out.Ops = mon.ops.Load()
 
 	// Check and report even after an error or an interrupt: what ran counts.
@@ -195,7 +216,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
 	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
 	if err != nil {
-		return fmt.Errorf("runner: set up %s: %w", t.Recipe.Name, err)
+		return &SetupError{Recipe: t.Recipe.Name, Err: err}
 	}
 	defer closeFn()
 	wl, err := workload.New(newLock, res, mon,

@@ -77,7 +77,7 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 			beat = w.heartbeatAt(g)
 			continue
 		}
-		t, err := w.add(ctx, i, proc, g)
+		t, err := w.add(ctx, i, proc, lock, g)
 		switch {
 		case err != nil:
 			return err

@@ -119,6 +119,7 @@ type Workload struct {
 	rec     Recorder
 
 	clocks []*SkewClock
+	locks  []Lock       // client -> its lock once Run made it (under mu)
 	elem   atomic.Int64 // last element added: elements are unique in a run
 	procs  atomic.Int64 // process numbers handed out beyond the clients' first
 	ok     atomic.Int64
@@ -179,6 +180,7 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 	}
 	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec, holding: map[int]Grant{}}
 	w.clocks = make([]*SkewClock, cfg.clients)
+	w.locks = make([]Lock, cfg.clients)
 	w.process = make([]int, cfg.clients)
 	for i := range w.clocks {
 		w.clocks[i] = &SkewClock{}
@@ -197,12 +199,21 @@ func (w *Workload) Locks() []string { return w.cfg.locks }
 // Clock is client i's clock.
 func (w *Workload) Clock(i int) *SkewClock { return w.clocks[i] }
 
-// SetClientClock moves client i's clock by d from the machine's time.
+// SetClientClock moves client i's clock by d from the machine's time, and
+// the clock of its lock's process when the lock is a ClockSetter.
 func (w *Workload) SetClientClock(i int, d time.Duration) error {
 	if i < 0 || i >= len(w.clocks) {
 		return fmt.Errorf("workload: no client %d", i)
 	}
 	w.clocks[i].SetOffset(d)
+	w.mu.Lock()
+	cs, ok := w.locks[i].(ClockSetter)
+	w.mu.Unlock()
+	if ok {
+		if err := cs.SetClockOffset(d); err != nil {
+			return fmt.Errorf("workload: clock of client %d: %w", i, err)
+		}
+	}
 	return nil
 }
 
@@ -296,6 +307,9 @@ func (w *Workload) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("workload: client %d: %w", i, err)
 		}
+		w.mu.Lock()
+		w.locks[i] = lock
+		w.mu.Unlock()
 		wg.Go(func() { errs[i] = w.client(ctx, i, lock) })
 	}
 	wg.Wait()
@@ -365,7 +379,7 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 		// client-pause nemesis injects; this is not that.
 		return w.release(ctx, i, lock, g)
 	}
-	t, err := w.add(ctx, i, proc, g)
+	t, err := w.add(ctx, i, proc, lock, g)
 	switch {
 	case err != nil:
 		return err
@@ -385,7 +399,7 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 }
 
 // add runs the critical section and returns how it completed.
-func (w *Workload) add(ctx context.Context, i, proc int, g Grant) (history.Type, error) {
+func (w *Workload) add(ctx context.Context, i, proc int, lock Lock, g Grant) (history.Type, error) {
 	elem := w.elem.Add(1)
 	inv, err := w.invoke(proc, history.FAdd, g.Lock, mustJSON(elem))
 	if err != nil {
@@ -397,9 +411,24 @@ func (w *Workload) add(ctx context.Context, i, proc int, g Grant) (history.Type,
 	// write in. The section's timeout is extended by the pause.
 	req, pd := w.claimPause(i, g)
 	hook := func(context.Context) error {
-		if req != nil {
-			w.cfg.log.Info("client pause", "client", i, "process", proc, "lock", g.Lock, "for", pd)
+		if req == nil {
+			return nil
+		}
+		w.cfg.log.Info("client pause", "client", i, "process", proc, "lock", g.Lock, "for", pd)
+		pp, ok := lock.(ProcessPauser)
+		if !ok {
 			time.Sleep(pd)
+			return nil
+		}
+		resume, err := pp.PauseProcess()
+		if err != nil {
+			w.cfg.log.Warn("client pause: process not stopped", "client", i, "err", err)
+		}
+		time.Sleep(pd)
+		if resume != nil {
+			if err := resume(); err != nil {
+				w.cfg.log.Warn("client pause: process not resumed", "client", i, "err", err)
+			}
 		}
 		return nil
 	}

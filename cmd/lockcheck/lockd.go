@@ -48,6 +48,9 @@ type lockResponse struct {
 	Owner      string `json:"owner"`
 	TTLSeconds int    `json:"ttl_seconds"`
 	Token      int64  `json:"token,omitempty"`
+	// LeaseMS is how long a grant is valid from the request's arrival
+	// (the TTL less lease-fenced's margin): what httplock counts on.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
 }
 
 type errorResponse struct {
@@ -59,6 +62,7 @@ type errorResponse struct {
 // lockdHandler serves /v1/locks/{name}:
 //
 //	PUT    Lock-Owner: ID [?ttl=1..86400, default 60]  201 acquired, 200 renewed (same owner), 409 held by another, 503 unknown/unavailable
+//	       201/200 body: {name, owner, ttl_seconds, token, lease_ms} (httplock's grant)
 //	DELETE Lock-Owner: ID                              204 released, 409 held by another, 404 not held, 503
 //	GET                                                200 {name, owner, ttl_seconds (left)}, 404 free
 //
@@ -85,7 +89,7 @@ func lockdHandler(svc lockService, log *slog.Logger) http.Handler {
 			if renewed {
 				code = http.StatusOK
 			}
-			writeJSON(w, code, lockResponse{Name: name, Owner: owner, TTLSeconds: ttl, Token: g.Token})
+			writeJSON(w, code, lockResponse{Name: name, Owner: owner, TTLSeconds: ttl, Token: g.Token, LeaseMS: g.Lease.Milliseconds()})
 		case errors.As(err, &held):
 			writeJSON(w, http.StatusConflict, errorResponse{Error: "held by another owner", Holder: held.Holder})
 		default:

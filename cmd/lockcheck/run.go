@@ -13,6 +13,8 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/workload"
@@ -25,9 +27,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	t := runner.Defaults()
 	lock := fs.String("lock", "", "the lock recipe: "+fmt.Sprint(runner.RecipeNames()))
+	lockCmd := fs.String("lock-cmd", "", "your lock as a plug-in command (sh -c), one process per client, JSON lines on stdin/stdout (README: Your own lock)")
+	lockURL := fs.String("lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (README: Your own lock)")
+	promise := fs.String("promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
 	nem := fs.String("nemesis", "none", "none, all, or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	nodes := fs.Int("nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2")
+	clusterName := fs.String("cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	keep := fs.Bool("keep", false, "leave a cluster this command started running")
 	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader)", workload.ShapeCycle, workload.ShapeLeader))
 	fs.IntVar(&t.Clients, "clients", t.Clients, fmt.Sprintf("concurrent clients (1..%d)", runner.MaxClients))
@@ -40,7 +46,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2]")
+		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -56,12 +62,26 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	if *lock == "" {
-		return bad("--lock is required (one of %v)", runner.RecipeNames())
-	}
 	var err error
-	if t.Recipe, err = runner.LookupRecipe(*lock); err != nil {
-		return bad("%v", err)
+	var urlLock *httplock.Driver
+	switch given := btoi(*lock != "") + btoi(*lockCmd != "") + btoi(*lockURL != ""); {
+	case given == 0:
+		return bad("--lock (one of %v), --lock-cmd or --lock-url is required", runner.RecipeNames())
+	case given > 1:
+		return bad("give one of --lock, --lock-cmd and --lock-url, not %d", given)
+	case *promise != string(history.PromiseMutex) && *promise != string(history.PromiseFenced):
+		return bad("--promise must be mutex or fenced, got %q", *promise)
+	case *lockCmd != "":
+		t.Recipe, *lock = runner.CmdRecipe(*lockCmd, history.Promise(*promise)), "plugin"
+	case *lockURL != "":
+		if urlLock, err = httplock.New(*lockURL); err != nil {
+			return bad("--lock-url: %v", err)
+		}
+		t.Recipe, *lock = runner.URLRecipe(*lockURL, history.Promise(*promise)), "http"
+	default:
+		if t.Recipe, err = runner.LookupRecipe(*lock); err != nil {
+			return bad("%v", err)
+		}
 	}
 	if t.Nemesis, err = nemesis.ParseKinds(*nem); err != nil {
 		return bad("%v", err)
@@ -75,12 +95,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := t.Validate(); err != nil {
 		return bad("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	if urlLock != nil {
+		// Before any cluster starts: a service that does not answer is bad input.
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := urlLock.Check(cctx)
+		cancel()
+		urlLock.Close()
+		if err != nil {
+			return bad("--lock-url: %v", err)
+		}
+	}
 	if t.Seed == 0 {
 		t.Seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	log := slog.Default()
 
-	c, started, err := runner.AttachOrStart(ctx, cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos), cluster.WithLogger(log))
+	c, started, err := runner.AttachOrStart(ctx, cluster.WithName(*clusterName), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos), cluster.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck run: cluster: %v\n", err)
 		return exitError
@@ -102,6 +132,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "lockcheck run: %s under %s for %v, seed %d\n", *lock, *nem, t.Time, t.Seed)
 	t.Progress, t.Log = stderr, log
 	out, err := runner.Run(ctx, runner.ClusterEnv{Cluster: c}, runner.ReportStore{}, t)
+	if se := (*runner.SetupError)(nil); errors.As(err, &se) {
+		fmt.Fprintf(stderr, "lockcheck run: %v (log: %s)\n", err, filepath.Join(out.Dir, "lockcheck.log"))
+		return exitError
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck run: %v\n", err)
 	}
@@ -131,4 +165,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitValid
 	}
 	return exitUnknown
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
