@@ -73,4 +73,6 @@ type Meta struct {
 	Nemesis []string          `json:"nemesis,omitempty"`
 	Seed    int64             `json:"seed,omitempty"`
 	Config  map[string]string `json:"config,omitempty"`
+	// Faults is how reports draw each fault kind the run may inject.
+	Faults map[string]FaultStyle `json:"faults,omitempty"`
 }
