@@ -71,13 +71,17 @@ type engine struct {
 	holdsOnly bool // Holds: only the holds are wanted
 	keepHolds bool // keep every hold for the report's timeline
 
-	meta    *history.Meta
-	fenced  bool
-	end     int64 // time of the last line
-	open    map[int]*call
-	locks   map[string]*lockSt
-	grant   map[procLock]int64 // lease_ms of each process's latest ok acquire
-	pending int
+	meta   *history.Meta
+	fenced bool
+	end    int64 // time of the last line
+	open   map[int]*call
+	locks  map[string]*lockSt
+	grant  map[procLock]int64 // lease_ms of each process's latest ok acquire
+	// procLocks lists the locks that keep something of a process, so that
+	// it is dropped when the process retires (completes with info: it may
+	// invoke nothing more).
+	procLocks map[int][]*lockSt
+	pending   int
 
 	st    statsAcc
 	holds []Hold
@@ -96,7 +100,7 @@ type engine struct {
 func newEngine(ctx context.Context, cfg config) *engine {
 	e := &engine{
 		ctx: ctx, cfg: cfg,
-		open: map[int]*call{}, locks: map[string]*lockSt{}, grant: map[procLock]int64{},
+		open: map[int]*call{}, locks: map[string]*lockSt{}, grant: map[procLock]int64{}, procLocks: map[int][]*lockSt{},
 		st:         newStatsAcc(),
 		mutex:      checkOutput{result: CheckResult{Name: CheckMutex, Verdict: Valid}},
 		resource:   checkOutput{result: CheckResult{Name: CheckResource, Verdict: Valid}},
@@ -170,6 +174,20 @@ func (e *engine) feed(op history.Op) {
 	if c.lock != "" {
 		e.lock(c.lock).complete(c)
 	}
+	if c.typ == history.Info {
+		e.retireProc(c.proc)
+	}
+}
+
+// retireProc forgets what the locks keep of a process that will invoke
+// nothing more. Its open holds stay: they last until their lease runs out.
+func (e *engine) retireProc(p int) {
+	for _, l := range e.procLocks[p] {
+		delete(l.last, p)
+		delete(e.grant, procLock{p, l.name})
+		delete(l.lq.lease, p)
+	}
+	delete(e.procLocks, p)
 }
 
 // finish checks what is left at the end of the history and assembles the

@@ -34,7 +34,7 @@ type holdRec struct {
 	Hold
 	expiry   int64
 	open     bool
-	released bool // its process invoked a release since it began
+	released bool  // its process invoked a release since it began
 	token    int64 // the fencing token of the grant that started it
 	hasToken bool
 	acq, rel *call
@@ -89,6 +89,9 @@ func (l *lockSt) granted(c *call) {
 		h.token, h.hasToken = token(c.retOp.Value)
 	}
 	l.openHolds[c.proc] = h
+	if _, ok := l.last[c.proc]; !ok {
+		l.e.procLocks[c.proc] = append(l.e.procLocks[c.proc], l)
+	}
 	l.last[c.proc] = h
 }
 
@@ -198,6 +201,8 @@ func (l *lockSt) retire(now int64) {
 	for _, h := range l.closed {
 		if h.End > t {
 			kept = append(kept, h)
+		} else {
+			h.rel = nil // it may stay as its process's latest hold: keep it small
 		}
 	}
 	clear(l.closed[len(kept):])

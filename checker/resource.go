@@ -120,18 +120,38 @@ type elemInfo struct {
 	stamp                    uint32 // the last read that held it
 	missing                  bool   // reported lost
 	// The attempt shown in anomalies: the first ok one, else the first.
-	proc           int
+	proc           int32
+	typ            byte // 'o'k, 'f'ail, 'i'nfo
 	inv, ret       int64
 	invIdx, retIdx int64
-	typ            history.Type
+}
+
+func typByte(t history.Type) byte {
+	switch t {
+	case history.OK:
+		return 'o'
+	case history.Fail:
+		return 'f'
+	}
+	return 'i'
+}
+
+func byteTyp(b byte) history.Type {
+	switch b {
+	case 'o':
+		return history.OK
+	case 'f':
+		return history.Fail
+	}
+	return history.Info
 }
 
 // ops rebuilds the lines of the element's shown attempt.
 func (el *elemInfo) ops(lock string) []history.Op {
 	v := json.RawMessage(el.key)
-	out := []history.Op{{Index: el.invIdx, Time: el.inv, Process: el.proc, Type: history.Invoke, F: history.FAdd, Lock: lock, Value: v}}
+	out := []history.Op{{Index: el.invIdx, Time: el.inv, Process: int(el.proc), Type: history.Invoke, F: history.FAdd, Lock: lock, Value: v}}
 	if el.retIdx >= 0 {
-		out = append(out, history.Op{Index: el.retIdx, Time: el.ret, Process: el.proc, Type: el.typ, F: history.FAdd, Lock: lock, Value: v})
+		out = append(out, history.Op{Index: el.retIdx, Time: el.ret, Process: int(el.proc), Type: byteTyp(el.typ), F: history.FAdd, Lock: lock, Value: v})
 	}
 	return out
 }
@@ -214,8 +234,8 @@ func (r *resState) invoke(c *call) {
 	if !ok {
 		i = int32(len(r.elems))
 		r.idx[k] = i
-		r.elems = append(r.elems, elemInfo{key: k, okRet: Never, proc: c.proc, inv: c.inv, ret: Never,
-			invIdx: c.invOp.Index, retIdx: -1, typ: history.Info})
+		r.elems = append(r.elems, elemInfo{key: k, okRet: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
+			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'})
 	}
 	el := &r.elems[i]
 	el.attempts++
@@ -254,11 +274,11 @@ func (r *resState) complete(c *call) {
 		if el.okRet == Never {
 			el.okRet = c.ret
 			r.okRets = append(r.okRets, c.ret)
-			el.proc, el.inv, el.ret, el.invIdx, el.retIdx, el.typ = c.proc, c.inv, c.ret, c.invOp.Index, c.retOp.Index, typ
+			el.proc, el.inv, el.ret, el.invIdx, el.retIdx, el.typ = int32(c.proc), c.inv, c.ret, c.invOp.Index, c.retOp.Index, 'o'
 		}
 	}
-	if el.retIdx < 0 && el.inv == c.inv && el.proc == c.proc && c.done {
-		el.ret, el.retIdx, el.typ = c.ret, c.retOp.Index, typ
+	if el.retIdx < 0 && el.inv == c.inv && int(el.proc) == c.proc && c.done {
+		el.ret, el.retIdx, el.typ = c.ret, c.retOp.Index, typByte(typ)
 	}
 	if reads := r.deferred[i]; reads != nil && el.running == 0 {
 		delete(r.deferred, i)
@@ -277,7 +297,7 @@ func (r *resState) complete(c *call) {
 
 func (r *resState) failedPresent(el *elemInfo, rd *call) {
 	l := r.l.name
-	r.anomaly(Anomaly{Kind: KindFailedAddPresent, Check: CheckResource, Lock: l, Processes: []int{el.proc},
+	r.anomaly(Anomaly{Kind: KindFailedAddPresent, Check: CheckResource, Lock: l, Processes: []int{int(el.proc)},
 		Start: min(el.inv, rd.inv), End: rd.ret,
 		Message: fmt.Sprintf("read of lock %q holds %s, whose add failed (a refused write took effect)", l, el.key),
 		Ops:     append(el.ops(l), opsOf(rd)...)})
@@ -372,7 +392,7 @@ func (r *resState) read(rd *call) {
 		r.missRets = append(r.missRets, 0)
 		copy(r.missRets[j+1:], r.missRets[j:])
 		r.missRets[j] = el.okRet
-		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{el.proc, rd.proc},
+		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), rd.proc},
 			Start: el.inv, End: rd.ret,
 			Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the read invoked at %s (returned at %s) lacks it",
 				el.key, l, el.proc, fmtTime(el.okRet), fmtTime(rd.inv), fmtTime(rd.ret)),
