@@ -6,13 +6,29 @@ export TESTCONTAINERS_RYUK_DISABLED := true
 GO ?= go
 BIN := bin/lockcheck
 
-.PHONY: setup build run test unit jepsen clean
+.PHONY: setup build plugins run test unit jepsen clean
 
 setup:
 	scripts/setup.sh
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockcheck
+
+# The reference plug-ins of --lock-cmd (README, "Your own lock"): Python's
+# cassandra-driver from PyPI in a venv (pure Python: no C build), and the
+# Java driver from Maven Central, compiled with its classpath written out.
+PY_VENV := .cache/plugins/python-lease
+JAVA_LEASE := plugins/java-lease/target/java-lease-1.jar
+plugins: $(PY_VENV)/.installed $(JAVA_LEASE)
+
+$(PY_VENV)/.installed: plugins/python-lease/requirements.txt
+	rm -rf $(PY_VENV)
+	python3 -m venv $(PY_VENV)
+	CASS_DRIVER_NO_CYTHON=1 CASS_DRIVER_NO_EXTENSIONS=1 $(PY_VENV)/bin/pip install -q --disable-pip-version-check -r $<
+	touch $@
+
+$(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main/java/lockcheck/*.java)
+	cd plugins/java-lease && mvn -q -B package
 
 # A real test end to end: the fenced lease under every fault for a minute,
 # stored, checked and reported under store/ (the cluster stays up for more
@@ -30,7 +46,7 @@ unit:
 # and attach to it; -count=1: results against a live cluster are never taken
 # from the test cache). A cluster this target starts is removed whatever the
 # tests say; one that was already running (`lockcheck cluster up`) is kept.
-jepsen: build
+jepsen: build plugins
 	@if $(BIN) cluster status >/dev/null 2>&1; then started=0; else started=1; fi; \
 	$(BIN) cluster up || exit $$?; \
 	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m ./... ; rc=$$?; \
@@ -40,4 +56,4 @@ test: setup unit jepsen
 
 clean:
 	-$(BIN) cluster down
-	rm -rf bin store .cache
+	rm -rf bin store .cache plugins/java-lease/target

@@ -4,15 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
-	"regexp"
 	"sync"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -100,33 +97,18 @@ func (w *waiter) step(choosing map[string]bool, numbers map[string]int64) bool {
 }
 
 type config struct {
-	keyspace    string
-	clock       workload.Clock
+	recipe.Options
 	consistency gocql.Consistency
-	log         *slog.Logger
-	minPoll     time.Duration
-	maxPoll     time.Duration
 }
 
-// Option configures a Bakery.
-type Option func(*config)
-
-// WithKeyspace sets the keyspace (default "lockcheck").
-func WithKeyspace(ks string) Option { return func(c *config) { c.keyspace = ks } }
-
-// WithClock sets the client clock whose readings stamp every write (CQL
-// client timestamps, last write wins).
-func WithClock(clk workload.Clock) Option { return func(c *config) { c.clock = clk } }
+// Option configures a Bakery: the shared options of package recipe
+// (WithKeyspace, WithClock whose readings stamp every write as CQL client
+// timestamps, WithLogger, WithPoll) or WithConsistency.
+type Option = recipe.Option
 
 // WithConsistency sets the consistency of every read and write.
-func WithConsistency(cl gocql.Consistency) Option { return func(c *config) { c.consistency = cl } }
-
-// WithLogger sets the logger.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
-
-// WithPoll bounds the wait between polls.
-func WithPoll(minPoll, maxPoll time.Duration) Option {
-	return func(c *config) { c.minPoll, c.maxPoll = minPoll, maxPoll }
+func WithConsistency(cl gocql.Consistency) Option {
+	return recipe.Own(func(c *config) { c.consistency = cl })
 }
 
 // Bakery is Lamport's bakery algorithm over two tables (seed 003), one cell
@@ -155,46 +137,45 @@ type Bakery struct {
 	leftovers [][2]string          // (lock, owner) whose cells may remain
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
-
 // New returns a bakery lock at QUORUM ("bakery"); WithConsistency(gocql.One)
 // gives "bakery-one".
-func New(s *gocql.Session, opts ...Option) *Bakery {
-	c := config{keyspace: "lockcheck", clock: workload.SystemClock{}, consistency: gocql.Quorum, log: slog.Default(),
-		minPoll: 2 * time.Millisecond, maxPoll: 100 * time.Millisecond}
-	for _, o := range opts {
-		o(&c)
+func New(s *gocql.Session, opts ...Option) (*Bakery, error) {
+	c := config{Options: recipe.Defaults(), consistency: gocql.Quorum}
+	if err := recipe.Configure(&c.Options, &c, opts); err != nil {
+		return nil, fmt.Errorf("bakery: %w", err)
 	}
-	if !identRE.MatchString(c.keyspace) {
-		panic(fmt.Sprintf("bakery: bad keyspace %q", c.keyspace))
+	b := &Bakery{s: s, cfg: c, tickets: map[[2]string]Ticket{}}
+	var err error
+	if b.choosing, err = recipe.Table(c.Keyspace, "bakery_choosing"); err != nil {
+		return nil, fmt.Errorf("bakery: %w", err)
 	}
-	return &Bakery{s: s, cfg: c, tickets: map[[2]string]Ticket{},
-		choosing: c.keyspace + ".bakery_choosing", numbers: c.keyspace + ".bakery_numbers"}
+	if b.numbers, err = recipe.Table(c.Keyspace, "bakery_numbers"); err != nil {
+		return nil, fmt.Errorf("bakery: %w", err)
+	}
+	return b, nil
 }
 
-// Recipe is one named variant of this package, for `lockcheck run --lock NAME`.
-type Recipe struct {
-	Name    string
-	Promise history.Promise
-	New     func(s *gocql.Session, opts ...Option) workload.Lock
+// NewOne is the bakery at consistency ONE, as the published code ran it
+// ("bakery-one"): stale reads break it.
+func NewOne(s *gocql.Session, opts ...Option) (*Bakery, error) {
+	return New(s, append([]Option{WithConsistency(gocql.One)}, opts...)...)
 }
 
-// Recipes are the variants of this package.
-var Recipes = []Recipe{
-	{"bakery", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return New(s, o...) }},
-	{"bakery-one", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock {
-		return New(s, append([]Option{WithConsistency(gocql.One)}, o...)...)
-	}},
+// Recipes are the variants of this package, for `lockcheck run --lock NAME`.
+var Recipes = []recipe.Entry{
+	{Name: "bakery", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema},
+	{Name: "bakery-one", Promise: history.PromiseMutex, New: recipe.Constructor(NewOne), Schema: CreateSchema},
 }
 
 // CreateSchema creates the two tables.
 func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error {
-	if !identRE.MatchString(keyspace) {
-		return fmt.Errorf("bakery schema: bad keyspace %q", keyspace)
+	ks, err := recipe.Ident(keyspace)
+	if err != nil {
+		return fmt.Errorf("bakery schema: %w", err)
 	}
 	for _, q := range []string{
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.bakery_choosing (lock text, client text, choosing boolean, PRIMARY KEY ((lock), client))`,
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.bakery_numbers (lock text, client text, number bigint, PRIMARY KEY ((lock), client))`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.bakery_choosing (lock text, client text, choosing boolean, PRIMARY KEY ((lock), client))`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.bakery_numbers (lock text, client text, number bigint, PRIMARY KEY ((lock), client))`,
 	} {
 		if err := s.Query(q).ExecContext(ctx); err != nil {
 			return fmt.Errorf("bakery schema: %w", err)
@@ -205,7 +186,7 @@ func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error 
 
 func (b *Bakery) exec(ctx context.Context, stmt string, args ...any) error {
 	err := b.s.Query(stmt, args...).Consistency(b.cfg.consistency).
-		WithTimestamp(b.cfg.clock.Now().UnixMicro()).ExecContext(ctx)
+		WithTimestamp(b.cfg.Clock.Now().UnixMicro()).ExecContext(ctx)
 	return workload.Classify(err)
 }
 
@@ -258,7 +239,7 @@ func (b *Bakery) Acquire(ctx context.Context, name, owner string) (workload.Gran
 		me  Ticket
 		err error
 	)
-	retry := b.poller()
+	retry := recipe.NewPoller(b.cfg.Options).Wait
 	for {
 		if me, err = b.doorway(ctx, name, owner); err == nil {
 			err = b.wait(ctx, name, me) // fails only when ctx ends
@@ -268,7 +249,7 @@ func (b *Bakery) Acquire(ctx context.Context, name, owner string) (workload.Gran
 		}
 		// A write of the doorway failed or timed out: take the ticket
 		// back and start over, rather than block the others with it.
-		b.cfg.log.Debug("bakery: doorway failed, retrying", "lock", name, "client", owner, "err", err)
+		b.cfg.Log.Debug("bakery: doorway failed, retrying", "lock", name, "client", owner, "err", err)
 		if cerr := b.clear(ctx, name, owner); cerr == nil {
 			if werr := retry(ctx); werr == nil {
 				continue
@@ -293,25 +274,9 @@ func (b *Bakery) Acquire(ctx context.Context, name, owner string) (workload.Gran
 	return workload.Grant{Lock: name, Owner: owner}, nil
 }
 
-func (b *Bakery) poller() func(context.Context) error {
-	cur := b.cfg.minPoll
-	return func(ctx context.Context) error {
-		d := cur/2 + rand.N(cur/2+1)
-		cur = min(cur*2, b.cfg.maxPoll)
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
-	}
-}
-
 // doorway: wait until nobody is choosing, choose, draw 1 + max, stop choosing.
 func (b *Bakery) doorway(ctx context.Context, name, owner string) (Ticket, error) {
-	wait := b.poller()
+	wait := recipe.NewPoller(b.cfg.Options).Wait
 	for {
 		ch, err := b.readChoosing(ctx, name)
 		if err == nil && !anyTrue(ch, owner) {
@@ -350,7 +315,7 @@ func anyTrue(m map[string]bool, except string) bool {
 
 func (b *Bakery) wait(ctx context.Context, name string, me Ticket) error {
 	var w *waiter
-	poll := b.poller()
+	poll := recipe.NewPoller(b.cfg.Options).Wait
 	for {
 		// Choosing first, then Numbers: L3 for j must read number[j] after
 		// having seen choosing[j] false.
@@ -375,7 +340,7 @@ func (b *Bakery) wait(ctx context.Context, name string, me Ticket) error {
 
 // clear deletes the client's cells; nil means they are certainly gone.
 func (b *Bakery) clear(ctx context.Context, name, owner string) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := recipe.Detached(ctx)
 	defer cancel()
 	err := b.exec(cctx, `DELETE FROM `+b.numbers+` WHERE lock = ? AND client = ?`, name, owner)
 	if err == nil {
@@ -413,7 +378,7 @@ func (b *Bakery) Release(ctx context.Context, g workload.Grant) error {
 	// The number is gone, so others may enter; the choosing cell is only
 	// tidied (it is false already).
 	if err := b.exec(ctx, `DELETE FROM `+b.choosing+` WHERE lock = ? AND client = ?`, g.Lock, g.Owner); err != nil {
-		b.cfg.log.Debug("bakery: choosing cell left behind", "lock", g.Lock, "client", g.Owner, "err", err)
+		b.cfg.Log.Debug("bakery: choosing cell left behind", "lock", g.Lock, "client", g.Owner, "err", err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/bakery"
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 	"github.com/lockcheck/lockcheck/workload/locktest"
 )
@@ -27,7 +28,7 @@ func TestOneHolderAndReleaseLetsTheOtherIn(t *testing.T) {
 	s, ks, prefix := setup(t)
 	for _, r := range bakery.Recipes {
 		t.Run(r.Name, func(t *testing.T) {
-			locktest.Handover(t, r.New(s, bakery.WithKeyspace(ks)), r.New(s, bakery.WithKeyspace(ks)), prefix+r.Name)
+			locktest.Handover(t, locktest.New(t, r.New, s, recipe.WithKeyspace(ks)), locktest.New(t, r.New, s, recipe.WithKeyspace(ks)), prefix+r.Name)
 		})
 	}
 }
@@ -37,7 +38,7 @@ func TestTwoContendersExactlyOneWins(t *testing.T) {
 	for i := range 5 {
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		a, b := bakery.New(s, bakery.WithKeyspace(ks)), bakery.New(s, bakery.WithKeyspace(ks))
+		a, b := locktest.New(t, bakery.New, s, recipe.WithKeyspace(ks)), locktest.New(t, bakery.New, s, recipe.WithKeyspace(ks))
 		var (
 			wg     sync.WaitGroup
 			mu     sync.Mutex
@@ -78,7 +79,7 @@ func TestTwoContendersExactlyOneWins(t *testing.T) {
 func TestNoLostIncrements(t *testing.T) {
 	s, ks, prefix := setup(t)
 	locktest.NoLostIncrements(t, s, ks, prefix, 5, 6, func() workload.Lock {
-		return bakery.New(s, bakery.WithKeyspace(ks))
+		return locktest.New(t, bakery.New, s, recipe.WithKeyspace(ks))
 	})
 }
 
@@ -91,8 +92,8 @@ func TestClockStepBackShadowsTicket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var clk workload.SkewClock
-	a := bakery.New(s, bakery.WithKeyspace(ks), bakery.WithClock(&clk))
-	b := bakery.New(s, bakery.WithKeyspace(ks))
+	a := locktest.New(t, bakery.New, s, recipe.WithKeyspace(ks), recipe.WithClock(&clk))
+	b := locktest.New(t, bakery.New, s, recipe.WithKeyspace(ks))
 	g, err := a.Acquire(ctx, prefix, "a")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/recipe"
 )
 
 func TestTicketBefore(t *testing.T) {
@@ -100,7 +102,17 @@ func TestRecipes(t *testing.T) {
 			t.Fatalf("unexpected recipe %q", r.Name)
 		}
 		delete(want, r.Name)
-		b := r.New(nil).(*Bakery)
+		if err := r.Validate(); err != nil {
+			t.Error(err)
+		}
+		l, err := r.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := l.(*Bakery)
+		if _, err := r.New(nil, recipe.WithKeyspace("")); err == nil {
+			t.Errorf("%s: an empty keyspace was accepted", r.Name)
+		}
 		if b.cfg.consistency != cl {
 			t.Errorf("%s: consistency %v, want %v", r.Name, b.cfg.consistency, cl)
 		}

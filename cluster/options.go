@@ -14,6 +14,7 @@ const (
 	DefaultNodes    = 3
 	DefaultHeap     = "512M"
 	DefaultKeyspace = "lockcheck"
+	DefaultPaxos    = "v1"
 	MaxNodes        = 5
 )
 
@@ -39,7 +40,7 @@ func defaultConfig() config {
 	return config{
 		name:          DefaultName,
 		nodes:         DefaultNodes,
-		paxos:         "v1",
+		paxos:         DefaultPaxos,
 		commitlogSync: "periodic",
 		heap:          DefaultHeap,
 		logger:        slog.New(slog.DiscardHandler),

@@ -8,6 +8,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -36,7 +37,7 @@ type ElectionOption func(*Election)
 
 // WithColumns names the group and leader columns (default "group", "leader_id").
 func WithColumns(group, leader string) ElectionOption {
-	return func(e *Election) { e.group, e.leader = mustIdent(group), mustIdent(leader) }
+	return func(e *Election) { e.group, e.leader = group, leader }
 }
 
 // WithRefreshOnReclaim makes a re-entrant claim refresh the TTL.
@@ -45,16 +46,24 @@ func WithRefreshOnReclaim(on bool) ElectionOption {
 }
 
 // NewElection returns an election over the table "leadership_election" (or
-// WithTable). It panics on a table or column name that is not a plain CQL
-// identifier (configuration, not input).
-func NewElection(s *gocql.Session, opts []Option, eopts ...ElectionOption) *Election {
-	c := newConfig("leadership_election", opts)
-	e := &Election{s: s, cfg: c, table: mustIdent(c.keyspace) + "." + mustIdent(c.table),
-		group: mustIdent("group"), leader: mustIdent("leader_id")}
+// WithTable). A table or column name that is not a plain CQL identifier is
+// an error.
+func NewElection(s *gocql.Session, opts []Option, eopts ...ElectionOption) (*Election, error) {
+	c, table, err := newConfig("leadership_election", opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Election{s: s, cfg: c, table: table, group: "group", leader: "leader_id"}
 	for _, o := range eopts {
 		o(e)
 	}
-	return e
+	if e.group, err = recipe.Ident(e.group); err != nil {
+		return nil, fmt.Errorf("election: group column: %w", err)
+	}
+	if e.leader, err = recipe.Ident(e.leader); err != nil {
+		return nil, fmt.Errorf("election: leader column: %w", err)
+	}
+	return e, nil
 }
 
 // CreateTable creates the election's table with its configured names.

@@ -10,6 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -62,32 +63,26 @@ type Lease struct {
 }
 
 // New returns the lease lock as published ("lease").
-func New(s *gocql.Session, opts ...Option) *Lease {
-	return newLease(s, false, newConfig("leases", opts))
-}
+func New(s *gocql.Session, opts ...Option) (*Lease, error) { return newLease(s, false, "leases", opts) }
 
 // NewFenced returns the fenced lease lock ("lease-fenced").
-func NewFenced(s *gocql.Session, opts ...Option) *Lease {
-	return newLease(s, true, newConfig("leases_fenced", opts))
+func NewFenced(s *gocql.Session, opts ...Option) (*Lease, error) {
+	return newLease(s, true, "leases_fenced", opts)
 }
 
-func newLease(s *gocql.Session, fenced bool, c config) *Lease {
-	return &Lease{s: s, cfg: c, fenced: fenced, fences: map[string]int64{},
-		table: mustIdent(c.keyspace) + "." + mustIdent(c.table)}
+func newLease(s *gocql.Session, fenced bool, table string, opts []Option) (*Lease, error) {
+	c, qt, err := newConfig(table, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{s: s, cfg: c, fenced: fenced, fences: map[string]int64{}, table: qt}, nil
 }
 
-// Recipe is one named variant of this package, for `lockcheck run --lock NAME`.
-type Recipe struct {
-	Name    string
-	Promise history.Promise
-	New     func(s *gocql.Session, opts ...Option) workload.Lock
-}
-
-// Recipes are the variants of this package.
-var Recipes = []Recipe{
-	{"lease", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return New(s, o...) }},
-	{"lease-fenced", history.PromiseFenced, func(s *gocql.Session, o ...Option) workload.Lock { return NewFenced(s, o...) }},
-	{"racy", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return NewRacy(s, o...) }},
+// Recipes are the variants of this package, for `lockcheck run --lock NAME`.
+var Recipes = []recipe.Entry{
+	{Name: "lease", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema},
+	{Name: "lease-fenced", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema},
+	{Name: "racy", Promise: history.PromiseMutex, New: recipe.Constructor(NewRacy), Schema: CreateSchema},
 }
 
 // CreateSchema creates the tables of every variant of this package
@@ -95,7 +90,7 @@ var Recipes = []Recipe{
 // exist. ttl is the published tables' default_time_to_live; statements set
 // their own TTL anyway.
 func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error {
-	ks, err := ident(keyspace)
+	ks, err := recipe.Ident(keyspace)
 	if err != nil {
 		return err
 	}
@@ -118,7 +113,7 @@ func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error 
 func (l *Lease) Fenced() bool { return l.fenced }
 
 // TTL is the lease's time to live as the server applies it.
-func (l *Lease) TTL() time.Duration { return time.Duration(ttlSeconds(l.cfg.ttl)) * time.Second }
+func (l *Lease) TTL() time.Duration { return time.Duration(ttlSeconds(l.cfg.TTL)) * time.Second }
 
 // Acquire polls with bounded backoff until the lease is granted or ctx ends:
 // after a miss it waits with a QUORUM read of the holder until the lease
@@ -132,7 +127,7 @@ func (l *Lease) TTL() time.Duration { return time.Duration(ttlSeconds(l.cfg.ttl)
 // completed by any later round, so nothing it did can prove we hold nothing.
 func (l *Lease) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
 	start := time.Now()
-	p := newPoller(l.cfg)
+	p := recipe.NewPoller(l.cfg.Options)
 	var pending error // the last unknown outcome, while unsettled
 	for first := true; ; first = false {
 		var err error
@@ -144,7 +139,7 @@ func (l *Lease) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		// and would count as unknown: give up definitely instead.
 		if ctx.Err() == nil && (first || !l.heldByOther(ctx, name, owner)) {
 			var g workload.Grant
-			g, _, err = l.TryAcquire(ctx, name, owner, l.cfg.ttl)
+			g, _, err = l.TryAcquire(ctx, name, owner, l.cfg.TTL)
 			switch {
 			case err == nil:
 				g.Lease = g.Deadline.Sub(start) // counted from the acquire's invocation
@@ -153,10 +148,10 @@ func (l *Lease) Acquire(ctx context.Context, name, owner string) (workload.Grant
 				pending = err
 			case !errors.Is(err, workload.ErrHeldByOther) && ctx.Err() == nil:
 				// A definite failure (unavailable, SERIAL read timeout): poll again.
-				l.cfg.log.Debug("lease acquire attempt failed", "lock", name, "owner", owner, "err", err)
+				l.cfg.Log.Debug("lease acquire attempt failed", "lock", name, "owner", owner, "err", err)
 			}
 		}
-		if werr := p.wait(ctx); werr != nil {
+		if werr := p.Wait(ctx); werr != nil {
 			if pending != nil {
 				l.cleanup(ctx, name, owner)
 				return workload.Grant{}, fmt.Errorf("acquire %q: gave up with an attempt unsettled: %w", name, pending)
@@ -177,11 +172,11 @@ func (l *Lease) heldByOther(ctx context.Context, name, owner string) bool {
 // does not block others for a whole TTL. It cannot make the outcome known: a
 // delayed Paxos round of the acquire may still apply after it.
 func (l *Lease) cleanup(ctx context.Context, name, owner string) {
-	cctx, cancel := detached(ctx)
+	cctx, cancel := recipe.Detached(ctx)
 	defer cancel()
 	if err := l.ReleaseOwner(cctx, name, owner); err != nil && !errors.Is(err, workload.ErrNotHeld) &&
 		!errors.Is(err, workload.ErrHeldByOther) {
-		l.cfg.log.Debug("lease cleanup after unknown acquire", "lock", name, "owner", owner, "err", err)
+		l.cfg.Log.Debug("lease cleanup after unknown acquire", "lock", name, "owner", owner, "err", err)
 	}
 }
 
@@ -316,12 +311,12 @@ func (l *Lease) learn(name string, fence int64) {
 // the new deadline and Lease counted from the renew's invocation. A lease no
 // longer held returns ErrNotHeld.
 func (l *Lease) Renew(ctx context.Context, g workload.Grant) (workload.Grant, error) {
-	return l.renew(ctx, g, l.cfg.ttl, nil)
+	return l.renew(ctx, g, l.cfg.TTL, nil)
 }
 
 // SetValue stores value (e.g. a leader's address) with the lease, renewing it.
 func (l *Lease) SetValue(ctx context.Context, g workload.Grant, value string) (workload.Grant, error) {
-	return l.renew(ctx, g, l.cfg.ttl, &value)
+	return l.renew(ctx, g, l.cfg.TTL, &value)
 }
 
 func (l *Lease) renew(ctx context.Context, g workload.Grant, ttl time.Duration, value *string) (workload.Grant, error) {

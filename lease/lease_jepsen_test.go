@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 	"github.com/lockcheck/lockcheck/workload/locktest"
 )
@@ -33,8 +34,8 @@ func TestTwoContendersExactlyOneWins(t *testing.T) {
 		if fenced {
 			newLock = lease.NewFenced
 		}
-		a, b := newLock(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second)),
-			newLock(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
+		a, b := locktest.New(t, newLock, s, recipe.WithKeyspace(ks), recipe.WithTTL(30*time.Second)),
+			locktest.New(t, newLock, s, recipe.WithKeyspace(ks), recipe.WithTTL(30*time.Second))
 		noWinner := 0
 		for i := range 10 {
 			name := fmt.Sprintf("%s-%v-%d", prefix, fenced, i)
@@ -92,8 +93,8 @@ func TestReleaseLetsTheOtherIn(t *testing.T) {
 	s, ks, prefix := setup(t)
 	for _, r := range lease.Recipes {
 		t.Run(r.Name, func(t *testing.T) {
-			a := r.New(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
-			b := r.New(s, lease.WithKeyspace(ks), lease.WithTTL(30*time.Second))
+			a := locktest.New(t, r.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(30*time.Second))
+			b := locktest.New(t, r.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(30*time.Second))
 			if _, _, wait := locktest.Handover(t, a, b, prefix+r.Name); wait > 5*time.Second {
 				t.Errorf("b got the lock %v after the release", wait)
 			}
@@ -105,9 +106,9 @@ func TestReleaseLetsTheOtherIn(t *testing.T) {
 // grant's deadline.
 func TestAbandonedLeaseExpires(t *testing.T) {
 	s, ks, prefix := setup(t)
-	for _, newLock := range []func(*gocql.Session, ...lease.Option) *lease.Lease{lease.New, lease.NewFenced} {
-		a := newLock(s, lease.WithKeyspace(ks), lease.WithTTL(3*time.Second))
-		b := newLock(s, lease.WithKeyspace(ks), lease.WithTTL(3*time.Second))
+	for _, newLock := range []func(*gocql.Session, ...lease.Option) (*lease.Lease, error){lease.New, lease.NewFenced} {
+		a := locktest.New(t, newLock, s, recipe.WithKeyspace(ks), recipe.WithTTL(3*time.Second))
+		b := locktest.New(t, newLock, s, recipe.WithKeyspace(ks), recipe.WithTTL(3*time.Second))
 		name := fmt.Sprintf("%s-%v", prefix, a.Fenced())
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -146,7 +147,7 @@ func TestFencingTokensStrictlyGrow(t *testing.T) {
 	defer cancel()
 	locks := make([]*lease.Lease, 3)
 	for i := range locks {
-		locks[i] = lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(10*time.Second))
+		locks[i] = locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks), recipe.WithTTL(10*time.Second))
 	}
 	var last int64
 	for i := range 15 {
@@ -180,8 +181,8 @@ func TestFencedResourceRefusesStaleToken(t *testing.T) {
 	if err := res.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a := lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(2*time.Second))
-	b := lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(2*time.Second))
+	a := locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks), recipe.WithTTL(2*time.Second))
+	b := locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks), recipe.WithTTL(2*time.Second))
 	ga, err := a.Acquire(ctx, prefix, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ func TestNoLostIncrements(t *testing.T) {
 	for _, r := range lease.Recipes[:2] { // lease, lease-fenced (racy is the control)
 		t.Run(r.Name, func(t *testing.T) {
 			locktest.NoLostIncrements(t, s, ks, prefix+r.Name, 5, 8, func() workload.Lock {
-				return r.New(s, lease.WithKeyspace(ks), lease.WithTTL(60*time.Second))
+				return locktest.New(t, r.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(60*time.Second))
 			})
 		})
 	}
@@ -228,7 +229,10 @@ func TestElection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, refresh := range []bool{false, true} {
-		e := lease.NewElection(s, []lease.Option{lease.WithKeyspace(ks)}, lease.WithRefreshOnReclaim(refresh))
+		e, err := lease.NewElection(s, []lease.Option{recipe.WithKeyspace(ks)}, lease.WithRefreshOnReclaim(refresh))
+		if err != nil {
+			t.Fatal(err)
+		}
 		group := fmt.Sprintf("%s-%v", prefix, refresh)
 		// A 10 s term reclaimed after 5 s: about 5 s left as published, about
 		// 10 s with the fix; 7 s between them leaves 2-3 s for a slow machine
@@ -273,7 +277,7 @@ func TestHolderReadsWriteTime(t *testing.T) {
 	s, ks, prefix := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l := lease.NewFenced(s, lease.WithKeyspace(ks), lease.WithTTL(20*time.Second))
+	l := locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks), recipe.WithTTL(20*time.Second))
 	before := time.Now()
 	g, err := l.Acquire(ctx, prefix, "a")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -24,26 +25,24 @@ func TestTTLSecondsRoundsUp(t *testing.T) {
 // before its nominal TTL, since expiry is stored in whole seconds.
 func TestDefaultMarginCoversSecondGranularity(t *testing.T) {
 	for _, ttl := range []time.Duration{2 * time.Second, 5 * time.Second, 60 * time.Second} {
-		c := newConfig("leases", []Option{WithTTL(ttl)})
-		v := validity(c.ttl, c.margin)
+		c, _, err := newConfig("leases", []Option{recipe.WithTTL(ttl)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := validity(c.TTL, c.margin)
 		if v <= 0 || v > ttl-time.Second {
 			t.Errorf("ttl %v: validity %v, want in (0, %v]", ttl, v, ttl-time.Second)
 		}
 	}
-	c := newConfig("leases", []Option{WithTTL(time.Second)})
-	if v := validity(c.ttl, c.margin); v <= 0 {
+	c, _, _ := newConfig("leases", []Option{recipe.WithTTL(time.Second)})
+	if v := validity(c.TTL, c.margin); v <= 0 {
 		t.Errorf("validity must stay positive (zero means no expiry), got %v", v)
 	}
-}
-
-func TestIdentRejectsInjection(t *testing.T) {
-	for _, bad := range []string{"", "a b", "x;DROP", `a"b`, "1abc"} {
-		if _, err := ident(bad); err == nil {
-			t.Errorf("ident(%q) accepted", bad)
-		}
-	}
-	if q, err := ident("group"); err != nil || q != `"group"` {
-		t.Errorf(`ident("group") = %q, %v`, q, err)
+	// A TTL given per call (lockd's ?ttl=) gets the margin of that TTL, not
+	// of the configured default (180 s: a 19 s margin).
+	c, _, _ = newConfig("leases", nil)
+	if v := validity(3*time.Second, c.margin); v != 1700*time.Millisecond {
+		t.Errorf("validity of a 3 s TTL under the default config: %v, want 1.7s", v)
 	}
 }
 
@@ -62,13 +61,44 @@ func TestRecipes(t *testing.T) {
 			t.Fatalf("unexpected recipe %q", r.Name)
 		}
 		delete(want, r.Name)
-		l := r.New(nil, WithKeyspace("ks"))
+		if err := r.Validate(); err != nil {
+			t.Error(err)
+		}
+		l, err := r.New(nil, recipe.WithKeyspace("ks"))
+		if err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
 		if le, isLease := l.(*Lease); isLease && le.Fenced() != fenced {
 			t.Errorf("%s: fenced = %v", r.Name, le.Fenced())
+		}
+		if _, err := r.New(nil, recipe.WithKeyspace("ks; DROP TABLE x")); err == nil {
+			t.Errorf("%s: a bad keyspace was accepted", r.Name)
 		}
 	}
 	if len(want) != 0 {
 		t.Errorf("missing recipes %v", want)
+	}
+}
+
+func TestBadNamesAreErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		make func() error
+	}{
+		{"table", func() error { _, err := New(nil, WithTable("a b")); return err }},
+		{"option of another package", func() error {
+			_, err := New(nil, recipe.Own(func(*struct{ x int }) {}))
+			return err
+		}},
+		{"election column", func() error { _, err := NewElection(nil, nil, WithColumns("group", `x"`)); return err }},
+	}
+	for _, tt := range tests {
+		if tt.make() == nil {
+			t.Errorf("%s: no error", tt.name)
+		}
+	}
+	if _, err := NewElection(nil, []Option{recipe.WithKeyspace("ks")}, WithColumns("group", "leader")); err != nil {
+		t.Errorf("a reserved word as a column must be quoted, not refused: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -23,9 +24,12 @@ type Racy struct {
 }
 
 // NewRacy returns the control lock.
-func NewRacy(s *gocql.Session, opts ...Option) *Racy {
-	c := newConfig("leases_racy", opts)
-	return &Racy{s: s, cfg: c, table: mustIdent(c.keyspace) + "." + mustIdent(c.table)}
+func NewRacy(s *gocql.Session, opts ...Option) (*Racy, error) {
+	c, table, err := newConfig("leases_racy", opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Racy{s: s, cfg: c, table: table}, nil
 }
 
 func (r *Racy) holder(ctx context.Context, name string) (string, error) {
@@ -45,12 +49,12 @@ func (r *Racy) holder(ctx context.Context, name string) (string, error) {
 // writes it: read-then-write with nothing in between that could fail.
 func (r *Racy) Acquire(ctx context.Context, name, owner string) (workload.Grant, error) {
 	start := time.Now()
-	p := newPoller(r.cfg)
+	p := recipe.NewPoller(r.cfg.Options)
 	for {
 		h, err := r.holder(ctx, name)
 		if err == nil && (h == "" || h == owner) {
 			attempt := time.Now()
-			err = r.s.Query(`INSERT INTO `+r.table+` (name, owner) VALUES (?, ?) USING TTL ?`, name, owner, ttlSeconds(r.cfg.ttl)).
+			err = r.s.Query(`INSERT INTO `+r.table+` (name, owner) VALUES (?, ?) USING TTL ?`, name, owner, ttlSeconds(r.cfg.TTL)).
 				Consistency(gocql.Quorum).ExecContext(ctx)
 			if err != nil {
 				err = workload.Classify(err)
@@ -58,11 +62,11 @@ func (r *Racy) Acquire(ctx context.Context, name, owner string) (workload.Grant,
 					return workload.Grant{}, fmt.Errorf("acquire %q: %w", name, err)
 				}
 			} else {
-				d := attempt.Add(validity(r.cfg.ttl, r.cfg.margin))
+				d := attempt.Add(validity(r.cfg.TTL, r.cfg.margin))
 				return workload.Grant{Lock: name, Owner: owner, Deadline: d, Lease: d.Sub(start)}, nil
 			}
 		}
-		if werr := p.wait(ctx); werr != nil {
+		if werr := p.Wait(ctx); werr != nil {
 			return workload.Grant{}, fmt.Errorf("acquire %q: %w (last: holder %q, %v)", name, workload.ErrNotAcquired, h, err)
 		}
 	}

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
-	"regexp"
 	"slices"
 	"sync"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -36,37 +33,21 @@ func (r Ref) String() string {
 }
 
 type config struct {
-	keyspace    string
-	clock       workload.Clock
+	recipe.Options
 	consistency gocql.Consistency
 	defaultCL   bool
-	log         *slog.Logger
-	minPoll     time.Duration
-	maxPoll     time.Duration
 }
 
-// Option configures a Music lock.
-type Option func(*config)
-
-// WithKeyspace sets the keyspace (default "lockcheck").
-func WithKeyspace(ks string) Option { return func(c *config) { c.keyspace = ks } }
-
-// WithClock sets the client clock that time-UUID refs are made from.
-func WithClock(clk workload.Clock) Option { return func(c *config) { c.clock = clk } }
+// Option configures a Music lock: the shared options of package recipe
+// (WithKeyspace, WithClock for the client clock time-UUID refs are made
+// from, WithLogger, WithPoll) or WithConsistency.
+type Option = recipe.Option
 
 // WithConsistency sets the consistency of acquireLock's read of the queue's
 // top. Default ONE for music (the source calls a non-serial read enough and
 // names none), QUORUM for music-seq.
 func WithConsistency(cl gocql.Consistency) Option {
-	return func(c *config) { c.consistency, c.defaultCL = cl, false }
-}
-
-// WithLogger sets the logger.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
-
-// WithPoll bounds the wait between acquireLock polls.
-func WithPoll(minPoll, maxPoll time.Duration) Option {
-	return func(c *config) { c.minPoll, c.maxPoll = minPoll, maxPoll }
+	return recipe.Own(func(c *config) { c.consistency, c.defaultCL = cl, false })
 }
 
 // Music is MUSIC's locking service on Cassandra LWTs (seed 001):
@@ -112,55 +93,50 @@ type Music struct {
 }
 
 // New returns the lock as published ("music").
-func New(s *gocql.Session, opts ...Option) *Music { return newMusic(s, false, opts) }
+func New(s *gocql.Session, opts ...Option) (*Music, error) { return newMusic(s, false, opts) }
 
 // NewSeq returns the fixed lock ("music-seq").
-func NewSeq(s *gocql.Session, opts ...Option) *Music { return newMusic(s, true, opts) }
+func NewSeq(s *gocql.Session, opts ...Option) (*Music, error) { return newMusic(s, true, opts) }
 
-var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
-
-func newMusic(s *gocql.Session, seq bool, opts []Option) *Music {
-	c := config{keyspace: "lockcheck", clock: workload.SystemClock{}, consistency: gocql.One, defaultCL: true,
-		log: slog.Default(), minPoll: 2 * time.Millisecond, maxPoll: 100 * time.Millisecond}
-	for _, o := range opts {
-		o(&c)
+func newMusic(s *gocql.Session, seq bool, opts []Option) (*Music, error) {
+	c := config{Options: recipe.Defaults(), consistency: gocql.One, defaultCL: true}
+	if err := recipe.Configure(&c.Options, &c, opts); err != nil {
+		return nil, fmt.Errorf("music: %w", err)
 	}
 	if seq && c.defaultCL {
 		c.consistency = gocql.Quorum
 	}
-	if !identRE.MatchString(c.keyspace) {
-		panic(fmt.Sprintf("music: bad keyspace %q", c.keyspace))
-	}
-	m := &Music{s: s, cfg: c, seq: seq, refs: map[[2]string]Ref{}, guards: map[string]int64{},
-		locks: c.keyspace + ".music_locks", values: c.keyspace + ".music_values"}
+	locks, values := "music_locks", "music_values"
 	if seq {
-		m.locks = c.keyspace + ".music_seq"
+		locks = "music_seq"
 	}
-	return m
+	m := &Music{s: s, cfg: c, seq: seq, refs: map[[2]string]Ref{}, guards: map[string]int64{}}
+	var err error
+	if m.locks, err = recipe.Table(c.Keyspace, locks); err != nil {
+		return nil, fmt.Errorf("music: %w", err)
+	}
+	if m.values, err = recipe.Table(c.Keyspace, values); err != nil {
+		return nil, fmt.Errorf("music: %w", err)
+	}
+	return m, nil
 }
 
-// Recipe is one named variant of this package, for `lockcheck run --lock NAME`.
-type Recipe struct {
-	Name    string
-	Promise history.Promise
-	New     func(s *gocql.Session, opts ...Option) workload.Lock
-}
-
-// Recipes are the variants of this package.
-var Recipes = []Recipe{
-	{"music", history.PromiseMutex, func(s *gocql.Session, o ...Option) workload.Lock { return New(s, o...) }},
-	{"music-seq", history.PromiseFenced, func(s *gocql.Session, o ...Option) workload.Lock { return NewSeq(s, o...) }},
+// Recipes are the variants of this package, for `lockcheck run --lock NAME`.
+var Recipes = []recipe.Entry{
+	{Name: "music", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema},
+	{Name: "music-seq", Promise: history.PromiseFenced, New: recipe.Constructor(NewSeq), Schema: CreateSchema},
 }
 
 // CreateSchema creates the tables of both variants and the values table.
 func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error {
-	if !identRE.MatchString(keyspace) {
-		return fmt.Errorf("music schema: bad keyspace %q", keyspace)
+	ks, err := recipe.Ident(keyspace)
+	if err != nil {
+		return fmt.Errorf("music schema: %w", err)
 	}
 	for _, q := range []string{
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_seq (key text, ref bigint, guard bigint, owner text, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.music_values (key text PRIMARY KEY, value text)`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.music_seq (key text, ref bigint, guard bigint, owner text, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
+		`CREATE TABLE IF NOT EXISTS ` + ks + `.music_values (key text PRIMARY KEY, value text)`,
 	} {
 		if err := s.Query(q).ExecContext(ctx); err != nil {
 			return fmt.Errorf("music schema: %w", err)
@@ -176,7 +152,7 @@ func (m *Music) CreateLockRef(ctx context.Context, key string) (Ref, error) {
 	if m.seq {
 		return m.createSeq(ctx, key)
 	}
-	ref := Ref{Key: key, UUID: gocql.UUIDFromTime(m.cfg.clock.Now())}
+	ref := Ref{Key: key, UUID: gocql.UUIDFromTime(m.cfg.Clock.Now())}
 	applied, err := workload.LWT(m.s.Query(`INSERT INTO `+m.locks+` (key, ref) VALUES (?, ?) IF NOT EXISTS`, key, ref.UUID)).
 		MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
@@ -326,7 +302,7 @@ func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		ghosts []Ref
 	)
 	m.dropLeftovers(ctx)
-	wait := m.poller()
+	wait := recipe.NewPoller(m.cfg.Options).Wait
 	for {
 		ref, err = m.CreateLockRef(ctx, name)
 		if err == nil {
@@ -340,7 +316,7 @@ func (m *Music) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		}
 	}
 	ghosts = m.dropAll(ctx, ghosts)
-	wait = m.poller()
+	wait = recipe.NewPoller(m.cfg.Options).Wait
 	for {
 		top, err := m.AcquireLock(ctx, ref)
 		if err == nil && top {
@@ -380,14 +356,14 @@ func (m *Music) dropAll(ctx context.Context, refs []Ref) []Ref {
 
 // drop deletes a ref after the caller gave up; nil means it is certainly gone.
 func (m *Music) drop(ctx context.Context, ref Ref) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := recipe.Detached(ctx)
 	defer cancel()
 	err := m.ReleaseLock(cctx, ref)
 	if errors.Is(err, workload.ErrNotHeld) {
 		return nil
 	}
 	if err != nil {
-		m.cfg.log.Warn("music: could not delete an abandoned ref", "ref", ref.String(), "err", err)
+		m.cfg.Log.Warn("music: could not delete an abandoned ref", "ref", ref.String(), "err", err)
 	}
 	return err
 }
@@ -457,20 +433,4 @@ func attemptID() string {
 		return gocql.TimeUUID().String()
 	}
 	return u.String()
-}
-
-func (m *Music) poller() func(context.Context) error {
-	cur := m.cfg.minPoll
-	return func(ctx context.Context) error {
-		d := cur/2 + rand.N(cur/2+1)
-		cur = min(cur*2, m.cfg.maxPoll)
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
-	}
 }

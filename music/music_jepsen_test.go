@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/music"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 	"github.com/lockcheck/lockcheck/workload/locktest"
 )
@@ -28,7 +29,7 @@ func TestOneHolderAndReleaseLetsTheOtherIn(t *testing.T) {
 	s, ks, prefix := setup(t)
 	for _, r := range music.Recipes {
 		t.Run(r.Name, func(t *testing.T) {
-			ga, gb, _ := locktest.Handover(t, r.New(s, music.WithKeyspace(ks)), r.New(s, music.WithKeyspace(ks)), prefix+r.Name)
+			ga, gb, _ := locktest.Handover(t, locktest.New(t, r.New, s, recipe.WithKeyspace(ks)), locktest.New(t, r.New, s, recipe.WithKeyspace(ks)), prefix+r.Name)
 			if r.Name == "music-seq" && gb.Token <= ga.Token {
 				t.Errorf("music-seq ref %d after %d: refs must grow", gb.Token, ga.Token)
 			}
@@ -43,7 +44,7 @@ func TestTwoContendersExactlyOneWins(t *testing.T) {
 		if seq {
 			newLock = music.NewSeq
 		}
-		m := newLock(s, music.WithKeyspace(ks), music.WithConsistency(gocql.Quorum))
+		m := locktest.New(t, newLock, s, recipe.WithKeyspace(ks), music.WithConsistency(gocql.Quorum))
 		for i := range 10 {
 			key := fmt.Sprintf("%s-%v-%d", prefix, seq, i)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -98,8 +99,8 @@ func TestClockBehindJumpsTheQueue(t *testing.T) {
 			name := prefix + r.Name
 			var behind workload.SkewClock
 			behind.SetOffset(-10 * time.Second)
-			holder := r.New(s, music.WithKeyspace(ks), music.WithConsistency(gocql.Quorum))
-			late := r.New(s, music.WithKeyspace(ks), music.WithConsistency(gocql.Quorum), music.WithClock(&behind))
+			holder := locktest.New(t, r.New, s, recipe.WithKeyspace(ks), music.WithConsistency(gocql.Quorum))
+			late := locktest.New(t, r.New, s, recipe.WithKeyspace(ks), music.WithConsistency(gocql.Quorum), recipe.WithClock(&behind))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			gh, err := holder.Acquire(ctx, name, "holder")
@@ -137,7 +138,7 @@ func TestCriticalGetPut(t *testing.T) {
 	s, ks, prefix := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m := music.NewSeq(s, music.WithKeyspace(ks))
+	m := locktest.New(t, music.NewSeq, s, recipe.WithKeyspace(ks))
 	a, err := m.CreateLockRef(ctx, prefix)
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +164,6 @@ func TestCriticalGetPut(t *testing.T) {
 func TestNoLostIncrements(t *testing.T) {
 	s, ks, prefix := setup(t)
 	locktest.NoLostIncrements(t, s, ks, prefix, 5, 8, func() workload.Lock {
-		return music.NewSeq(s, music.WithKeyspace(ks))
+		return locktest.New(t, music.NewSeq, s, recipe.WithKeyspace(ks))
 	})
 }

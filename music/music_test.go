@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/recipe"
 )
 
 func TestRecipesAndDefaults(t *testing.T) {
@@ -25,13 +27,28 @@ func TestRecipesAndDefaults(t *testing.T) {
 				continue
 			}
 			found = true
-			m := r.New(nil, tt.opts...).(*Music)
+			l, err := r.New(nil, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := l.(*Music)
 			if m.seq != tt.seq || m.cfg.consistency != tt.cl {
 				t.Errorf("%s %v: seq %v cl %v, want %v %v", tt.name, tt.opts, m.seq, m.cfg.consistency, tt.seq, tt.cl)
 			}
 		}
 		if !found {
 			t.Errorf("no recipe %q", tt.name)
+		}
+	}
+}
+
+func TestBadKeyspaceIsAnError(t *testing.T) {
+	for _, r := range Recipes {
+		if err := r.Validate(); err != nil {
+			t.Error(err)
+		}
+		if _, err := r.New(nil, recipe.WithKeyspace("ks.x")); err == nil {
+			t.Errorf("%s: a bad keyspace was accepted", r.Name)
 		}
 	}
 }

@@ -151,8 +151,8 @@ type Nemesis struct {
 // New makes a nemesis over targets that records to rec.
 func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	n := &Nemesis{
-		targets: targets, rec: rec, seed: 1, interval: 10 * time.Second,
-		pauseExtra: 3 * time.Second, skewMin: time.Second, skewMax: 30 * time.Second,
+		targets: targets, rec: rec, seed: 1, interval: DefaultInterval,
+		pauseExtra: DefaultClientPauseExtra, skewMin: time.Second, skewMax: 30 * time.Second,
 		log:    slog.Default(),
 		paused: map[string]bool{}, stopped: map[string]bool{}, killed: map[string]bool{},
 		skewedNodes: map[string]bool{}, skewedCl: map[int]bool{},

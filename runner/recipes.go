@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,11 +10,20 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/bakery"
-	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/lease"
 	"github.com/lockcheck/lockcheck/music"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
+
+// registry lists the recipes of every lock package, each written once, in
+// its own package (name, promise, constructor, schema). A new variant is an
+// entry in its package's Recipes; a new package is one line here.
+var registry = [][]recipe.Entry{
+	lease.Recipes,
+	music.Recipes,
+	bakery.Recipes,
+}
 
 // CQLEnv is an Env that serves CQL sessions (the Cassandra cluster).
 type CQLEnv interface {
@@ -22,23 +32,18 @@ type CQLEnv interface {
 	Keyspace() string
 }
 
-// Promises are what each recipe promises, recorded in the run's meta line.
-// The fixed recipes that hand out fencing tokens promise fencing, not
-// exclusive holds: their holds may overlap (stale reads, skewed clocks) as
-// long as the resource refuses the stale holder.
-var Promises = map[string]history.Promise{
-	"lease": history.PromiseMutex, "racy": history.PromiseMutex, "music": history.PromiseMutex,
-	"bakery": history.PromiseMutex, "bakery-one": history.PromiseMutex,
-	"lease-fenced": history.PromiseFenced, "music-seq": history.PromiseFenced,
-}
-
-// cqlRecipe makes a recipe from a package's constructor.
-func cqlRecipe(name string, schema func(context.Context, *gocql.Session, string) error,
-	newLock func(s *gocql.Session, ks string, clock workload.Clock, t *Test) workload.Lock) Recipe {
-	return Recipe{Name: name, Promise: Promises[name], Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+// FromEntry makes a Recipe of a CQL recipe's entry: on a CQLEnv it opens a
+// session, creates the entry's schema and the resource's, and gives each
+// client a lock made with the run's keyspace, the client's clock, the TTL
+// and the logger.
+func FromEntry(e recipe.Entry) Recipe {
+	return Recipe{Name: e.Name, Promise: e.Promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+		if err := e.Validate(); err != nil {
+			return nil, nil, nil, err
+		}
 		ce, ok := env.(CQLEnv)
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("recipe %s needs a Cassandra cluster", name)
+			return nil, nil, nil, fmt.Errorf("recipe %s needs a Cassandra cluster", e.Name)
 		}
 		s, err := ce.Session(ctx)
 		if err != nil {
@@ -46,7 +51,7 @@ func cqlRecipe(name string, schema func(context.Context, *gocql.Session, string)
 		}
 		ks := ce.Keyspace()
 		res := workload.NewCassandraResource(s, ks)
-		if err := schema(ctx, s, ks); err != nil {
+		if err := e.Schema(ctx, s, ks); err != nil {
 			s.Close()
 			return nil, nil, nil, err
 		}
@@ -55,7 +60,13 @@ func cqlRecipe(name string, schema func(context.Context, *gocql.Session, string)
 			return nil, nil, nil, err
 		}
 		nl := func(client int, clock workload.Clock) (workload.Lock, error) {
-			return newLock(s, ks, clock, t), nil
+			return e.New(s, recipe.WithKeyspace(ks), recipe.WithClock(clock), recipe.WithTTL(t.TTL), recipe.WithLogger(t.Log))
+		}
+		// A constructor that refuses these options refuses them for every
+		// client: say so before the clients start.
+		if _, err := nl(0, workload.SystemClock{}); err != nil {
+			s.Close()
+			return nil, nil, nil, fmt.Errorf("recipe %s: %w", e.Name, err)
 		}
 		return nl, res, s.Close, nil
 	}}
@@ -64,22 +75,30 @@ func cqlRecipe(name string, schema func(context.Context, *gocql.Session, string)
 // Recipes are the locks `lockcheck run --lock` takes, by name.
 func Recipes() map[string]Recipe {
 	rs := map[string]Recipe{}
-	for _, r := range lease.Recipes {
-		rs[r.Name] = cqlRecipe(r.Name, lease.CreateSchema, func(s *gocql.Session, ks string, c workload.Clock, t *Test) workload.Lock {
-			return r.New(s, lease.WithKeyspace(ks), lease.WithClock(c), lease.WithTTL(t.TTL), lease.WithLogger(t.Log))
-		})
-	}
-	for _, r := range music.Recipes {
-		rs[r.Name] = cqlRecipe(r.Name, music.CreateSchema, func(s *gocql.Session, ks string, c workload.Clock, t *Test) workload.Lock {
-			return r.New(s, music.WithKeyspace(ks), music.WithClock(c), music.WithLogger(t.Log))
-		})
-	}
-	for _, r := range bakery.Recipes {
-		rs[r.Name] = cqlRecipe(r.Name, bakery.CreateSchema, func(s *gocql.Session, ks string, c workload.Clock, t *Test) workload.Lock {
-			return r.New(s, bakery.WithKeyspace(ks), bakery.WithClock(c), bakery.WithLogger(t.Log))
-		})
+	for _, pkg := range registry {
+		for _, e := range pkg {
+			rs[e.Name] = FromEntry(e)
+		}
 	}
 	return rs
+}
+
+// checkRegistry tells whether every entry is valid and every name unique.
+func checkRegistry(reg [][]recipe.Entry) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, pkg := range reg {
+		for _, e := range pkg {
+			if err := e.Validate(); err != nil {
+				errs = append(errs, err)
+			}
+			if seen[e.Name] {
+				errs = append(errs, fmt.Errorf("recipe %q registered twice", e.Name))
+			}
+			seen[e.Name] = true
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // RecipeNames are the names of Recipes, sorted.

@@ -46,63 +46,61 @@ type Recipe struct {
 	Setup   Setup
 }
 
-// Test is one run's configuration.
+// Test is one run's configuration. Start from Defaults: Run fills the
+// fields whose zero means nothing (Clients, Locks, Time, Interval, TTL,
+// HealTimeout, Store) from it and takes Quiet and PauseExtra as given. The
+// cluster's size and Paxos variant are the Env's, recorded from it.
 type Test struct {
-	Name    string   // default "<lock>-<nemesis>"
+	Name    string   // default "<lock>-<nemesis>[-<workload>]"
 	Recipe  Recipe   // the lock under test
 	Nemesis []string // fault kinds (nemesis.Kinds)
-	Nodes   int      // recorded; the Env decides
-	Clients int      // default 5
-	Locks   int      // lock names, default 1
-	Time    time.Duration
-	Seed    int64
-	Store   string // default "store"
-	Paxos   string // recorded
+	// Workload is the clients' shape: workload.ShapeCycle (short holds) or
+	// workload.ShapeLeader (terms of many seconds with heartbeats).
+	Workload string
+	Clients  int
+	Locks    int // lock names
+	Time     time.Duration
+	Seed     int64
+	Store    string
 
-	Interval    time.Duration // mean time between faults (default 10s)
-	Quiet       time.Duration // after healing, before the final reads (default 5s)
-	TTL         time.Duration // the lease recipes' TTL (default 3s)
-	PauseExtra  time.Duration // a paused holder stalls its lease plus this (default 3s)
-	HealTimeout time.Duration // default 3m
-	CheckOpts   []checker.Option
+	Interval    time.Duration // mean time between faults
+	Quiet       time.Duration // after healing, before the final reads
+	TTL         time.Duration // the lease recipes' TTL
+	PauseExtra  time.Duration // a paused holder stalls its lease plus this
+	HealTimeout time.Duration
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
 
 	runID string // the run directory's name: lock names are fresh each run
+	// runLog writes to the run's lockcheck.log only: plug-ins' stderr and
+	// process lines go there, not to the terminal.
+	runLog *slog.Logger
 }
 
+// SetupError is a recipe that could not be set up (a plug-in that would not
+// start, a lock service that does not answer): the run ends before any
+// client ran, with no report.
+type SetupError struct {
+	Recipe string
+	Err    error
+}
+
+func (e *SetupError) Error() string { return fmt.Sprintf("set up %s: %v", e.Recipe, e.Err) }
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
 func (t *Test) defaults() {
-	if t.Clients == 0 {
-		t.Clients = 5
-	}
-	if t.Locks == 0 {
-		t.Locks = 1
-	}
-	if t.Store == "" {
-		t.Store = "store"
-	}
-	if t.Interval == 0 {
-		t.Interval = 10 * time.Second
-	}
-	if t.Quiet == 0 {
-		t.Quiet = 5 * time.Second
-	}
-	if t.TTL == 0 {
-		t.TTL = 3 * time.Second
-	}
-	if t.PauseExtra == 0 {
-		t.PauseExtra = 3 * time.Second
-	}
-	if t.HealTimeout == 0 {
-		t.HealTimeout = 3 * time.Minute
-	}
+	t.fillDefaults()
 	if t.Name == "" {
 		nem := "none"
 		if len(t.Nemesis) > 0 {
 			nem = strings.Join(t.Nemesis, "_")
 		}
 		t.Name = t.Recipe.Name + "-" + nem
+		if t.Workload != workload.ShapeCycle {
+			t.Name += "-" + t.Workload
+		}
 	}
 	if t.Log == nil {
 		t.Log = slog.Default()
@@ -143,11 +141,8 @@ type Store interface {
 // could be saved.
 func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	t.defaults()
-	if t.Recipe.Setup == nil {
-		return Outcome{}, errors.New("runner: no recipe")
-	}
-	if t.Time <= 0 {
-		return Outcome{}, fmt.Errorf("runner: time must be positive, got %v", t.Time)
+	if err := t.Validate(); err != nil {
+		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
@@ -160,7 +155,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return out, fmt.Errorf("runner: %w", err)
 	}
 	defer logFile.Close()
-	log := slog.New(teeHandler{t.Log.Handler(), slog.NewTextHandler(logFile, nil)}).With("test", t.Name)
+	fileHandler := slog.NewTextHandler(logFile, nil)
+	log := slog.New(teeHandler{t.Log.Handler(), fileHandler}).With("test", t.Name)
+	t.runLog = slog.New(fileHandler).With("test", t.Name)
 
 	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
@@ -170,9 +167,17 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	meta := history.Meta{
 		Test: t.Name, Lock: t.Recipe.Name, Promise: t.Recipe.Promise, Nemesis: t.Nemesis, Seed: t.Seed,
 		Config: map[string]string{
-			"nodes": strconv.Itoa(t.Nodes), "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
-			"time": t.Time.String(), "paxos": t.Paxos, "ttl": t.TTL.String(), "interval": t.Interval.String(),
+			"workload": t.Workload, "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
+			"time": t.Time.String(), "ttl": t.TTL.String(), "interval": t.Interval.String(),
 		},
+	}
+	// What the cluster is, not what was asked for: a reused cluster keeps
+	// its own size and Paxos variant.
+	if env != nil {
+		meta.Config["nodes"] = strconv.Itoa(len(env.Targets()))
+		if p, ok := env.(interface{ Paxos() string }); ok {
+			meta.Config["paxos"] = p.Paxos()
+		}
 	}
 	if _, err := w.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta, Value: mustJSON(meta)}); err != nil {
 		w.Close()
@@ -182,6 +187,10 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	runErr := run(ctx, env, &t, mon, log, &out)
 	if err := w.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
+	}
+	if se := (*SetupError)(nil); errors.As(runErr, &se) {
+		t.runLog.Error("run not started", "err", runErr)
+		return out, runErr
 	}
 	out.Ops = mon.ops.Load()
 
@@ -207,11 +216,11 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
 	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
 	if err != nil {
-		return fmt.Errorf("runner: set up %s: %w", t.Recipe.Name, err)
+		return &SetupError{Recipe: t.Recipe.Name, Err: err}
 	}
 	defer closeFn()
 	wl, err := workload.New(newLock, res, mon,
-		workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
+		workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
 		workload.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)

@@ -15,6 +15,10 @@
 #   debootstrap    builds the node image's Debian root filesystem
 #   maven          resolves the Cassandra server jars from Maven Central
 #   chromium, chromium-driver   the report's browser test
+#   libfaketime    skews the clocks of --lock-cmd plug-ins (client-clock);
+#                  judged by its library file, it has no command
+#   python3-venv, default-jdk-headless   build the reference plug-ins
+#                  (make plugins: a venv with cassandra-driver, javac)
 #
 # Go (see go.mod for the version) must be installed already.
 set -euo pipefail
@@ -28,6 +32,9 @@ probe_debootstrap() { debootstrap --version >/dev/null 2>&1 || [ -x /usr/sbin/de
 probe_mvn() { mvn -v >/dev/null 2>&1; }
 probe_chromium() { chromium --version >/dev/null 2>&1; }
 probe_chromedriver() { chromedriver --version >/dev/null 2>&1; }
+probe_faketime() { compgen -G '/usr/lib/*/faketime/libfaketimeMT.so.1' >/dev/null; }
+probe_venv() { python3 -c 'import venv, ensurepip' >/dev/null 2>&1; }
+probe_javac() { javac -version >/dev/null 2>&1; }
 engine_answers() { docker info >/dev/null 2>&1; }
 dockerd_path() {
   local d
@@ -42,6 +49,9 @@ probe_debootstrap || missing+=(debootstrap)
 probe_mvn || missing+=(maven)
 probe_chromium || missing+=(chromium)
 probe_chromedriver || missing+=(chromium-driver)
+probe_faketime || missing+=(libfaketime)
+probe_venv || missing+=(python3 python3-venv)
+probe_javac || missing+=(default-jdk-headless)
 # The engine: only when none answers and no dockerd can be started. A docker
 # client on PATH does not count (docker.io brings its own client too).
 if ! engine_answers && ! dockerd_path >/dev/null; then
@@ -65,6 +75,9 @@ if ((${#missing[@]} > 0)); then
   probe_mvn || die "maven installed but 'mvn -v' fails (is a JDK installed?)"
   probe_chromium || die "chromium installed but 'chromium --version' fails"
   probe_chromedriver || die "chromium-driver installed but 'chromedriver --version' fails"
+  probe_faketime || die "libfaketime installed but no libfaketimeMT.so.1 under /usr/lib/*/faketime"
+  probe_venv || die "python3-venv installed but 'python3 -c \"import venv, ensurepip\"' fails"
+  probe_javac || die "default-jdk-headless installed but 'javac -version' fails"
 fi
 
 if ! command -v go >/dev/null 2>&1; then

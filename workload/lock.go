@@ -48,3 +48,18 @@ type Lock interface {
 type Clock interface {
 	Now() time.Time
 }
+
+// ProcessPauser is a Lock whose client runs in a process of its own (a
+// plug-in of `--lock-cmd`). A client pause stops that process as well as
+// the harness's client, so that the lock's own code (renewals, heartbeats)
+// stalls too, as in a real GC pause; resume lets it go on.
+type ProcessPauser interface {
+	PauseProcess() (resume func() error, err error)
+}
+
+// ClockSetter is a Lock whose client reads a clock the SkewClock cannot
+// reach (a plug-in process under libfaketime). SetClientClock moves it with
+// the client's SkewClock.
+type ClockSetter interface {
+	SetClockOffset(d time.Duration) error
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,11 +57,17 @@ type config struct {
 	thinkMax       time.Duration
 	stagger        time.Duration
 	pinned         bool
+	shape          string
+	term           time.Duration
 	classify       Classifier
 	log            *slog.Logger
 }
 
-// WithClients sets the number of concurrent clients (default 5).
+// DefaultClients is the number of clients of a workload made without
+// WithClients (and of a run: runner.Defaults).
+const DefaultClients = 5
+
+// WithClients sets the number of concurrent clients (default DefaultClients).
 func WithClients(n int) Option { return func(c *config) { c.clients = n } }
 
 // WithLocks sets the lock names the clients contend for (default "l0").
@@ -112,6 +119,7 @@ type Workload struct {
 	rec     Recorder
 
 	clocks []*SkewClock
+	locks  []Lock       // client -> its lock once Run made it (under mu)
 	elem   atomic.Int64 // last element added: elements are unique in a run
 	procs  atomic.Int64 // process numbers handed out beyond the clients' first
 	ok     atomic.Int64
@@ -140,7 +148,7 @@ type pauseClaim struct {
 // New makes a workload. newLock is called once per client when Run starts.
 func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Workload, error) {
 	cfg := config{
-		clients:        5,
+		clients:        DefaultClients,
 		locks:          []string{"l0"},
 		seed:           1,
 		acquireTimeout: 5 * time.Second,
@@ -148,6 +156,8 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 		holdMax:        50 * time.Millisecond,
 		thinkMax:       20 * time.Millisecond,
 		stagger:        200 * time.Millisecond,
+		shape:          ShapeCycle,
+		term:           DefaultTerm,
 		classify:       DefaultClassifier,
 		log:            slog.Default(),
 	}
@@ -163,9 +173,14 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 		return nil, errors.New("workload: no lock names")
 	case cfg.acquireTimeout <= 0 || cfg.opTimeout <= 0:
 		return nil, errors.New("workload: timeouts must be positive")
+	case !slices.Contains(Shapes, cfg.shape):
+		return nil, fmt.Errorf("workload: unknown shape %q (want one of %v)", cfg.shape, Shapes)
+	case cfg.term <= 0:
+		return nil, errors.New("workload: the leader's term must be positive")
 	}
 	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec, holding: map[int]Grant{}}
 	w.clocks = make([]*SkewClock, cfg.clients)
+	w.locks = make([]Lock, cfg.clients)
 	w.process = make([]int, cfg.clients)
 	for i := range w.clocks {
 		w.clocks[i] = &SkewClock{}
@@ -184,12 +199,21 @@ func (w *Workload) Locks() []string { return w.cfg.locks }
 // Clock is client i's clock.
 func (w *Workload) Clock(i int) *SkewClock { return w.clocks[i] }
 
-// SetClientClock moves client i's clock by d from the machine's time.
+// SetClientClock moves client i's clock by d from the machine's time, and
+// the clock of its lock's process when the lock is a ClockSetter.
 func (w *Workload) SetClientClock(i int, d time.Duration) error {
 	if i < 0 || i >= len(w.clocks) {
 		return fmt.Errorf("workload: no client %d", i)
 	}
 	w.clocks[i].SetOffset(d)
+	w.mu.Lock()
+	cs, ok := w.locks[i].(ClockSetter)
+	w.mu.Unlock()
+	if ok {
+		if err := cs.SetClockOffset(d); err != nil {
+			return fmt.Errorf("workload: clock of client %d: %w", i, err)
+		}
+	}
 	return nil
 }
 
@@ -283,6 +307,9 @@ func (w *Workload) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("workload: client %d: %w", i, err)
 		}
+		w.mu.Lock()
+		w.locks[i] = lock
+		w.mu.Unlock()
 		wg.Go(func() { errs[i] = w.client(ctx, i, lock) })
 	}
 	wg.Wait()
@@ -321,11 +348,16 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 		if w.cfg.pinned {
 			name = w.cfg.locks[i%len(w.cfg.locks)]
 		}
-		hold := randDur(r, w.cfg.holdMax)
-		think := randDur(r, w.cfg.thinkMax)
-		if err := w.cycle(ctx, i, lock, name, hold); err != nil {
+		var err error
+		if w.cfg.shape == ShapeLeader {
+			err = w.lead(ctx, i, lock, name, r)
+		} else {
+			err = w.cycle(ctx, i, lock, name, randDur(r, w.cfg.holdMax))
+		}
+		if err != nil {
 			return err
 		}
+		think := randDur(r, w.cfg.thinkMax)
 		sleep(ctx, think)
 	}
 	return nil
@@ -336,29 +368,10 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hold time.Duration) error {
 	proc := w.Process(i)
 	owner := fmt.Sprintf("c%d-p%d", i, proc)
-	inv, err := w.invoke(proc, history.FAcquire, name, nil)
-	if err != nil {
+	g, ok, err := w.acquire(ctx, i, proc, lock, name, owner)
+	if err != nil || !ok {
 		return err
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.acquireTimeout)
-	g, aerr := lock.Acquire(actx, name, owner)
-	cancel()
-	if aerr != nil {
-		_, err := w.complete(i, inv, aerr, nil)
-		return err
-	}
-	done := history.Op{Process: proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: g.Lease.Milliseconds()}
-	if g.Token > 0 {
-		done.Value = mustJSON(g.Token)
-	}
-	w.mu.Lock()
-	w.holding[i] = g
-	w.mu.Unlock()
-	w.acq.Add(1)
-	if err := w.record(done); err != nil {
-		return err
-	}
-
 	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
 		// The grant came back already expired (a slow acquire under load):
 		// a client checks its lease before it writes, so it skips the
@@ -366,7 +379,7 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 		// client-pause nemesis injects; this is not that.
 		return w.release(ctx, i, lock, g)
 	}
-	t, err := w.add(ctx, i, proc, g)
+	t, err := w.add(ctx, i, proc, lock, g)
 	switch {
 	case err != nil:
 		return err
@@ -377,9 +390,7 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 		// one would hide the end of the old process's hold. The grant is
 		// abandoned, as by a crashed client: a lease frees itself at its
 		// expiry, other recipes stay held (that is their semantics).
-		w.mu.Lock()
-		delete(w.holding, i)
-		w.mu.Unlock()
+		w.abandon(i)
 		return nil
 	case t == history.OK:
 		sleep(ctx, hold)
@@ -388,7 +399,7 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 }
 
 // add runs the critical section and returns how it completed.
-func (w *Workload) add(ctx context.Context, i, proc int, g Grant) (history.Type, error) {
+func (w *Workload) add(ctx context.Context, i, proc int, lock Lock, g Grant) (history.Type, error) {
 	elem := w.elem.Add(1)
 	inv, err := w.invoke(proc, history.FAdd, g.Lock, mustJSON(elem))
 	if err != nil {
@@ -400,9 +411,24 @@ func (w *Workload) add(ctx context.Context, i, proc int, g Grant) (history.Type,
 	// write in. The section's timeout is extended by the pause.
 	req, pd := w.claimPause(i, g)
 	hook := func(context.Context) error {
-		if req != nil {
-			w.cfg.log.Info("client pause", "client", i, "process", proc, "lock", g.Lock, "for", pd)
+		if req == nil {
+			return nil
+		}
+		w.cfg.log.Info("client pause", "client", i, "process", proc, "lock", g.Lock, "for", pd)
+		pp, ok := lock.(ProcessPauser)
+		if !ok {
 			time.Sleep(pd)
+			return nil
+		}
+		resume, err := pp.PauseProcess()
+		if err != nil {
+			w.cfg.log.Warn("client pause: process not stopped", "client", i, "err", err)
+		}
+		time.Sleep(pd)
+		if resume != nil {
+			if err := resume(); err != nil {
+				w.cfg.log.Warn("client pause: process not resumed", "client", i, "err", err)
+			}
 		}
 		return nil
 	}

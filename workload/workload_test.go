@@ -48,6 +48,8 @@ type fakeLocks struct {
 	// effect (0: never), like a CAS timeout whose write was applied.
 	unknownEvery int
 	acquires     int
+	// reentrant: an owner that holds the lock gets it again at once.
+	reentrant bool
 }
 
 func newFakeLocks(lease time.Duration, fenced bool) *fakeLocks {
@@ -66,7 +68,7 @@ func (l fakeLock) Acquire(ctx context.Context, name, owner string) (Grant, error
 		if exp, ok := l.s.expires[name]; ok && l.s.lease > 0 && time.Now().After(exp) {
 			delete(l.s.owner, name)
 		}
-		if _, held := l.s.owner[name]; !held {
+		if o, held := l.s.owner[name]; !held || (l.s.reentrant && o == owner) {
 			l.s.owner[name] = owner
 			l.s.expires[name] = time.Now().Add(l.s.lease)
 			l.s.token++
@@ -421,6 +423,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"no clients", []Option{WithClients(0)}},
 		{"no locks", []Option{WithLocks()}},
 		{"zero timeout", []Option{WithAcquireTimeout(0)}},
+		{"unknown shape", []Option{WithShape("elect")}},
+		{"zero term", []Option{WithShape(ShapeLeader), WithTerm(0)}},
 	}
 	for _, tt := range tests {
 		if _, err := New(l, newFakeSet(), &memHistory{}, tt.opts...); err == nil {
@@ -453,5 +457,77 @@ func TestExpiredGrantSkipsCriticalSection(t *testing.T) {
 	}
 	if n := count(ops, history.FAdd, history.Invoke); n != 0 {
 		t.Errorf("%d adds with expired grants", n)
+	}
+}
+
+// procLock is a fakeLock whose client runs in a process of its own: it
+// records what the client faults did to that process.
+type procLock struct {
+	fakeLock
+	mu      sync.Mutex
+	stopped bool          // between PauseProcess and its resume
+	pauses  int           // PauseProcess calls
+	inPause time.Duration // how long the process stayed stopped
+	offset  time.Duration // the last SetClockOffset
+}
+
+func (l *procLock) PauseProcess() (func() error, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped, l.pauses = true, l.pauses+1
+	at := time.Now()
+	return func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.stopped, l.inPause = false, time.Since(at)
+		return nil
+	}, nil
+}
+
+func (l *procLock) SetClockOffset(d time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.offset = d
+	return nil
+}
+
+// A lock with a process of its own has that process stopped for the whole
+// client pause and resumed after it, and its clock moved with the client's.
+func TestClientFaultsReachLockProcess(t *testing.T) {
+	locks := newFakeLocks(50*time.Millisecond, false)
+	procs := make([]*procLock, 2)
+	w, err := New(func(i int, c Clock) (Lock, error) {
+		procs[i] = &procLock{fakeLock: fakeLock{s: locks}}
+		return procs[i], nil
+	}, newFakeSet(), &memHistory{start: time.Now()}, WithClients(2), WithHold(time.Millisecond), WithThink(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var p ClientPause
+	var perr error
+	var wg sync.WaitGroup
+	wg.Go(func() { p, perr = w.PauseHolder(ctx, 200*time.Millisecond) })
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	paused := procs[p.Client]
+	if paused.pauses != 1 || paused.stopped || paused.inPause < p.Duration {
+		t.Errorf("paused process: %d pauses, stopped after the pause %v, stopped %v of the %v pause",
+			paused.pauses, paused.stopped, paused.inPause, p.Duration)
+	}
+	if other := procs[1-p.Client]; other.pauses != 0 {
+		t.Errorf("the other client's process was stopped %d times", other.pauses)
+	}
+	if err := w.SetClientClock(1, -7*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if procs[1].offset != -7*time.Second || procs[0].offset != 0 {
+		t.Errorf("process clock offsets %v, %v; want 0, -7s", procs[0].offset, procs[1].offset)
 	}
 }

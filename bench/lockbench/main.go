@@ -35,17 +35,25 @@ func main() {
 	rounds := flag.Int("rounds", 6, "alternating rounds of the raw loop and the harness on lease")
 	clients := flag.Int("clients", 5, "concurrent clients")
 	recipes := flag.String("recipes", "lease,lease-fenced,racy,music,music-seq,bakery,bakery-one", "recipes to measure")
+	plugins := flag.String("plugins", "", "instead: NAME=COMMAND,... --lock-cmd plug-ins, each alternated with the built-in lease")
+	clusterName := flag.String("cluster", cluster.DefaultName, "the running cluster to attach to")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(*dur, *rounds, *clients, strings.Split(*recipes, ","), log); err != nil {
+	var err error
+	if *plugins != "" {
+		err = runPlugins(*clusterName, *dur, *rounds, *clients, strings.Split(*plugins, ","), log)
+	} else {
+		err = run(*clusterName, *dur, *rounds, *clients, strings.Split(*recipes, ","), log)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockbench:", err)
 		os.Exit(2)
 	}
 }
 
-func run(d time.Duration, rounds, clients int, recipes []string, log *slog.Logger) error {
+func run(name string, d time.Duration, rounds, clients int, recipes []string, log *slog.Logger) error {
 	ctx := context.Background()
-	c, err := cluster.Attach(ctx)
+	c, err := cluster.Attach(ctx, cluster.WithName(name))
 	if err != nil {
 		return err
 	}
@@ -57,7 +65,9 @@ func run(d time.Duration, rounds, clients int, recipes []string, log *slog.Logge
 	defer s.Close()
 	ks := c.Keyspace()
 	// The schemas the raw loop uses.
-	if _, _, closeFn, err := runner.Recipes()["lease"].Setup(ctx, env, &runner.Test{TTL: 3 * time.Second, Log: log}); err != nil {
+	base := runner.Defaults()
+	base.Log = log
+	if _, _, closeFn, err := runner.Recipes()["lease"].Setup(ctx, env, &base); err != nil {
 		return err
 	} else {
 		closeFn()
@@ -101,11 +111,55 @@ func run(d time.Duration, rounds, clients int, recipes []string, log *slog.Logge
 	return nil
 }
 
+// runPlugins compares --lock-cmd plug-ins with the built-in lease: each
+// round runs the built-in lease, then each plug-in, for d each, and the
+// sums give the ratio (the processes' start is not timed: Setup runs first).
+func runPlugins(name string, d time.Duration, rounds, clients int, plugins []string, log *slog.Logger) error {
+	ctx := context.Background()
+	c, err := cluster.Attach(ctx, cluster.WithName(name))
+	if err != nil {
+		return err
+	}
+	env := runner.ClusterEnv{Cluster: c}
+	lease, err := runner.LookupRecipe("lease")
+	if err != nil {
+		return err
+	}
+	recipes := []runner.Recipe{lease}
+	names := []string{"lease (built in)"}
+	for _, p := range plugins {
+		n, cmd, ok := strings.Cut(p, "=")
+		if !ok {
+			return fmt.Errorf("-plugins: %q: want NAME=COMMAND", p)
+		}
+		recipes = append(recipes, runner.CmdRecipe(cmd, history.PromiseMutex))
+		names = append(names, n)
+	}
+	sums := make([]float64, len(recipes))
+	for i := range rounds {
+		for j, r := range recipes {
+			cycles, _, err := harness(ctx, env, r, clients, d, log)
+			if err != nil {
+				return fmt.Errorf("%s: %w", names[j], err)
+			}
+			fmt.Fprintf(os.Stderr, "round %d: %s %.1f cycles/s\n", i, names[j], cycles)
+			sums[j] += cycles
+		}
+	}
+	fmt.Printf("| what (%d rounds of %v, alternating, %d clients) | cycles/s | ops/s | / built-in lease |\n| --- | --- | --- | --- |\n", rounds, d, clients)
+	for j := range recipes {
+		cps := sums[j] / float64(rounds)
+		fmt.Printf("| %s | %.1f | %.1f | %.2f |\n", names[j], cps, 3*cps, sums[j]/sums[0])
+	}
+	return nil
+}
+
 // harness runs the workload for d and returns completed cycles (ok
 // releases) and history lines per second.
 func harness(ctx context.Context, env runner.ClusterEnv, r runner.Recipe, clients int, d time.Duration, log *slog.Logger) (float64, float64, error) {
-	t := &runner.Test{TTL: 3 * time.Second, Log: log}
-	newLock, res, closeFn, err := r.Setup(ctx, env, t)
+	t := runner.Defaults()
+	t.Log, t.Clients = log, clients
+	newLock, res, closeFn, err := r.Setup(ctx, env, &t)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -82,8 +82,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("up")
 	name := fs.String("name", cluster.DefaultName, "cluster name")
+	// --cluster is what run and lockd call the same idea.
+	fs.StringVar(name, "cluster", cluster.DefaultName, "cluster name (same as --name)")
 	nodes := fs.Int("nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
-	paxos := fs.String("paxos", "v1", "paxos_variant: v1 or v2")
+	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2")
 	sync := fs.String("commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
 	heap := fs.String("heap", cluster.DefaultHeap, "JVM heap per node")
 	rf := fs.Int("rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
@@ -133,6 +135,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 func clusterStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("status")
 	name := fs.String("name", cluster.DefaultName, "cluster name")
+	// --cluster is what run and lockd call the same idea.
+	fs.StringVar(name, "cluster", cluster.DefaultName, "cluster name (same as --name)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -162,6 +166,8 @@ func printStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) erro
 func clusterDown(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("down")
 	name := fs.String("name", cluster.DefaultName, "cluster name")
+	// --cluster is what run and lockd call the same idea.
+	fs.StringVar(name, "cluster", cluster.DefaultName, "cluster name (same as --name)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -47,6 +48,9 @@ type lockResponse struct {
 	Owner      string `json:"owner"`
 	TTLSeconds int    `json:"ttl_seconds"`
 	Token      int64  `json:"token,omitempty"`
+	// LeaseMS is how long a grant is valid from the request's arrival
+	// (the TTL less lease-fenced's margin): what httplock counts on.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
 }
 
 type errorResponse struct {
@@ -58,6 +62,7 @@ type errorResponse struct {
 // lockdHandler serves /v1/locks/{name}:
 //
 //	PUT    Lock-Owner: ID [?ttl=1..86400, default 60]  201 acquired, 200 renewed (same owner), 409 held by another, 503 unknown/unavailable
+//	       201/200 body: {name, owner, ttl_seconds, token, lease_ms} (httplock's grant)
 //	DELETE Lock-Owner: ID                              204 released, 409 held by another, 404 not held, 503
 //	GET                                                200 {name, owner, ttl_seconds (left)}, 404 free
 //
@@ -84,7 +89,7 @@ func lockdHandler(svc lockService, log *slog.Logger) http.Handler {
 			if renewed {
 				code = http.StatusOK
 			}
-			writeJSON(w, code, lockResponse{Name: name, Owner: owner, TTLSeconds: ttl, Token: g.Token})
+			writeJSON(w, code, lockResponse{Name: name, Owner: owner, TTLSeconds: ttl, Token: g.Token, LeaseMS: g.Lease.Milliseconds()})
 		case errors.As(err, &held):
 			writeJSON(w, http.StatusConflict, errorResponse{Error: "held by another owner", Holder: held.Holder})
 		default:
@@ -235,10 +240,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
+	listen := fs.String("listen", defaultListen, "address to serve on")
 	hosts := fs.String("hosts", "", "Cassandra contact points, comma-separated (default: the cluster of lockcheck cluster up)")
-	keyspace := fs.String("keyspace", "lockcheck", "keyspace of the lease table")
-	clusterName := fs.String("cluster", "lockcheck", "name of the cluster started by lockcheck cluster up (used without --hosts)")
+	keyspace := fs.String("keyspace", cluster.DefaultKeyspace, "keyspace of the lease table")
+	clusterName := fs.String("cluster", cluster.DefaultName, "name of the cluster started by lockcheck cluster up (used without --hosts)")
 	rf := fs.Int("rf", 0, "with --hosts: replication factor if the keyspace must be created (default: hosts, at most 3)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -251,6 +256,10 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	log := slog.Default()
+	if _, err := recipe.Ident(*keyspace); err != nil {
+		fmt.Fprintf(stderr, "lockcheck lockd: --keyspace: %v\n", err)
+		return exitError
+	}
 	connectCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	s, err := lockdSession(connectCtx, *clusterName, *hosts, *keyspace, *rf)
 	if err == nil {
@@ -265,13 +274,17 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	defer s.Close()
+	lk, err := lease.NewFenced(s, recipe.WithKeyspace(*keyspace), recipe.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "lockcheck lockd: %v\n", err)
+		return exitError
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck lockd: %v\n", err)
 		return exitError
 	}
-	lk := lease.NewFenced(s, lease.WithKeyspace(*keyspace), lease.WithLogger(log))
 	srv := &http.Server{Handler: lockdHandler(lk, log), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "lockd: serving lease-fenced locks on http://%s/v1/locks/{name}\n", ln.Addr())
 	errc := make(chan error, 1)

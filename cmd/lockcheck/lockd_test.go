@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/lease"
 	"github.com/lockcheck/lockcheck/workload"
 )
@@ -220,5 +223,48 @@ func TestLockdFlags(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "no host") {
 		t.Errorf("stderr %q does not say what is wrong", errb.String())
+	}
+}
+
+// lockd and httplock speak the same contract: what lockd answers is what
+// the --lock-url driver understands (a grant with its token and lease, a
+// conflict polled past, an unknown outcome as info).
+func TestLockdServesHTTPLock(t *testing.T) {
+	f := newFakeLocks()
+	srv := httptest.NewServer(lockdHandler(f, slog.Default()))
+	defer srv.Close()
+	d, err := httplock.New(srv.URL, httplock.WithTTL(5*time.Second), httplock.WithPoll(time.Millisecond, 5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g, err := d.Acquire(ctx, "a", "c0-p0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Token != 1 || f.ttls["a"] != 5*time.Second {
+		t.Errorf("grant %+v, ttl %v; want token 1 and the driver's ttl", g, f.ttls["a"])
+	}
+	// The fake grants without a lease: the body's ttl_seconds stands for it.
+	if g.Lease < 3500*time.Millisecond || g.Lease > 4*time.Second {
+		t.Errorf("lease %v, want the 5 s ttl less the 1.5 s margin", g.Lease)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	if _, err := d.Acquire(short, "a", "c1-p1"); workload.DefaultClassifier(err) != history.Fail {
+		t.Errorf("acquire of a held lock: %v, want a failure", err)
+	}
+	if err := d.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.nextErr = fmt.Errorf("cas timeout: %w", workload.ErrUnknown)
+	f.mu.Unlock()
+	if err := d.Release(ctx, workload.Grant{Lock: "a", Owner: "c0-p0"}); workload.DefaultClassifier(err) != history.Info {
+		t.Errorf("release answered 503: %v, want info", err)
+	}
+	if err := d.Release(ctx, workload.Grant{Lock: "a", Owner: "c0-p0"}); !errors.Is(err, workload.ErrNotHeld) {
+		t.Errorf("release of a free lock: %v, want not held", err)
 	}
 }

@@ -8,12 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // runRun is `lockcheck run`: a test on the cluster of `cluster up` (or one
@@ -21,21 +25,28 @@ import (
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	t := runner.Defaults()
 	lock := fs.String("lock", "", "the lock recipe: "+fmt.Sprint(runner.RecipeNames()))
+	lockCmd := fs.String("lock-cmd", "", "your lock as a plug-in command (sh -c), one process per client, JSON lines on stdin/stdout (README: Your own lock)")
+	lockURL := fs.String("lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (README: Your own lock)")
+	promise := fs.String("promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
 	nem := fs.String("nemesis", "none", "none, all, or a comma list of "+fmt.Sprint(nemesis.Kinds))
-	nodes := fs.Int("nodes", 3, "nodes of the cluster to start (1..5; a running cluster is reused as it is)")
-	clients := fs.Int("clients", 5, "concurrent clients")
-	locks := fs.Int("locks", 1, "lock names the clients contend for (1..3 in the matrix)")
-	dur := fs.Duration("time", 60*time.Second, "how long the clients and the nemesis run")
-	seed := fs.Int64("seed", 0, "seed of every random choice (default: from the clock, printed)")
-	store := fs.String("store", "store", "the store of runs")
+	nodes := fs.Int("nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
+	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2")
+	clusterName := fs.String("cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	keep := fs.Bool("keep", false, "leave a cluster this command started running")
-	paxos := fs.String("paxos", "v1", "paxos_variant of a cluster this command starts: v1 or v2")
-	interval := fs.Duration("interval", 10*time.Second, "mean time between faults, and mean fault length")
-	ttl := fs.Duration("ttl", 3*time.Second, "TTL of the lease recipes")
-	quiet := fs.Duration("quiet", 5*time.Second, "quiet phase after healing, before the final reads")
+	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader)", workload.ShapeCycle, workload.ShapeLeader))
+	fs.IntVar(&t.Clients, "clients", t.Clients, fmt.Sprintf("concurrent clients (1..%d)", runner.MaxClients))
+	fs.IntVar(&t.Locks, "locks", t.Locks, fmt.Sprintf("lock names the clients contend for (1..%d)", runner.MaxLocks))
+	fs.DurationVar(&t.Time, "time", t.Time, "how long the clients and the nemesis run")
+	fs.Int64Var(&t.Seed, "seed", 0, "seed of every random choice (default: from the clock, printed)")
+	fs.StringVar(&t.Store, "store", t.Store, "the store of runs")
+	fs.DurationVar(&t.Interval, "interval", t.Interval, "mean time between faults, and mean fault length")
+	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes (at least 1s)")
+	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
+	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2]")
+		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,37 +62,55 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	if *lock == "" {
-		return bad("--lock is required (one of %v)", runner.RecipeNames())
+	var err error
+	var urlLock *httplock.Driver
+	switch given := btoi(*lock != "") + btoi(*lockCmd != "") + btoi(*lockURL != ""); {
+	case given == 0:
+		return bad("--lock (one of %v), --lock-cmd or --lock-url is required", runner.RecipeNames())
+	case given > 1:
+		return bad("give one of --lock, --lock-cmd and --lock-url, not %d", given)
+	case *promise != string(history.PromiseMutex) && *promise != string(history.PromiseFenced):
+		return bad("--promise must be mutex or fenced, got %q", *promise)
+	case *lockCmd != "":
+		t.Recipe, *lock = runner.CmdRecipe(*lockCmd, history.Promise(*promise)), "plugin"
+	case *lockURL != "":
+		if urlLock, err = httplock.New(*lockURL); err != nil {
+			return bad("--lock-url: %v", err)
+		}
+		t.Recipe, *lock = runner.URLRecipe(*lockURL, history.Promise(*promise)), "http"
+	default:
+		if t.Recipe, err = runner.LookupRecipe(*lock); err != nil {
+			return bad("%v", err)
+		}
 	}
-	recipe, err := runner.LookupRecipe(*lock)
-	if err != nil {
-		return bad("%v", err)
-	}
-	kinds, err := nemesis.ParseKinds(*nem)
-	if err != nil {
+	if t.Nemesis, err = nemesis.ParseKinds(*nem); err != nil {
 		return bad("%v", err)
 	}
 	switch {
-	case *nodes < 1 || *nodes > 5:
-		return bad("--nodes must be 1..5, got %d", *nodes)
-	case *clients < 1 || *clients > 100:
-		return bad("--clients must be 1..100, got %d", *clients)
-	case *locks < 1 || *locks > 100:
-		return bad("--locks must be 1..100, got %d", *locks)
-	case *dur <= 0:
-		return bad("--time must be positive, got %v", *dur)
+	case *nodes < 1 || *nodes > cluster.MaxNodes:
+		return bad("--nodes must be 1..%d, got %d", cluster.MaxNodes, *nodes)
 	case *paxos != "v1" && *paxos != "v2":
 		return bad("--paxos must be v1 or v2, got %q", *paxos)
-	case *interval <= 0 || *ttl < time.Second || *quiet < 0:
-		return bad("--interval must be positive, --ttl at least 1s, --quiet not negative")
 	}
-	if *seed == 0 {
-		*seed = time.Now().UnixNano() % 1_000_000_000
+	if err := t.Validate(); err != nil {
+		return bad("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if urlLock != nil {
+		// Before any cluster starts: a service that does not answer is bad input.
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := urlLock.Check(cctx)
+		cancel()
+		urlLock.Close()
+		if err != nil {
+			return bad("--lock-url: %v", err)
+		}
+	}
+	if t.Seed == 0 {
+		t.Seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	log := slog.Default()
 
-	c, started, err := runner.AttachOrStart(ctx, cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos), cluster.WithLogger(log))
+	c, started, err := runner.AttachOrStart(ctx, cluster.WithName(*clusterName), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos), cluster.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck run: cluster: %v\n", err)
 		return exitError
@@ -100,12 +129,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
-	fmt.Fprintf(stderr, "lockcheck run: %s under %s for %v, seed %d\n", *lock, *nem, *dur, *seed)
-	out, err := runner.Run(ctx, runner.ClusterEnv{Cluster: c}, runner.ReportStore{}, runner.Test{
-		Recipe: recipe, Nemesis: kinds, Nodes: len(c.Nodes()), Clients: *clients, Locks: *locks,
-		Time: *dur, Seed: *seed, Store: *store, Paxos: c.Paxos(), Interval: *interval, TTL: *ttl,
-		Quiet: *quiet, Progress: stderr, Log: log,
-	})
+	fmt.Fprintf(stderr, "lockcheck run: %s under %s for %v, seed %d\n", *lock, *nem, t.Time, t.Seed)
+	t.Progress, t.Log = stderr, log
+	out, err := runner.Run(ctx, runner.ClusterEnv{Cluster: c}, runner.ReportStore{}, t)
+	if se := (*runner.SetupError)(nil); errors.As(err, &se) {
+		fmt.Fprintf(stderr, "lockcheck run: %v (log: %s)\n", err, filepath.Join(out.Dir, "lockcheck.log"))
+		return exitError
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck run: %v\n", err)
 	}
@@ -135,4 +165,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitValid
 	}
 	return exitUnknown
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -13,12 +15,20 @@ func TestRunRejectsBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "--lock is required"},
+		{nil, "--lock (one of"},
+		{[]string{"--lock", "lease", "--lock-cmd", "plugins/python-lease/run"}, "give one of --lock, --lock-cmd and --lock-url, not 2"},
+		{[]string{"--lock-cmd", "x", "--lock-url", "http://127.0.0.1:1"}, "not 2"},
+		{[]string{"--lock-url", "localhost:8080"}, "--lock-url: httplock: \"localhost:8080\": want http://HOST:PORT"},
+		{[]string{"--lock-url", closedPort(t)}, "does not answer"},
+		{[]string{"--lock-cmd", "x", "--promise", "linear"}, "--promise must be mutex or fenced"},
 		{[]string{"--lock", "nope"}, `unknown lock "nope"`},
 		{[]string{"--lock", "lease", "--nemesis", "partition,gc"}, `unknown fault "gc"`},
 		{[]string{"--lock", "lease", "--nodes", "6"}, "--nodes must be 1..5"},
-		{[]string{"--lock", "lease", "--clients", "0"}, "--clients must be"},
-		{[]string{"--lock", "lease", "--time", "-1s"}, "--time must be positive"},
+		{[]string{"--lock", "lease", "--clients", "0"}, "clients must be 1..100"},
+		{[]string{"--lock", "lease", "--time", "-1s"}, "time must be positive"},
+		{[]string{"--lock", "lease", "--ttl", "500ms"}, "ttl must be at least 1s"},
+		{[]string{"--lock", "lease", "--workload", "elect"}, `workload must be one of [cycle leader], got "elect"`},
+		{[]string{"--lock", "lease", "--quiet", "-1s"}, "quiet and pause-extra must not be negative"},
 		{[]string{"--lock", "lease", "--paxos", "v3"}, "--paxos must be v1 or v2"},
 		{[]string{"--lock", "lease", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--bogus"}, "flag provided but not defined"},
@@ -32,5 +42,15 @@ func TestRunRejectsBadInput(t *testing.T) {
 		if !strings.Contains(errb.String(), tt.want) {
 			t.Errorf("%v: stderr %q lacks %q", tt.args, errb.String(), tt.want)
 		}
+		if n := strings.Count(errb.String(), "\n"); n != 1 && !strings.Contains(tt.want, "flag provided") {
+			t.Errorf("%v: %d lines on stderr, want one: %q", tt.args, n, errb.String())
+		}
 	}
+}
+
+// closedPort is a URL where nothing listens any more.
+func closedPort(t *testing.T) string {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.URL
 }

@@ -12,14 +12,20 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/reports"
+	"github.com/lockcheck/lockcheck/runner"
 )
 
-// runServe: lockcheck serve [--addr 127.0.0.1:8080] [--store DIR]
+// defaultListen is where serve and lockd listen unless --listen says otherwise.
+const defaultListen = "127.0.0.1:8080"
+
+// runServe: lockcheck serve [--listen 127.0.0.1:8080] [--store DIR]
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	store := fs.String("store", "store", "the store of runs")
+	addr := fs.String("listen", defaultListen, "address to serve on")
+	// --addr was this flag's name before lockd and serve agreed on --listen.
+	fs.StringVar(addr, "addr", defaultListen, "deprecated: --listen")
+	store := fs.String("store", runner.Defaults().Store, "the store of runs")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitValid

@@ -47,7 +47,7 @@ func TestServeIndexAndShutdown(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	go func() { done <- runServe(ctx, []string{"--addr", "127.0.0.1:0", "--store", store}, &out, &errb) }()
+	go func() { done <- runServe(ctx, []string{"--listen", "127.0.0.1:0", "--store", store}, &out, &errb) }()
 	var url string
 	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(20 * time.Millisecond) {
 		if m := regexp.MustCompile(`http://\S+/`).FindString(out.String()); m != "" {
@@ -73,5 +73,16 @@ func TestServeIndexAndShutdown(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop when its context ended")
+	}
+}
+
+// serve and lockd share --listen; serve's old --addr still works.
+func TestServeListenFlags(t *testing.T) {
+	for _, flagName := range []string{"--listen", "--addr"} {
+		var errb syncBuffer
+		code := runServe(context.Background(), []string{flagName, "bad-address"}, io.Discard, &errb)
+		if code != exitError || !strings.Contains(errb.String(), "bad-address") {
+			t.Errorf("%s bad-address: exit %d, stderr %q; want the address refused", flagName, code, errb.String())
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -31,6 +32,17 @@ func Setup(t *testing.T, createSchema func(context.Context, *gocql.Session, stri
 		t.Fatal(err)
 	}
 	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+}
+
+// New makes a lock with a recipe package's constructor (or an Entry's New),
+// failing the test when the constructor refuses its options.
+func New[L any](t testing.TB, newLock func(*gocql.Session, ...recipe.Option) (L, error), s *gocql.Session, opts ...recipe.Option) L {
+	t.Helper()
+	l, err := newLock(s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // Handover checks the lock's basic contract on lock `name` between two

@@ -1,0 +1,312 @@
+package lockcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+var testEnv = Env{Hosts: []string{"10.1.0.2:9042", "10.1.0.3:9042"}, Keyspace: "lockcheck", TTL: 3 * time.Second}
+
+// start starts client 0 of the fake plug-in in mode; the lock is closed at
+// the end of the test, and nothing of it may be left running.
+func start(t *testing.T, mode string, opts ...Option) *Lock {
+	t.Helper()
+	d, err := New(fakeCommand(mode), testEnv, append([]Option{WithGrace(200 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.Start(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pid := l.Process()
+		l.Close()
+		if pid != 0 && alive(pid) {
+			t.Errorf("process %d still running after Close", pid)
+		}
+	})
+	return l
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// answer sends an acquire of the fake's behaviour name and returns the
+// fail's error text (the fake answers these with fail).
+func answer(t *testing.T, l *Lock, name string) string {
+	t.Helper()
+	_, err := l.Acquire(ctxFor(t, 5*time.Second), name, "o")
+	if !errors.Is(err, workload.ErrNotAcquired) {
+		t.Fatalf("acquire %s: %v, want a fail", name, err)
+	}
+	msg := err.Error()
+	// "acquire \"name\": TEXT: lock not acquired"
+	msg = strings.TrimPrefix(msg, "acquire \""+name+"\": ")
+	return strings.TrimSuffix(msg, ": "+workload.ErrNotAcquired.Error())
+}
+
+func TestGrantAndRelease(t *testing.T) {
+	l := start(t, "ok")
+	before := time.Now()
+	g, err := l.Acquire(ctxFor(t, 5*time.Second), "a", "c0-p0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Lock != "a" || g.Owner != "c0-p0" || g.Token != 1 || g.Lease != 1500*time.Millisecond {
+		t.Errorf("grant %+v, want a/c0-p0 token 1 lease 1.5s", g)
+	}
+	if d := g.Deadline.Sub(before); d < 1500*time.Millisecond || d > 2*time.Second {
+		t.Errorf("deadline %v after the call, want the lease from the acquire's start", d)
+	}
+	if _, err := l.Acquire(ctxFor(t, 5*time.Second), "a", "c0-p1"); !errors.Is(err, workload.ErrNotAcquired) ||
+		workload.DefaultClassifier(err) != history.Fail {
+		t.Errorf("acquire of a held lock: %v, want a definite failure", err)
+	}
+	if err := l.Release(ctxFor(t, 5*time.Second), g); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctxFor(t, 5*time.Second), g); !errors.Is(err, workload.ErrNotHeld) {
+		t.Errorf("second release: %v, want ErrNotHeld", err)
+	}
+	got := answer(t, l, "env")
+	want := "LOCKCHECK_HOSTS=10.1.0.2:9042,10.1.0.3:9042 LOCKCHECK_KEYSPACE=lockcheck LOCKCHECK_CLIENT=0 LOCKCHECK_TTL_MS=3000"
+	if got != want {
+		t.Errorf("environment %q, want %q", got, want)
+	}
+}
+
+// An info reply is an unknown outcome from a healthy plug-in: the process
+// stays.
+func TestInfoKeepsProcess(t *testing.T) {
+	l := start(t, "ok")
+	pid := l.Process()
+	_, err := l.Acquire(ctxFor(t, 5*time.Second), "info", "o")
+	if !errors.Is(err, workload.ErrUnknown) || workload.DefaultClassifier(err) != history.Info {
+		t.Errorf("info reply: %v, want an unknown outcome", err)
+	}
+	if l.Process() != pid {
+		t.Errorf("process replaced after an info reply")
+	}
+}
+
+// A reply that breaks the protocol (or none) is an unknown outcome; the
+// process is killed and the next operation runs on a new one.
+func TestBrokenReplyReplacesProcess(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"badjson", "not a JSON object"},
+		{"wrongid", "carries id"},
+		{"silent", "no reply"},
+		{"exit", "exited without answering"},
+		{"huge", "longer than"},
+		{"badtoken", "not a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := start(t, "ok")
+			old := l.Process()
+			_, err := l.Acquire(ctxFor(t, 300*time.Millisecond), tc.name, "o")
+			if !errors.Is(err, workload.ErrUnknown) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("acquire: %v, want an unknown outcome saying %q", err, tc.want)
+			}
+			if alive(old) {
+				t.Errorf("old process %d still running", old)
+			}
+			if answer(t, l, "env") == "" {
+				t.Fatal("no answer from the new process")
+			}
+			if now := l.Process(); now == 0 || now == old {
+				t.Errorf("process %d after the broken reply of %d", now, old)
+			}
+		})
+	}
+}
+
+// A plug-in that cannot start or fails its setup is an error that says why
+// in one line, and leaves nothing running.
+func TestStartErrors(t *testing.T) {
+	for _, tc := range []struct{ name, command, want string }{
+		{"not found", "no-such-plugin --x", "not found"},
+		{"fails setup", fakeCommand("failsetup"), "no keyspace lockcheck_x"},
+		{"banner", fakeCommand("banner"), "not a JSON object"},
+		{"exits", "exit 4", "exit status 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(tc.command, testEnv, WithSetupTimeout(20*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = d.Start(context.Background(), 1)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("start: %v, want one line saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Stderr lines go to the logger, with the client and the pid.
+func TestStderrLogged(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	d, err := New(fakeCommand("failsetup"), testEnv, WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Start(context.Background(), 2); err == nil {
+		t.Fatal("setup did not fail")
+	}
+	if s := buf.String(); !strings.Contains(s, `line="fake: keyspace missing"`) || !strings.Contains(s, "client=2") {
+		t.Errorf("log %q lacks the plug-in's stderr line", s)
+	}
+}
+
+// PauseProcess stops the process (SIGSTOP) until resume.
+func TestPauseProcess(t *testing.T) {
+	l := start(t, "ok")
+	pid := l.Process()
+	resume, err := l.PauseProcess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The signal is delivered asynchronously: give it a moment.
+	for i := 0; procState(t, pid) != "T"; i++ {
+		if i == 100 {
+			t.Fatalf("state %q while paused, want T (stopped)", procState(t, pid))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A request sent now waits for the process.
+	done := make(chan error, 1)
+	go func() { _, err := l.Acquire(ctxFor(t, 5*time.Second), "a", "o"); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("a stopped process answered: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("acquire after resume: %v", err)
+	}
+	if s := procState(t, pid); s == "T" {
+		t.Error("still stopped after resume")
+	}
+}
+
+func procState(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) STATE ...: comm may hold spaces, the state follows the last ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return f[0]
+}
+
+// Under libfaketime the process's libc clock follows SetClockOffset during
+// the run, and a replacement process keeps the client's offset.
+func TestClockOffset(t *testing.T) {
+	lib, err := FindFaketime()
+	if err != nil {
+		t.Skip(err) // scripts/setup.sh installs it
+	}
+	l := start(t, "ok", WithFaketime(lib, t.TempDir()))
+	skew := func() time.Duration {
+		s, err := strconv.ParseInt(answer(t, l, "date"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Unix(s, 0).Sub(time.Now()).Round(time.Minute)
+	}
+	if d := skew(); d != 0 {
+		t.Errorf("skew %v before any offset", d)
+	}
+	if err := l.SetClockOffset(-time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d := skew(); d != -time.Hour {
+		t.Errorf("skew %v, want -1h", d)
+	}
+	if _, err := l.Acquire(ctxFor(t, 300*time.Millisecond), "badjson", "o"); !errors.Is(err, workload.ErrUnknown) {
+		t.Fatal(err)
+	}
+	if d := skew(); d != -time.Hour {
+		t.Errorf("skew %v in the replacement process, want -1h", d)
+	}
+	if err := l.SetClockOffset(0); err != nil {
+		t.Fatal(err)
+	}
+	if d := skew(); d != 0 {
+		t.Errorf("skew %v after the reset", d)
+	}
+}
+
+// Close kills what ignores its end of input, children included.
+func TestCloseKillsGroup(t *testing.T) {
+	d, err := New(fakeCommand("deaf"), testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.Start(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(answer(t, l, "child"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := l.Process()
+	l.Close()
+	for _, p := range []int{pid, child} {
+		if alive(p) && procStateOK(p) != "Z" {
+			t.Errorf("process %d still running after Close", p)
+		}
+	}
+	if _, err := l.Acquire(ctxFor(t, time.Second), "a", "o"); !errors.Is(err, workload.ErrNotAcquired) {
+		t.Errorf("acquire after Close: %v, want a definite failure", err)
+	}
+}
+
+func procStateOK(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return f[0]
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

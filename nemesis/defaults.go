@@ -1,0 +1,13 @@
+package nemesis
+
+import "time"
+
+// Defaults of a nemesis made without options; runner.Defaults takes the
+// run's from them, so that a value is written once.
+const (
+	// DefaultInterval is the mean time between faults and the mean fault length.
+	DefaultInterval = 10 * time.Second
+	// DefaultClientPauseExtra is how much longer than its lease a paused
+	// holder stalls: enough for another client to acquire and write.
+	DefaultClientPauseExtra = 3 * time.Second
+)

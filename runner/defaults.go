@@ -1,0 +1,99 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// Defaults is a run's configuration before the caller or a flag changes it:
+// the one place `lockcheck run`'s flags, the public API and Run's zero
+// fields take their values from. Values that belong to a lower package
+// (clients, fault interval, pause extra) are that package's defaults.
+func Defaults() Test {
+	return Test{
+		Workload:    workload.ShapeCycle,
+		Clients:     workload.DefaultClients,
+		Locks:       1,
+		Time:        60 * time.Second,
+		Store:       "store",
+		Interval:    nemesis.DefaultInterval,
+		Quiet:       5 * time.Second,
+		TTL:         3 * time.Second,
+		PauseExtra:  nemesis.DefaultClientPauseExtra,
+		HealTimeout: 3 * time.Minute,
+	}
+}
+
+// Limits of a run's settings (Validate).
+const (
+	MaxClients = 100
+	MaxLocks   = 100
+)
+
+// fillDefaults sets the fields whose zero means nothing (no clients, no
+// time, no TTL) from Defaults. Quiet and PauseExtra are taken as given:
+// zero is no quiet phase, a pause of exactly the lease.
+func (t *Test) fillDefaults() {
+	d := Defaults()
+	fill := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if t.Clients == 0 {
+		t.Clients = d.Clients
+	}
+	if t.Locks == 0 {
+		t.Locks = d.Locks
+	}
+	if t.Store == "" {
+		t.Store = d.Store
+	}
+	if t.Workload == "" {
+		t.Workload = d.Workload
+	}
+	fill(&t.Time, d.Time)
+	fill(&t.Interval, d.Interval)
+	fill(&t.TTL, d.TTL)
+	fill(&t.HealTimeout, d.HealTimeout)
+}
+
+// Validate tells what is wrong with t's settings, naming each as its
+// `lockcheck run` flag does.
+func (t Test) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if t.Recipe.Setup == nil {
+		bad("no lock recipe")
+	}
+	if !slices.Contains(workload.Shapes, t.Workload) {
+		bad("workload must be one of %v, got %q", workload.Shapes, t.Workload)
+	}
+	if t.Clients < 1 || t.Clients > MaxClients {
+		bad("clients must be 1..%d, got %d", MaxClients, t.Clients)
+	}
+	if t.Locks < 1 || t.Locks > MaxLocks {
+		bad("locks must be 1..%d, got %d", MaxLocks, t.Locks)
+	}
+	if t.Time <= 0 {
+		bad("time must be positive, got %v", t.Time)
+	}
+	if t.Interval <= 0 {
+		bad("interval must be positive, got %v", t.Interval)
+	}
+	if t.TTL < time.Second {
+		bad("ttl must be at least 1s, got %v", t.TTL)
+	}
+	if t.Quiet < 0 || t.PauseExtra < 0 {
+		bad("quiet and pause-extra must not be negative, got %v and %v", t.Quiet, t.PauseExtra)
+	}
+	if t.HealTimeout <= 0 {
+		bad("heal timeout must be positive, got %v", t.HealTimeout)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/nemesis"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	d := Defaults()
+	d.Recipe = memRecipe("mutex", history.PromiseMutex, &memLocks{})
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		spoil func(*Test)
+		want  string
+	}{
+		{"no recipe", func(t *Test) { t.Recipe = Recipe{} }, "no lock recipe"},
+		{"clients", func(t *Test) { t.Clients = MaxClients + 1 }, "clients must be"},
+		{"locks", func(t *Test) { t.Locks = 0 }, "locks must be"},
+		{"time", func(t *Test) { t.Time = -time.Second }, "time must be positive"},
+		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "ttl must be at least 1s"},
+		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "must not be negative"},
+	}
+	for _, tt := range tests {
+		tc := Defaults()
+		tc.Recipe = memRecipe("mutex", history.PromiseMutex, &memLocks{})
+		tt.spoil(&tc)
+		if err := tc.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// Zero fields that mean nothing take the defaults; a zero quiet phase or
+// pause extra is what the caller asked for.
+func TestFillDefaults(t *testing.T) {
+	tc := Test{}
+	tc.fillDefaults()
+	d := Defaults()
+	if tc.Clients != d.Clients || tc.Locks != d.Locks || tc.Time != d.Time || tc.Interval != d.Interval ||
+		tc.TTL != d.TTL || tc.HealTimeout != d.HealTimeout || tc.Store != d.Store {
+		t.Errorf("filled %+v, defaults %+v", tc, d)
+	}
+	if tc.Quiet != 0 || tc.PauseExtra != 0 {
+		t.Errorf("quiet %v, pause extra %v: zero must stay zero", tc.Quiet, tc.PauseExtra)
+	}
+}
+
+// fakeEnv is a cluster of n nodes that the runner only records (no faults).
+type fakeEnv struct{ n int }
+
+func (e fakeEnv) Targets() []nemesis.Target            { return make([]nemesis.Target, e.n) }
+func (fakeEnv) GatewayIP() string                      { return "" }
+func (fakeEnv) WaitHealthy(context.Context) error      { return nil }
+func (fakeEnv) CopyLogs(context.Context, string) error { return nil }
+func (fakeEnv) Paxos() string                          { return "v2" }
+
+// The meta line records the cluster the run had, not what a flag asked for.
+func TestMetaRecordsTheEnv(t *testing.T) {
+	tc := Defaults()
+	tc.Recipe, tc.Time, tc.Quiet = memRecipe("mutex", history.PromiseMutex, &memLocks{}), 300*time.Millisecond, 0
+	out, err := Run(context.Background(), fakeEnv{n: 2}, memStore{t.TempDir()}, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := os.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(h), "\n")
+	for _, want := range []string{`"nodes":"2"`, `"paxos":"v2"`, `"clients":"5"`} {
+		if !strings.Contains(first, want) {
+			t.Errorf("meta %s lacks %s", first, want)
+		}
+	}
+}

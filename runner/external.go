@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/httplock"
+	"github.com/lockcheck/lockcheck/lockcmd"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// HostsEnv is a CQLEnv whose contact points can be handed to another
+// process (a --lock-cmd plug-in): node addresses reachable from the host.
+type HostsEnv interface {
+	CQLEnv
+	Hosts() []string
+}
+
+// cqlPort is where every node serves CQL.
+const cqlPort = "9042"
+
+// CmdRecipe is the lock of `--lock-cmd COMMAND`: a plug-in process per
+// client speaking lockcheck's JSON-lines protocol (package lockcmd). The
+// protected resource stays lockcheck's. A plug-in that cannot start or
+// fails its setup makes Setup fail, with every process started so far
+// ended.
+func CmdRecipe(command string, promise history.Promise) Recipe {
+	return Recipe{Name: "plugin", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+		he, ok := env.(HostsEnv)
+		if !ok {
+			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
+		}
+		var hosts []string
+		for _, h := range he.Hosts() {
+			hosts = append(hosts, net.JoinHostPort(h, cqlPort))
+		}
+		log := t.runLog
+		if log == nil {
+			log = t.Log
+		}
+		opts := []lockcmd.Option{lockcmd.WithLogger(log)}
+		var clockDir string
+		if slices.Contains(t.Nemesis, nemesis.ClientClock) {
+			lib, err := lockcmd.FindFaketime()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("client-clock on a plug-in: %w", err)
+			}
+			if clockDir, err = os.MkdirTemp("", "lockcheck-faketime-"); err != nil {
+				return nil, nil, nil, err
+			}
+			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
+		}
+		d, err := lockcmd.New(command, lockcmd.Env{Hosts: hosts, Keyspace: he.Keyspace(), TTL: t.TTL}, opts...)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		res, closeRes, err := cassandraResource(ctx, he)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		locks, err := startPlugins(ctx, d, t.Clients)
+		closeAll := func() {
+			// Together: each may wait a moment for its process to exit.
+			var wg sync.WaitGroup
+			for _, l := range locks {
+				if l != nil {
+					wg.Go(func() { l.Close() })
+				}
+			}
+			wg.Wait()
+			closeRes()
+			if clockDir != "" {
+				os.RemoveAll(clockDir)
+			}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+		nl := func(client int, _ workload.Clock) (workload.Lock, error) { return locks[client], nil }
+		return nl, res, closeAll, nil
+	}}
+}
+
+// startPlugins starts a process per client: the first alone, so that its
+// setup creates the schema before the others' setups find it there
+// (concurrent CREATE TABLE of one table can disagree on its id), then the
+// rest together. The locks started are returned even with an error.
+func startPlugins(ctx context.Context, d *lockcmd.Driver, clients int) ([]*lockcmd.Lock, error) {
+	locks := make([]*lockcmd.Lock, clients)
+	var err error
+	if locks[0], err = d.Start(ctx, 0); err != nil {
+		return locks, err
+	}
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := 1; i < clients; i++ {
+		wg.Go(func() { locks[i], errs[i] = d.Start(ctx, i) })
+	}
+	wg.Wait()
+	return locks, errors.Join(errs...)
+}
+
+// URLRecipe is the lock of `--lock-url URL`: a REST lock service with seed
+// 004's contract (package httplock), shared by every client.
+func URLRecipe(url string, promise history.Promise) Recipe {
+	return Recipe{Name: "http", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+		ce, ok := env.(CQLEnv)
+		if !ok {
+			return nil, nil, nil, errors.New("--lock-url needs a Cassandra cluster for the protected resource")
+		}
+		d, err := httplock.New(url, httplock.WithTTL(t.TTL), httplock.WithLogger(t.Log))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = d.Check(cctx)
+		cancel()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		res, closeRes, err := cassandraResource(ctx, ce)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		nl := func(int, workload.Clock) (workload.Lock, error) { return d, nil }
+		return nl, res, func() { d.Close(); closeRes() }, nil
+	}}
+}
+
+// cassandraResource opens a session and creates the protected resource's
+// table.
+func cassandraResource(ctx context.Context, ce CQLEnv) (workload.Resource, func(), error) {
+	s, err := ce.Session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := workload.NewCassandraResource(s, ce.Keyspace())
+	if err := res.CreateSchema(ctx); err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return res, s.Close, nil
+}
