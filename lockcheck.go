@@ -125,6 +125,12 @@ func WithNemesis(kinds ...string) Option {
 // quiet phase and the final reads follow.
 func WithTime(d time.Duration) Option { return func(c *config) { c.test.Time = d } }
 
+// WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
+// release) or "leader" (each client tries to lead; a leader keeps the lock
+// for many seconds, heartbeats with the lock's Renew, or re-acquires, and
+// writes as leader while its lease lasts).
+func WithWorkload(shape string) Option { return func(c *config) { c.test.Workload = shape } }
+
 // WithClients sets the number of concurrent clients (default 5).
 func WithClients(n int) Option { return func(c *config) { c.test.Clients = n } }
 

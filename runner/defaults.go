@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -15,6 +16,7 @@ import (
 // (clients, fault interval, pause extra) are that package's defaults.
 func Defaults() Test {
 	return Test{
+		Workload:    workload.ShapeCycle,
 		Clients:     workload.DefaultClients,
 		Locks:       1,
 		Time:        60 * time.Second,
@@ -52,6 +54,9 @@ func (t *Test) fillDefaults() {
 	if t.Store == "" {
 		t.Store = d.Store
 	}
+	if t.Workload == "" {
+		t.Workload = d.Workload
+	}
 	fill(&t.Time, d.Time)
 	fill(&t.Interval, d.Interval)
 	fill(&t.TTL, d.TTL)
@@ -65,6 +70,9 @@ func (t Test) Validate() error {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if t.Recipe.Setup == nil {
 		bad("no lock recipe")
+	}
+	if !slices.Contains(workload.Shapes, t.Workload) {
+		bad("workload must be one of %v, got %q", workload.Shapes, t.Workload)
 	}
 	if t.Clients < 1 || t.Clients > MaxClients {
 		bad("clients must be 1..%d, got %d", MaxClients, t.Clients)

@@ -13,6 +13,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 func TestMain(m *testing.M) { clustertest.Main(m) }
@@ -27,6 +28,8 @@ type matrixCase struct {
 	want checker.Verdict
 	// unsafe cases are known-unsafe: caught in at least 9 of 10 runs.
 	unsafe bool
+	// workload is the clients' shape ("": workload.ShapeCycle).
+	workload string
 }
 
 // The quick matrix. The durations are the shortest at which the known-unsafe
@@ -43,6 +46,9 @@ var quickMatrix = []matrixCase{
 	{lock: "music-seq", nemesis: nodeFaults, time: 120 * time.Second, want: checker.Valid},
 	{lock: "bakery", nemesis: []string{nemesis.Partition}, time: 30 * time.Second},
 	{lock: "bakery-one", nemesis: []string{nemesis.Partition}, time: 30 * time.Second},
+	// Leaders: terms of seconds kept by heartbeats (lease's Renew).
+	{lock: "lease", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Invalid, workload: workload.ShapeLeader},
+	{lock: "lease-fenced", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Valid, workload: workload.ShapeLeader},
 }
 
 var nodeFaults = []string{nemesis.Partition, nemesis.Pause, nemesis.Kill, nemesis.Clock}
@@ -86,13 +92,16 @@ func runCase(t *testing.T, env ClusterEnv, store string, mc matrixCase, seed int
 	defer cancel()
 	tc := Defaults()
 	tc.Recipe, tc.Nemesis, tc.Time, tc.Seed, tc.Store = recipe, mc.nemesis, d, seed, store
+	if mc.workload != "" {
+		tc.Workload = mc.workload
+	}
 	tc.Clients, tc.Locks, tc.Interval, tc.Quiet, tc.Log = 5, 1, interval, 3*time.Second, testLogger(t)
 	out, err := Run(ctx, env, ReportStore{}, tc)
 	if err != nil {
 		t.Errorf("run: %v", err)
 	}
-	t.Logf("%s under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; %s",
-		mc.lock, mc.nemesis, seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Dir)
+	t.Logf("%s (%s) under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; %s",
+		mc.lock, tc.Workload, mc.nemesis, seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Dir)
 	return out
 }
 
@@ -101,6 +110,9 @@ func TestMatrix(t *testing.T) {
 	store := matrixStore(t)
 	for i, mc := range quickMatrix {
 		name := fmt.Sprintf("%s/%s", mc.lock, nemesisName(mc.nemesis))
+		if mc.workload != "" {
+			name += "/" + mc.workload
+		}
 		t.Run(name, func(t *testing.T) {
 			out := runCase(t, env, store, mc, int64(1000+i))
 			if mc.want == "" {

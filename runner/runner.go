@@ -51,14 +51,17 @@ type Recipe struct {
 // HealTimeout, Store) from it and takes Quiet and PauseExtra as given. The
 // cluster's size and Paxos variant are the Env's, recorded from it.
 type Test struct {
-	Name    string   // default "<lock>-<nemesis>"
+	Name    string   // default "<lock>-<nemesis>[-<workload>]"
 	Recipe  Recipe   // the lock under test
 	Nemesis []string // fault kinds (nemesis.Kinds)
-	Clients int
-	Locks   int // lock names
-	Time    time.Duration
-	Seed    int64
-	Store   string
+	// Workload is the clients' shape: workload.ShapeCycle (short holds) or
+	// workload.ShapeLeader (terms of many seconds with heartbeats).
+	Workload string
+	Clients  int
+	Locks    int // lock names
+	Time     time.Duration
+	Seed     int64
+	Store    string
 
 	Interval    time.Duration // mean time between faults
 	Quiet       time.Duration // after healing, before the final reads
@@ -95,6 +98,9 @@ func (t *Test) defaults() {
 			nem = strings.Join(t.Nemesis, "_")
 		}
 		t.Name = t.Recipe.Name + "-" + nem
+		if t.Workload != workload.ShapeCycle {
+			t.Name += "-" + t.Workload
+		}
 	}
 	if t.Log == nil {
 		t.Log = slog.Default()
@@ -161,7 +167,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	meta := history.Meta{
 		Test: t.Name, Lock: t.Recipe.Name, Promise: t.Recipe.Promise, Nemesis: t.Nemesis, Seed: t.Seed,
 		Config: map[string]string{
-			"clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
+			"workload": t.Workload, "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
 			"time": t.Time.String(), "ttl": t.TTL.String(), "interval": t.Interval.String(),
 		},
 	}
@@ -214,7 +220,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	defer closeFn()
 	wl, err := workload.New(newLock, res, mon,
-		workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
+		workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
 		workload.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)

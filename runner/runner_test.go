@@ -150,21 +150,25 @@ func TestRunVerdicts(t *testing.T) {
 		t.Skip("runs take seconds")
 	}
 	tests := []struct {
-		name    string
-		recipe  Recipe
-		nemesis []string
-		want    checker.Verdict
+		name     string
+		recipe   Recipe
+		nemesis  []string
+		want     checker.Verdict
+		workload string
 	}{
-		{"racy, no faults", memRecipe("racy", history.PromiseMutex, &memLocks{racy: true}), nil, checker.Invalid},
-		{"mutex, no faults", memRecipe("mutex", history.PromiseMutex, &memLocks{}), nil, checker.Valid},
-		{"lease, client pause", memRecipe("lease", history.PromiseMutex, &memLocks{lease: 200 * time.Millisecond}), []string{"client-pause"}, checker.Invalid},
-		{"lease fenced, client pause", memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}), []string{"client-pause"}, checker.Valid},
+		{"racy, no faults", memRecipe("racy", history.PromiseMutex, &memLocks{racy: true}), nil, checker.Invalid, ""},
+		{"mutex, no faults", memRecipe("mutex", history.PromiseMutex, &memLocks{}), nil, checker.Valid, ""},
+		{"lease, client pause", memRecipe("lease", history.PromiseMutex, &memLocks{lease: 200 * time.Millisecond}), []string{"client-pause"}, checker.Invalid, ""},
+		{"lease fenced, client pause", memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}), []string{"client-pause"}, checker.Valid, ""},
+		{"leader, mutex, no faults", memRecipe("mutex", history.PromiseMutex, &memLocks{}), nil, checker.Valid, workload.ShapeLeader},
+		{"leader, lease, client pause", memRecipe("lease", history.PromiseMutex, &memLocks{lease: 200 * time.Millisecond}), []string{"client-pause"}, checker.Invalid, workload.ShapeLeader},
+		{"leader, lease fenced, client pause", memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}), []string{"client-pause"}, checker.Valid, workload.ShapeLeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var prog strings.Builder
 			out, err := Run(context.Background(), nil, memStore{t.TempDir()}, Test{
-				Recipe: tt.recipe, Nemesis: tt.nemesis, Clients: 4, Time: 2500 * time.Millisecond, Seed: 5,
+				Recipe: tt.recipe, Nemesis: tt.nemesis, Workload: tt.workload, Clients: 4, Time: 2500 * time.Millisecond, Seed: 5,
 				Interval: 300 * time.Millisecond, Quiet: 100 * time.Millisecond, PauseExtra: 300 * time.Millisecond,
 				Progress: &prog,
 			})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,8 @@ type config struct {
 	thinkMax       time.Duration
 	stagger        time.Duration
 	pinned         bool
+	shape          string
+	term           time.Duration
 	classify       Classifier
 	log            *slog.Logger
 }
@@ -153,6 +156,8 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 		holdMax:        50 * time.Millisecond,
 		thinkMax:       20 * time.Millisecond,
 		stagger:        200 * time.Millisecond,
+		shape:          ShapeCycle,
+		term:           DefaultTerm,
 		classify:       DefaultClassifier,
 		log:            slog.Default(),
 	}
@@ -168,6 +173,10 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 		return nil, errors.New("workload: no lock names")
 	case cfg.acquireTimeout <= 0 || cfg.opTimeout <= 0:
 		return nil, errors.New("workload: timeouts must be positive")
+	case !slices.Contains(Shapes, cfg.shape):
+		return nil, fmt.Errorf("workload: unknown shape %q (want one of %v)", cfg.shape, Shapes)
+	case cfg.term <= 0:
+		return nil, errors.New("workload: the leader's term must be positive")
 	}
 	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec, holding: map[int]Grant{}}
 	w.clocks = make([]*SkewClock, cfg.clients)
@@ -339,11 +348,16 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 		if w.cfg.pinned {
 			name = w.cfg.locks[i%len(w.cfg.locks)]
 		}
-		hold := randDur(r, w.cfg.holdMax)
-		think := randDur(r, w.cfg.thinkMax)
-		if err := w.cycle(ctx, i, lock, name, hold); err != nil {
+		var err error
+		if w.cfg.shape == ShapeLeader {
+			err = w.lead(ctx, i, lock, name, r)
+		} else {
+			err = w.cycle(ctx, i, lock, name, randDur(r, w.cfg.holdMax))
+		}
+		if err != nil {
 			return err
 		}
+		think := randDur(r, w.cfg.thinkMax)
 		sleep(ctx, think)
 	}
 	return nil
@@ -354,29 +368,10 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hold time.Duration) error {
 	proc := w.Process(i)
 	owner := fmt.Sprintf("c%d-p%d", i, proc)
-	inv, err := w.invoke(proc, history.FAcquire, name, nil)
-	if err != nil {
+	g, ok, err := w.acquire(ctx, i, proc, lock, name, owner)
+	if err != nil || !ok {
 		return err
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.acquireTimeout)
-	g, aerr := lock.Acquire(actx, name, owner)
-	cancel()
-	if aerr != nil {
-		_, err := w.complete(i, inv, aerr, nil)
-		return err
-	}
-	done := history.Op{Process: proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: g.Lease.Milliseconds()}
-	if g.Token > 0 {
-		done.Value = mustJSON(g.Token)
-	}
-	w.mu.Lock()
-	w.holding[i] = g
-	w.mu.Unlock()
-	w.acq.Add(1)
-	if err := w.record(done); err != nil {
-		return err
-	}
-
 	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
 		// The grant came back already expired (a slow acquire under load):
 		// a client checks its lease before it writes, so it skips the
@@ -395,9 +390,7 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 		// one would hide the end of the old process's hold. The grant is
 		// abandoned, as by a crashed client: a lease frees itself at its
 		// expiry, other recipes stay held (that is their semantics).
-		w.mu.Lock()
-		delete(w.holding, i)
-		w.mu.Unlock()
+		w.abandon(i)
 		return nil
 	case t == history.OK:
 		sleep(ctx, hold)

@@ -48,6 +48,8 @@ type fakeLocks struct {
 	// effect (0: never), like a CAS timeout whose write was applied.
 	unknownEvery int
 	acquires     int
+	// reentrant: an owner that holds the lock gets it again at once.
+	reentrant bool
 }
 
 func newFakeLocks(lease time.Duration, fenced bool) *fakeLocks {
@@ -66,7 +68,7 @@ func (l fakeLock) Acquire(ctx context.Context, name, owner string) (Grant, error
 		if exp, ok := l.s.expires[name]; ok && l.s.lease > 0 && time.Now().After(exp) {
 			delete(l.s.owner, name)
 		}
-		if _, held := l.s.owner[name]; !held {
+		if o, held := l.s.owner[name]; !held || (l.s.reentrant && o == owner) {
 			l.s.owner[name] = owner
 			l.s.expires[name] = time.Now().Add(l.s.lease)
 			l.s.token++
@@ -421,6 +423,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"no clients", []Option{WithClients(0)}},
 		{"no locks", []Option{WithLocks()}},
 		{"zero timeout", []Option{WithAcquireTimeout(0)}},
+		{"unknown shape", []Option{WithShape("elect")}},
+		{"zero term", []Option{WithShape(ShapeLeader), WithTerm(0)}},
 	}
 	for _, tt := range tests {
 		if _, err := New(l, newFakeSet(), &memHistory{}, tt.opts...); err == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // runRun is `lockcheck run`: a test on the cluster of `cluster up` (or one
@@ -34,6 +35,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2")
 	clusterName := fs.String("cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	keep := fs.Bool("keep", false, "leave a cluster this command started running")
+	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader)", workload.ShapeCycle, workload.ShapeLeader))
 	fs.IntVar(&t.Clients, "clients", t.Clients, fmt.Sprintf("concurrent clients (1..%d)", runner.MaxClients))
 	fs.IntVar(&t.Locks, "locks", t.Locks, fmt.Sprintf("lock names the clients contend for (1..%d)", runner.MaxLocks))
 	fs.DurationVar(&t.Time, "time", t.Time, "how long the clients and the nemesis run")

@@ -27,6 +27,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock", "lease", "--clients", "0"}, "clients must be 1..100"},
 		{[]string{"--lock", "lease", "--time", "-1s"}, "time must be positive"},
 		{[]string{"--lock", "lease", "--ttl", "500ms"}, "ttl must be at least 1s"},
+		{[]string{"--lock", "lease", "--workload", "elect"}, `workload must be one of [cycle leader], got "elect"`},
 		{[]string{"--lock", "lease", "--quiet", "-1s"}, "quiet and pause-extra must not be negative"},
 		{[]string{"--lock", "lease", "--paxos", "v3"}, "--paxos must be v1 or v2"},
 		{[]string{"--lock", "lease", "extra"}, `unexpected argument "extra"`},

@@ -1,0 +1,177 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Renewer is a Lock whose grants can be extended without letting go
+// (lease.Lease). The leader workload heartbeats with it; a leader whose
+// lock has none re-acquires under the same owner instead.
+type Renewer interface {
+	// Renew extends g; the returned grant has the new Deadline and Lease
+	// (counted from the renew's invocation). A grant no longer held wraps
+	// ErrNotHeld.
+	Renew(ctx context.Context, g Grant) (Grant, error)
+}
+
+// Workload shapes (WithShape).
+const (
+	// ShapeCycle: acquire, one write, a short hold, release (the default).
+	ShapeCycle = "cycle"
+	// ShapeLeader: every client tries to lead; a leader keeps the lock for a
+	// term of many seconds, heartbeats at a fraction of its lease and writes
+	// as leader while it believes it leads (its lease has not run out).
+	ShapeLeader = "leader"
+)
+
+// Shapes are the workload shapes, the default first.
+var Shapes = []string{ShapeCycle, ShapeLeader}
+
+// Defaults of the leader shape.
+const (
+	// DefaultTerm is how long a leader keeps the lock before it steps down.
+	DefaultTerm = 10 * time.Second
+	// DefaultHeartbeatFraction: a leader renews when this fraction of its
+	// lease has passed.
+	DefaultHeartbeatFraction = 1.0 / 3
+)
+
+// WithShape sets the workload's shape: ShapeCycle (default) or ShapeLeader.
+func WithShape(shape string) Option { return func(c *config) { c.shape = shape } }
+
+// WithTerm sets how long a leader keeps the lock (default DefaultTerm; the
+// leader shape only).
+func WithTerm(d time.Duration) Option { return func(c *config) { c.term = d } }
+
+// lead is one term of client i: acquire, then write and heartbeat until the
+// term ends, the lease runs out or a heartbeat fails, then step down. It
+// returns an error only when the history cannot be written.
+func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *rand.Rand) error {
+	proc := w.Process(i)
+	owner := fmt.Sprintf("c%d-p%d", i, proc)
+	g, ok, err := w.acquire(ctx, i, proc, lock, name, owner)
+	if err != nil || !ok {
+		return err
+	}
+	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
+		return w.release(ctx, i, lock, g) // granted already expired (see cycle)
+	}
+	// Terms differ a little so that the clients' hand-overs do not fall
+	// into step.
+	end := time.Now().Add(w.cfg.term/2 + randDur(r, w.cfg.term))
+	beat := w.heartbeatAt(g)
+	for ctx.Err() == nil && time.Now().Before(end) {
+		if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
+			break // the lease ran out: no longer the leader by its own clock
+		}
+		if !beat.IsZero() && !time.Now().Before(beat) {
+			var held bool
+			if g, held, err = w.heartbeat(ctx, i, proc, lock, g); err != nil || !held {
+				return err // stepped down (the lock said not held, or did not answer)
+			}
+			beat = w.heartbeatAt(g)
+			continue
+		}
+		t, err := w.add(ctx, i, proc, lock, g)
+		switch {
+		case err != nil:
+			return err
+		case t == history.Info:
+			w.abandon(i)
+			return nil
+		}
+		sleep(ctx, randDur(r, w.cfg.holdMax))
+	}
+	return w.release(ctx, i, lock, g)
+}
+
+// heartbeatAt is when a leader holding g renews: at the configured fraction
+// of its lease; never for a grant that does not expire.
+func (w *Workload) heartbeatAt(g Grant) time.Time {
+	if g.Deadline.IsZero() || g.Lease <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(time.Duration(float64(g.Lease) * DefaultHeartbeatFraction))
+}
+
+// heartbeat renews g (Renewer) or re-acquires it under the same owner,
+// recorded as a renew or an acquire. held is false when the leader must step
+// down: a definite miss, or an unknown outcome (its process is then
+// retired, and the grant abandoned as by a crashed leader).
+func (w *Workload) heartbeat(ctx context.Context, i, proc int, lock Lock, g Grant) (Grant, bool, error) {
+	f := history.FAcquire
+	timeout := min(w.cfg.acquireTimeout, time.Until(g.Deadline))
+	// A re-acquire must come back while the grant still holds: a blocking
+	// acquire that waits out its own lease and wins the lock again later
+	// is a new term after a gap, not this one extended.
+	renew := func(ctx context.Context) (Grant, error) { return lock.Acquire(ctx, g.Lock, g.Owner) }
+	if rn, ok := lock.(Renewer); ok {
+		f, timeout = history.FRenew, w.cfg.acquireTimeout
+		renew = func(ctx context.Context) (Grant, error) { return rn.Renew(ctx, g) }
+	}
+	inv, err := w.invoke(proc, f, g.Lock, nil)
+	if err != nil {
+		return g, false, err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	ng, rerr := renew(rctx)
+	cancel()
+	if rerr != nil {
+		t, err := w.complete(i, inv, rerr, nil)
+		if err != nil || t == history.Info {
+			w.abandon(i)
+			return g, false, err
+		}
+		// Not held any more: the term is over; nothing to release.
+		w.mu.Lock()
+		delete(w.holding, i)
+		w.mu.Unlock()
+		return g, false, nil
+	}
+	done := history.Op{Process: proc, Type: history.OK, F: f, Lock: g.Lock, LeaseMS: ng.Lease.Milliseconds()}
+	if ng.Token > 0 {
+		done.Value = mustJSON(ng.Token)
+	}
+	w.mu.Lock()
+	w.holding[i] = ng
+	w.mu.Unlock()
+	return ng, true, w.record(done)
+}
+
+// acquire records an acquire by client i's process proc; ok is false when
+// it failed (recorded as fail or info).
+func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, owner string) (g Grant, ok bool, err error) {
+	inv, err := w.invoke(proc, history.FAcquire, name, nil)
+	if err != nil {
+		return Grant{}, false, err
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.acquireTimeout)
+	g, aerr := lock.Acquire(actx, name, owner)
+	cancel()
+	if aerr != nil {
+		_, err := w.complete(i, inv, aerr, nil)
+		return Grant{}, false, err
+	}
+	done := history.Op{Process: proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: g.Lease.Milliseconds()}
+	if g.Token > 0 {
+		done.Value = mustJSON(g.Token)
+	}
+	w.mu.Lock()
+	w.holding[i] = g
+	w.mu.Unlock()
+	w.acq.Add(1)
+	return g, true, w.record(done)
+}
+
+// abandon drops client i's grant after an unknown outcome: it belongs to
+// the retired process, which a new process must not release.
+func (w *Workload) abandon(i int) {
+	w.mu.Lock()
+	delete(w.holding, i)
+	w.mu.Unlock()
+}
