@@ -26,3 +26,13 @@ func LossMode(n *Nemesis) string {
 
 // ChainOf is the iptables chain of a kind.
 func ChainOf(kind string) string { return string(chainOf(kind)) }
+
+// Vanish ends what the nemesis runs in this process (a clock strobe) and
+// nothing else, as if its process had been killed.
+func Vanish(n *Nemesis) {
+	for _, k := range n.kinds {
+		if c, ok := k.(*clock); ok {
+			c.stopStrobe()
+		}
+	}
+}

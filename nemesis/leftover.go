@@ -32,6 +32,9 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
+		if t.Node == nil {
+			continue // nothing to reach it by
+		}
 		wg.Go(func() {
 			var kinds []Kind
 			for _, mk := range table {
