@@ -45,7 +45,7 @@ func fakePlugin(mode string) int {
 	in := bufio.NewScanner(os.Stdin)
 	out := json.NewEncoder(os.Stdout)
 	held := map[string]string{}
-	var token int64
+	var token, flaky int64
 	for in.Scan() {
 		var req request
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
@@ -109,6 +109,19 @@ func fakePlugin(mode string) int {
 				r = map[string]any{"id": req.ID, "type": "info", "error": "cas timeout"}
 			case "failop":
 				r = fail("held by someone")
+			case "flaky":
+				// Every fifth acquire of this process breaks the protocol.
+				flaky++
+				if flaky%5 == 0 {
+					fmt.Println("garbage")
+					continue
+				}
+				if _, h := held[req.Lock]; h {
+					r = fail("held")
+					break
+				}
+				held[req.Lock] = req.Owner
+				r = map[string]any{"id": req.ID, "type": "ok", "lease_ms": 1000}
 			case "badtoken":
 				r = map[string]any{"id": req.ID, "type": "ok", "token": 1.5}
 			default:

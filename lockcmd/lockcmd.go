@@ -211,7 +211,7 @@ func (l *Lock) start(ctx context.Context) (*proc, error) {
 		tooBig: make(chan struct{}), done: make(chan struct{})}
 	l.gen++
 	log := d.cfg.log.With("client", l.client, "pid", p.pid)
-	log.Info("plug-in started", "command", d.command, "process", l.gen)
+	log.Info("plug-in started", "command", d.command, "process", l.gen, "faketime", l.clockFile)
 	var readers sync.WaitGroup
 	readers.Go(func() {
 		sc := bufio.NewScanner(stdout)
@@ -457,6 +457,7 @@ func (l *Lock) SetClockOffset(d time.Duration) error {
 	if err := os.Rename(tmp, l.clockFile); err != nil {
 		return fmt.Errorf("plug-in clock: %w", err)
 	}
+	l.d.cfg.log.Info("plug-in clock", "client", l.client, "offset", d)
 	return nil
 }
 

@@ -59,11 +59,15 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
 		}
 		d, err := lockcmd.New(command, lockcmd.Env{Hosts: hosts, Keyspace: he.Keyspace(), TTL: t.TTL}, opts...)
-		if err != nil {
-			return nil, nil, nil, err
+		var res workload.Resource
+		closeRes := func() {}
+		if err == nil {
+			res, closeRes, err = cassandraResource(ctx, he)
 		}
-		res, closeRes, err := cassandraResource(ctx, he)
 		if err != nil {
+			if clockDir != "" {
+				os.RemoveAll(clockDir)
+			}
 			return nil, nil, nil, err
 		}
 		locks, err := startPlugins(ctx, d, t.Clients)
