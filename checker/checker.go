@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -152,48 +151,41 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// CheckFile reads, validates and checks a history file. A history that
-// breaks the format gives an error wrapping history.ErrInvalid.
+// CheckFile reads, validates and checks a history file as it streams in:
+// memory grows with the locks, the concurrency and the protected sets, not
+// with the length of the history. A history that breaks the format gives an
+// error wrapping history.ErrInvalid.
 func CheckFile(ctx context.Context, path string, opts ...Option) (Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Result{}, fmt.Errorf("checker: %w", err)
 	}
 	defer f.Close()
-	ops, truncated, err := history.ReadSized(f, sizeHint(f))
-	if err != nil {
-		return Result{}, err
-	}
-	res, err := check(ctx, ops, newConfig(opts))
-	res.Truncated = truncated
-	return res, err
+	return CheckReader(ctx, f, opts...)
 }
 
-// sizeHint guesses a history file's lines from its size, so that the ops
-// slice is allocated once.
-func sizeHint(f *os.File) int {
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return 1024
-	}
-	return int(st.Size()/90) + 16
-}
-
-// CheckReader reads, validates and checks a history.
+// CheckReader reads, validates and checks a history as it streams in.
 func CheckReader(ctx context.Context, r io.Reader, opts ...Option) (Result, error) {
-	ops, truncated, err := history.ReadSized(r, 1024)
+	cfg := newConfig(opts)
+	ctx, cancel := withTimeout(ctx, cfg)
+	defer cancel()
+	e := newEngine(ctx, cfg)
+	e.start()
+	truncated, err := history.Stream(r, func(op history.Op) error { e.feed(op); return nil })
 	if err != nil {
+		e.finish() // stop the workers
 		return Result{}, err
 	}
-	res, err := check(ctx, ops, newConfig(opts))
+	res := e.finish()
 	res.Truncated = truncated
-	return res, err
+	return res, nil
 }
 
 // CheckValidated checks ops that a history.Reader already validated (as
-// history.ReadFile returns them), without validating them again.
+// history.ReadFile returns them), without validating them again. The
+// result keeps every hold, for the report's timeline.
 func CheckValidated(ctx context.Context, ops []history.Op, opts ...Option) (Result, error) {
-	return check(ctx, ops, newConfig(opts))
+	return check(ctx, ops, newConfig(opts)), nil
 }
 
 // Check validates and checks a history held in memory.
@@ -201,91 +193,26 @@ func Check(ctx context.Context, ops []history.Op, opts ...Option) (Result, error
 	if err := history.Validate(ops); err != nil {
 		return Result{}, err
 	}
-	return check(ctx, ops, newConfig(opts))
+	return check(ctx, ops, newConfig(opts)), nil
 }
 
-func check(ctx context.Context, ops []history.Op, cfg config) (Result, error) {
+func withTimeout(ctx context.Context, cfg config) (context.Context, context.CancelFunc) {
 	if cfg.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
-		defer cancel()
+		return context.WithTimeout(ctx, cfg.timeout)
 	}
-	res := Result{Anomalies: []Anomaly{}, Findings: []Anomaly{}}
-	meta := findMeta(ops)
-	if meta != nil {
-		res.Meta = meta
-		res.Promise = meta.Promise
-	}
-	calls := pairCalls(ops)
-	for i := range calls {
-		if calls[i].retIdx < 0 {
-			res.Pending++
-		}
-	}
-	var end int64
-	if len(ops) > 0 {
-		end = ops[len(ops)-1].Time
-	}
-	h := &hist{ops: ops, calls: calls, end: end, cfg: cfg}
+	return ctx, func() {}
+}
 
-	// The checks are independent: run them side by side. Linearizability
-	// fans out further, piece by piece.
-	var (
-		wg                             sync.WaitGroup
-		mutex, linear, resource, stats checkOutput
-		lin                            []LockLinearization
-		st                             Stats
-	)
-	timed := func(out *checkOutput, f func() checkOutput) {
-		defer wg.Done()
-		t0 := time.Now()
-		*out = f()
-		out.result.Seconds = time.Since(t0).Seconds()
+func check(ctx context.Context, ops []history.Op, cfg config) Result {
+	ctx, cancel := withTimeout(ctx, cfg)
+	defer cancel()
+	e := newEngine(ctx, cfg)
+	e.keepHolds = true
+	e.start()
+	for _, op := range ops {
+		e.feed(op)
 	}
-	holds := h.holds()
-	fenced := res.Promise == history.PromiseFenced
-	wg.Add(4)
-	go timed(&mutex, func() checkOutput { return h.checkMutex(holds) })
-	go timed(&linear, func() checkOutput {
-		out, l := h.checkLinearizable(ctx)
-		lin = l
-		return out
-	})
-	go timed(&resource, func() checkOutput { return h.checkResource(holds, fenced) })
-	go timed(&stats, func() checkOutput {
-		st = h.stats()
-		return checkOutput{result: CheckResult{Name: CheckStatistics, Verdict: Valid, Detail: st.summary()}}
-	})
-	wg.Wait()
-	res.Stats = st
-	res.Linearizability = lin
-	res.Holds = holds
-
-	res.Verdict = Valid
-	for _, out := range []*checkOutput{&mutex, &linear, &resource, &stats} {
-		cr := out.result
-		cr.Judged = out.result.Name != CheckStatistics
-		if fenced && (cr.Name == CheckMutex || cr.Name == CheckLinear) {
-			cr.Judged = false
-		}
-		cr.Anomalies = len(out.anomalies) + out.omitted
-		if cr.Judged {
-			res.Verdict = Merge(res.Verdict, cr.Verdict)
-			res.Anomalies = append(res.Anomalies, out.anomalies...)
-			res.AnomaliesOmitted += out.omitted
-		} else {
-			res.Findings = append(res.Findings, out.anomalies...)
-		}
-		res.Findings = append(res.Findings, out.findings...)
-		res.Checks = append(res.Checks, cr)
-	}
-	sortAnomalies(res.Anomalies)
-	sortAnomalies(res.Findings)
-	if err := ctx.Err(); err != nil && res.Verdict == Valid {
-		// Every check finished, but only just: keep the verdict they gave.
-		cfg.log.Debug("check finished at its deadline", "err", err)
-	}
-	return res, nil
+	return e.finish()
 }
 
 // kindRank orders anomalies by how directly they point at the cause: a
@@ -321,36 +248,4 @@ func (o *checkOutput) add(a Anomaly, max int, perKind map[string]int) {
 	}
 	perKind[a.Kind]++
 	o.anomalies = append(o.anomalies, a)
-}
-
-// hist is a paired history shared (read-only) by the checkers.
-type hist struct {
-	ops   []history.Op
-	calls []call
-	end   int64
-	cfg   config
-}
-
-// opsOf returns the invoke and completion lines of calls, for an anomaly.
-func (h *hist) opsOf(cs ...*call) []history.Op {
-	var out []history.Op
-	for _, c := range cs {
-		out = append(out, h.ops[c.invIdx])
-		if c.retIdx >= 0 {
-			out = append(out, h.ops[c.retIdx])
-		}
-	}
-	return out
-}
-
-func findMeta(ops []history.Op) *history.Meta {
-	for i := range ops {
-		if ops[i].Process == history.NemesisProcess && ops[i].F == history.FMeta {
-			var m history.Meta
-			if err := jsonUnmarshal(ops[i].Value, &m); err == nil {
-				return &m
-			}
-		}
-	}
-	return nil
 }

@@ -3,14 +3,10 @@ package checker
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
-
-	"github.com/lockcheck/lockcheck/history"
 )
 
 // The lock object's model: an owner-aware mutex with leases.
@@ -141,78 +137,6 @@ func (l LockLinearization) Visualize(path string) error {
 	return porcupine.VisualizePath(l.Model, l.Info, path)
 }
 
-// lockOps builds the model's operations of each lock, in invocation order.
-func (h *hist) lockOps() map[string][]*lockOp {
-	by := map[string][]*lockOp{}
-	for i := range h.calls {
-		c := &h.calls[i]
-		var kind byte
-		switch c.f {
-		case history.FAcquire:
-			kind = 'a'
-		case history.FRenew:
-			kind = 'n'
-		case history.FRelease:
-			kind = 'r'
-		default:
-			continue
-		}
-		switch {
-		case c.typ == history.OK:
-		case c.typ == history.Info && kind == 'r':
-		default:
-			continue // fail, and info acquire/renew: see the model's comment
-		}
-		ret := c.ret
-		if c.typ == history.Info {
-			ret = Never // it may take effect at any later time
-		}
-		by[c.lock] = append(by[c.lock], &lockOp{
-			kind: kind, proc: c.proc, inv: c.inv, ret: ret,
-			exp: expiry(c.inv, c.leaseMS), info: c.typ == history.Info, call: c,
-		})
-	}
-	for _, ops := range by {
-		closeInfoReleases(ops)
-	}
-	return by
-}
-
-// closeInfoReleases bounds the window of each info release: after its
-// process's lease ended (the lock is free either way) or after another
-// process's ok acquire invoked after it has returned (the releasing process
-// can never own the lock again), taking effect changes nothing.
-func closeInfoReleases(ops []*lockOp) {
-	lease := map[int]int64{} // process -> expiry of its latest ok grant
-	for i, op := range ops {
-		if !op.info {
-			if op.kind != 'r' {
-				lease[op.proc] = op.exp
-			}
-			continue
-		}
-		end, ok := lease[op.proc]
-		if !ok {
-			end = op.inv // it never owned the lock: a no-op
-		}
-		for _, later := range ops[i+1:] {
-			if later.inv >= end {
-				break
-			}
-			if later.kind == 'a' && !later.info && later.proc != op.proc {
-				end = min(end, later.ret)
-				break
-			}
-		}
-		if end < op.inv {
-			end = op.inv
-		}
-		if end != op.ret {
-			op.ret, op.clamp = end, true
-		}
-	}
-}
-
 // piece is a run of one lock's operations checked on its own.
 type piece struct {
 	lock  string
@@ -279,115 +203,6 @@ func (p piece) operations() []porcupine.Operation {
 	return out
 }
 
-type pieceResult struct {
-	piece  piece
-	result porcupine.CheckResult
-}
-
-// checkLinearizable checks every lock's operations with porcupine, piece by
-// piece in parallel.
-func (h *hist) checkLinearizable(ctx context.Context) (checkOutput, []LockLinearization) {
-	out := checkOutput{result: CheckResult{Name: CheckLinear, Verdict: Valid}}
-	byLock := h.lockOps()
-	locks := make([]string, 0, len(byLock))
-	for l := range byLock {
-		locks = append(locks, l)
-	}
-	sort.Strings(locks)
-	var pieces []piece
-	nops := 0
-	for _, l := range locks {
-		nops += len(byLock[l])
-		pieces = append(pieces, cut(l, byLock[l], h.cfg.segmentMin)...)
-	}
-	workers := h.cfg.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	results := make([]pieceResult, len(pieces))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = pieceResult{piece: pieces[i], result: checkPiece(ctx, pieces[i])}
-			}
-		}()
-	}
-feed:
-	for i := range pieces {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			for j := i; j < len(pieces); j++ {
-				results[j] = pieceResult{piece: pieces[j], result: porcupine.Unknown}
-			}
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-
-	perKind := map[string]int{}
-	var unknown, illegal int
-	illegalLocks := map[string]bool{}
-	var vis []LockLinearization
-	for _, r := range results {
-		switch r.result {
-		case porcupine.Unknown:
-			unknown++
-		case porcupine.Illegal:
-			illegal++
-			illegalLocks[r.piece.lock] = true
-			a, lin := h.explainIllegal(ctx, r.piece)
-			out.add(a, h.cfg.maxReports, perKind)
-			if len(vis) < h.cfg.visualize && lin != nil {
-				vis = append(vis, *lin)
-			}
-		}
-	}
-	// Locks without a violation get a visualization of their first piece,
-	// or their whole history when it is small.
-	for _, l := range locks {
-		if len(vis) >= h.cfg.visualize || ctx.Err() != nil {
-			break
-		}
-		if illegalLocks[l] {
-			continue
-		}
-		var p piece
-		for _, r := range results {
-			if r.piece.lock == l && r.piece.index == 0 {
-				p = r.piece
-				break
-			}
-		}
-		whole := len(byLock[l]) <= 2000
-		if whole {
-			p = piece{lock: l, init: free, ops: byLock[l]}
-		} else if len(p.ops) > 2000 {
-			p.ops = p.ops[:2000]
-		}
-		if lin := visualize(ctx, p); lin != nil {
-			lin.Whole = whole
-			vis = append(vis, *lin)
-		}
-	}
-	switch {
-	case illegal > 0:
-		out.result.Verdict = Invalid
-		out.result.Detail = fmt.Sprintf("%d of %d pieces not linearizable (%d lock ops on %d locks)", illegal, len(pieces), nops, len(locks))
-	case unknown > 0:
-		out.result.Verdict = Unknown
-		out.result.Detail = fmt.Sprintf("%d of %d pieces not decided in time (%d lock ops on %d locks)", unknown, len(pieces), nops, len(locks))
-	default:
-		out.result.Detail = fmt.Sprintf("%d lock ops on %d locks linearizable (%d pieces)", nops, len(locks), len(pieces))
-	}
-	return out, vis
-}
-
 func checkPiece(ctx context.Context, p piece) porcupine.CheckResult {
 	if ctx.Err() != nil {
 		return porcupine.Unknown
@@ -423,7 +238,7 @@ func visualize(ctx context.Context, p piece) *LockLinearization {
 
 // explainIllegal narrows an illegal piece down to the smallest piece (cut
 // at every isolated op) that is still illegal, and describes it.
-func (h *hist) explainIllegal(ctx context.Context, p piece) (Anomaly, *LockLinearization) {
+func explainIllegal(ctx context.Context, p piece, histEnd int64) (Anomaly, *LockLinearization) {
 	bad := p
 	for _, sub := range cut(p.lock, p.ops, 1) {
 		sub.init, sub.from = initFor(p, sub)
@@ -443,7 +258,7 @@ func (h *hist) explainIllegal(ctx context.Context, p piece) (Anomaly, *LockLinea
 		if len(cs) < 40 {
 			cs = append(cs, op.call)
 		}
-		end = max(end, min(op.ret, h.end))
+		end = max(end, min(op.ret, histEnd))
 	}
 	var pl []int
 	for p := range procs {
@@ -456,7 +271,7 @@ func (h *hist) explainIllegal(ctx context.Context, p piece) (Anomaly, *LockLinea
 		Message: fmt.Sprintf("%s on lock %q from %s to %s, with the lock %s before, %s no legal order for an owner-aware mutex with leases",
 			plural(len(bad.ops), "the operation", "the %d operations"), p.lock, fmtTime(start), fmtTime(end),
 			describeLockState(bad.init), map[bool]string{true: "has", false: "have"}[len(bad.ops) == 1]),
-		Ops: h.opsOf(cs...),
+		Ops: opsOf(cs...),
 	}
 	return a, visualize(ctx, bad)
 }

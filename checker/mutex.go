@@ -1,9 +1,12 @@
 package checker
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -24,153 +27,195 @@ type Hold struct {
 	// How it ended: "release", "expired" or "end" (of the history).
 	Ended      string `json:"ended"`
 	AcquireIdx int    `json:"acquire_index"` // the ok acquire's line index
-	acq        *call
-	rel        *call
+}
+
+// holdRec is a hold while the checks still need it.
+type holdRec struct {
+	Hold
+	expiry   int64
+	open     bool
+	released bool  // its process invoked a release since it began
+	token    int64 // the fencing token of the grant that started it
+	hasToken bool
+	acq, rel *call
 }
 
 // Holds computes every hold of a (valid) history, ordered by start.
 func Holds(ops []history.Op) []Hold {
-	h := &hist{ops: ops, calls: pairCalls(ops)}
-	if len(ops) > 0 {
-		h.end = ops[len(ops)-1].Time
+	e := newEngine(context.Background(), newConfig(nil))
+	e.holdsOnly = true
+	e.start()
+	for _, op := range ops {
+		e.feed(op)
 	}
-	return h.holds()
+	hs := e.finish().Holds
+	sortHolds(hs)
+	return hs
 }
 
-type procLock struct {
-	proc int
-	lock string
+// token reads a fencing token: an ok acquire's value, when it is an integer.
+func token(v json.RawMessage) (int64, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return 0, false
+	}
+	t, err := strconv.ParseInt(string(v), 10, 64)
+	return t, err == nil
 }
 
-func (h *hist) holds() []Hold {
-	type open struct {
-		hold   Hold
-		expiry int64
-	}
-	cur := map[procLock]*open{}
-	var out []Hold
-	closeHold := func(o *open, at int64, how string, rel *call) {
-		o.hold.End, o.hold.Ended = at, how
-		if o.expiry < at {
-			o.hold.End, o.hold.Ended = o.expiry, "expired"
+// granted: an ok acquire or renew starts a hold or extends it.
+func (l *lockSt) granted(c *call) {
+	exp := expiry(c.inv, c.leaseMS)
+	if h := l.openHolds[c.proc]; h != nil {
+		if c.inv < h.expiry {
+			h.expiry = exp // the last ok acquire or renew sets the lease
+			if t, ok := token(c.retOp.Value); ok && c.f == history.FAcquire {
+				h.token, h.hasToken = t, true
+			}
+			return
 		}
-		if rel != nil && o.hold.Ended == "release" {
-			o.hold.rel = rel
-		}
-		out = append(out, o.hold)
+		// The lease ran out before this grant was invoked: the hold ended
+		// then, and another process may have held the lock in between. The
+		// new grant starts a new hold.
+		l.closeHold(h, h.expiry, "expired", nil)
+	} else if last := l.last[c.proc]; c.f == history.FRenew && (last == nil || last.released) {
+		// A renew ok without a hold starts nothing; after a lease that
+		// ran out (and no release), it starts a new hold.
+		return
 	}
-	// Walk lines in file order: an ok acquire starts a hold at its
-	// completion; a release ends it at its invocation. callAt maps a line
-	// to its call.
-	callAt := make([]int32, len(h.ops))
-	for i := range h.calls {
-		c := &h.calls[i]
-		callAt[c.invIdx] = int32(i)
-		if c.retIdx >= 0 {
-			callAt[c.retIdx] = int32(i)
-		}
+	h := &holdRec{Hold: Hold{Lock: l.name, Process: c.proc, Start: c.ret, AcquireIdx: int(c.retOp.Index)},
+		expiry: exp, open: true, acq: c}
+	if c.f == history.FAcquire {
+		h.token, h.hasToken = token(c.retOp.Value)
 	}
-	for i := range h.ops {
-		op := &h.ops[i]
-		if op.Process < 0 {
+	l.openHolds[c.proc] = h
+	if _, ok := l.last[c.proc]; !ok {
+		l.e.procLocks[c.proc] = append(l.e.procLocks[c.proc], l)
+	}
+	l.last[c.proc] = h
+}
+
+func (l *lockSt) releaseInvoked(c *call) {
+	if h := l.last[c.proc]; h != nil {
+		h.released = true
+	}
+	if h := l.openHolds[c.proc]; h != nil {
+		l.closeHold(h, c.inv, "release", c)
+	}
+}
+
+// expire closes the holds whose lease ran out before now, unless an acquire
+// or renew of their process invoked before the expiry may still extend them.
+func (l *lockSt) expire(now int64) {
+	for p, h := range l.openHolds {
+		if h.expiry >= now {
 			continue
 		}
-		key := procLock{op.Process, op.Lock}
-		switch {
-		case op.F == history.FRelease && op.Type == history.Invoke:
-			if o := cur[key]; o != nil {
-				closeHold(o, op.Time, "release", &h.calls[callAt[i]])
-				delete(cur, key)
-			}
-		case (op.F == history.FAcquire || op.F == history.FRenew) && op.Type == history.OK:
-			c := &h.calls[callAt[i]]
-			key.lock = c.lock // a completion may omit the lock
-			exp := expiry(c.inv, c.leaseMS)
-			if o := cur[key]; o != nil {
-				if c.inv < o.expiry {
-					o.expiry = exp // the last ok acquire or renew sets the lease
-					continue
-				}
-				// The lease ran out before this grant was invoked: the
-				// hold ended then, and another process may have held the
-				// lock in between. The new grant starts a new hold.
-				closeHold(o, o.expiry, "expired", nil)
-				delete(cur, key)
-			} else if op.F == history.FRenew {
-				continue // a renew ok without a hold starts nothing
-			}
-			cur[key] = &open{hold: Hold{Lock: c.lock, Process: c.proc, Start: op.Time, AcquireIdx: int(op.Index), acq: c}, expiry: exp}
+		if c := l.e.open[p]; c != nil && c.lock == l.name && (c.f == history.FAcquire || c.f == history.FRenew) && c.inv < h.expiry {
+			continue
 		}
+		l.closeHold(h, h.expiry, "expired", nil)
 	}
-	for _, o := range cur {
-		closeHold(o, h.end, "end", nil)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Start != out[j].Start {
-			return out[i].Start < out[j].Start
-		}
-		return out[i].Process < out[j].Process
-	})
-	return out
 }
 
-// checkMutex finds overlapping holds of one lock by different processes.
-func (h *hist) checkMutex(holds []Hold) checkOutput {
-	out := checkOutput{result: CheckResult{Name: CheckMutex, Verdict: Valid}}
-	perKind := map[string]int{}
-	byLock := map[string][]int{}
-	for i := range holds {
-		byLock[holds[i].Lock] = append(byLock[holds[i].Lock], i)
+// closeAll ends every open hold at the end of the history.
+func (l *lockSt) closeAll(end int64) {
+	for _, p := range sortedKeys(l.openHolds) {
+		l.closeHold(l.openHolds[p], end, "end", nil)
 	}
-	locks := make([]string, 0, len(byLock))
-	for l := range byLock {
-		locks = append(locks, l)
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
 	}
-	sort.Strings(locks)
-	n := 0
-	for _, l := range locks {
-		// Sweep by start: active holds are those not yet ended.
-		var active []int
-		for _, i := range byLock[l] {
-			b := &holds[i]
-			kept := active[:0]
-			for _, j := range active {
-				if holds[j].End > b.Start {
-					kept = append(kept, j)
-				}
-			}
-			active = kept
-			for _, j := range active {
-				a := &holds[j]
-				if a.Process == b.Process || b.End <= b.Start || a.End <= a.Start {
-					continue
-				}
-				n++
-				end := min(a.End, b.End)
-				var cs []*call
-				for _, c := range []*call{a.acq, a.rel, b.acq, b.rel} {
-					if c != nil {
-						cs = append(cs, c)
-					}
-				}
-				out.add(Anomaly{
-					Kind: KindOverlap, Check: CheckMutex, Lock: l,
-					Processes: []int{a.Process, b.Process}, Start: b.Start, End: end,
-					Message: fmt.Sprintf("processes %d and %d both held lock %q for %s (from %s to %s)",
-						a.Process, b.Process, l, fmtDur(end-b.Start), fmtTime(b.Start), fmtTime(end)),
-					Ops: h.opsOf(cs...),
-				}, h.cfg.maxReports, perKind)
-			}
-			active = append(active, i)
+	sort.Ints(ks)
+	return ks
+}
+
+// closeHold ends h and checks it against the closed holds it may overlap.
+func (l *lockSt) closeHold(h *holdRec, at int64, how string, rel *call) {
+	h.End, h.Ended = at, how
+	if h.expiry < at {
+		h.End, h.Ended = h.expiry, "expired"
+	}
+	if h.Ended == "release" {
+		h.rel = rel
+	}
+	h.open = false
+	delete(l.openHolds, h.Process)
+	e := l.e
+	e.nHolds++
+	if e.keepHolds || e.holdsOnly {
+		e.holds = append(e.holds, h.Hold)
+	}
+	if !e.holdsOnly {
+		for _, o := range l.closed {
+			l.checkOverlap(o, h)
 		}
 	}
-	if n > 0 {
-		out.result.Verdict = Invalid
-		out.result.Detail = fmt.Sprintf("%d overlapping holds", n)
-	} else {
-		out.result.Detail = fmt.Sprintf("%d holds on %d locks, none overlapping", len(holds), len(locks))
+	l.closed = append(l.closed, h)
+	l.retire(at)
+}
+
+// checkOverlap reports two holds of different processes that overlap.
+func (l *lockSt) checkOverlap(x, y *holdRec) {
+	a, b := x, y
+	if b.Start < a.Start || (b.Start == a.Start && b.Process < a.Process) {
+		a, b = b, a
 	}
-	return out
+	if a.Process == b.Process || b.End <= b.Start || a.End <= a.Start || a.End <= b.Start {
+		return
+	}
+	e := l.e
+	e.nOverlap++
+	end := min(a.End, b.End)
+	e.mutex.add(Anomaly{
+		Kind: KindOverlap, Check: CheckMutex, Lock: l.name,
+		Processes: []int{a.Process, b.Process}, Start: b.Start, End: end,
+		Message: fmt.Sprintf("processes %d and %d both held lock %q for %s (from %s to %s)",
+			a.Process, b.Process, l.name, fmtDur(end-b.Start), fmtTime(b.Start), fmtTime(end)),
+		Ops: opsOf(a.acq, a.rel, b.acq, b.rel),
+	}, e.cfg.maxReports, e.mutexKinds)
+}
+
+// retire drops the closed holds that can overlap nothing to come: a hold
+// still open overlaps a closed one only if it started before that one
+// ended, an add still running only if it was invoked before that one ended,
+// and every hold to come starts at or after now.
+func (l *lockSt) retire(now int64) {
+	if len(l.closed) < 8 {
+		return
+	}
+	t := now
+	for _, h := range l.openHolds {
+		t = min(t, h.Start)
+	}
+	if l.res != nil {
+		for _, c := range l.res.running {
+			t = min(t, c.inv)
+		}
+	}
+	kept := l.closed[:0]
+	for _, h := range l.closed {
+		if h.End > t {
+			kept = append(kept, h)
+		} else {
+			h.rel = nil // it may stay as its process's latest hold: keep it small
+		}
+	}
+	clear(l.closed[len(kept):])
+	l.closed = kept
+}
+
+func (e *engine) finishMutex(locks int) {
+	if e.nOverlap > 0 {
+		e.mutex.result.Verdict = Invalid
+		e.mutex.result.Detail = fmt.Sprintf("%d overlapping holds", e.nOverlap)
+	} else {
+		e.mutex.result.Detail = fmt.Sprintf("%d holds on %d locks, none overlapping", e.nHolds, locks)
+	}
 }
 
 func fmtTime(ns int64) string {
@@ -184,7 +229,7 @@ func fmtDur(ns int64) string {
 	switch {
 	case ns >= 1e9:
 		return fmt.Sprintf("%.3fs", float64(ns)/1e9)
-	case ns >= 1e6:
+	case ns >= 1e3*1e3:
 		return fmt.Sprintf("%.3fms", float64(ns)/1e6)
 	case ns >= 1e3:
 		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)

@@ -10,27 +10,32 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// The protected resource (as Jepsen's etcd lock test): each lock guards a
-// set. An add (invoke value: the element) is one read-modify-write critical
-// section; a read returns the set (ok value: an array). The last ok read of
-// a lock is its final read. The rules:
-//   - every ok add that returned before the final read was invoked is in it
-//     (lost-add); an info add may or may not be;
+// The protected resource (as Jepsen's etcd lock test and its set-full
+// checker): each lock guards a set. An add (invoke value: the element) is one
+// read-modify-write critical section; a read returns the set (ok value: an
+// array). The rules:
+//   - every ok read holds every element whose ok add returned before the
+//     read was invoked (lost-add, reported once per element, at the first
+//     read that lacks it); an info add may or may not be there;
 //   - no read holds an element twice (duplicate-element);
-//   - the final read holds nothing that was only ever refused
-//     (failed-add-present) or never added (phantom-element);
-//   - an ok add runs inside a hold of its process. One that does not, while
-//     another process acquired the lock after that process's hold began, is
-//     a stale-holder write; one by a process that never held the lock is one
-//     too. An add that merely outlived its process's hold while nobody else
-//     acquired is a late-write finding: nobody could have been harmed.
+//   - no read holds an element whose every add attempt invoked before the
+//     read returned was refused (failed-add-present), nor one that no process
+//     had tried to add by then (phantom-element: never added, or only later);
+//   - an ok add runs inside a hold of its process. One by a process that
+//     held no lock is a stale-holder write. One that outlived its process's
+//     hold is judged against every other process's hold that overlaps it in
+//     real time (holds dated conservatively: from the ok acquire's return to
+//     the release's invocation or the lease counted from the grant's
+//     invocation): if one does, it is a stale-holder write; if none does,
+//     a late-write finding (nobody could have been harmed).
 //   - under the fenced promise the resource orders writes by token, not by
-//     time: a write acknowledged after a newer holder acquired is legal as
-//     long as the resource had not yet seen a newer token. Only an add
-//     invoked after an ok add of a newer hold had returned proves the
-//     resource took a stale token; the others are late-write findings. (A
-//     stale write that lands after the newer one and overwrites it shows up
-//     as a lost-add.)
+//     time, and overlapping holds are allowed: what must not happen is a
+//     write accepted with a token lower than one the resource had already
+//     acknowledged before that write was invoked (stale-holder write, inside
+//     the writer's hold or not). A write that outlived its hold without that
+//     is a late-write finding. Tokens are the ok acquires' values; a lock
+//     whose grants carry none is judged by hold order instead (a hold that
+//     started later stands for a newer token).
 
 // elemKey is an element's canonical JSON text, so that the same element
 // written two ways (1 and 1.0, reordered object keys, "\u0041" and "A") is
@@ -107,257 +112,442 @@ func canonicalNumbers(v any) any {
 	return v
 }
 
-type lockRes struct {
-	adds  map[string][]*call
-	okAdd []*call
-	reads []*call
+// elemInfo is what the checks keep of one element of a lock's set.
+type elemInfo struct {
+	key                      string
+	okRet                    int64 // return of its first ok add; Never if none
+	attempts, fails, running int32
+	stamp                    uint32 // the last read that held it
+	missing                  bool   // reported lost
+	// The attempt shown in anomalies: the first ok one, else the first.
+	proc           int32
+	typ            byte // 'o'k, 'f'ail, 'i'nfo
+	inv, ret       int64
+	invIdx, retIdx int64
 }
 
-func (h *hist) checkResource(holds []Hold, fenced bool) checkOutput {
-	out := checkOutput{result: CheckResult{Name: CheckResource, Verdict: Valid}}
-	perKind := map[string]int{}
-	byLock := map[string]*lockRes{}
-	get := func(l string) *lockRes {
-		r := byLock[l]
-		if r == nil {
-			r = &lockRes{adds: map[string][]*call{}}
-			byLock[l] = r
-		}
-		return r
+func typByte(t history.Type) byte {
+	switch t {
+	case history.OK:
+		return 'o'
+	case history.Fail:
+		return 'f'
 	}
-	for i := range h.calls {
-		c := &h.calls[i]
-		switch c.f {
-		case history.FAdd:
-			r := get(c.lock)
-			k := elemKey(h.ops[c.invIdx].Value)
-			r.adds[k] = append(r.adds[k], c)
-			if c.typ == history.OK {
-				r.okAdd = append(r.okAdd, c)
-			}
-		case history.FRead:
-			if c.typ == history.OK {
-				get(c.lock).reads = append(get(c.lock).reads, c)
-			}
-		}
+	return 'i'
+}
+
+func byteTyp(b byte) history.Type {
+	switch b {
+	case 'o':
+		return history.OK
+	case 'f':
+		return history.Fail
 	}
-	if len(byLock) == 0 {
-		out.result.Skipped = true
-		out.result.Detail = "no add or read operations"
-		return out
-	}
-	// Holds by process and lock, and by lock, ordered by start.
-	mine := map[procLock][]*Hold{}
-	all := map[string][]*Hold{}
-	for i := range holds {
-		hd := &holds[i]
-		mine[procLock{hd.Process, hd.Lock}] = append(mine[procLock{hd.Process, hd.Lock}], hd)
-		all[hd.Lock] = append(all[hd.Lock], hd)
-	}
-	locks := make([]string, 0, len(byLock))
-	for l := range byLock {
-		locks = append(locks, l)
-	}
-	sort.Strings(locks)
-	var nAnom, nAdds, noFinal int
-	for _, l := range locks {
-		r := byLock[l]
-		var seen tokenOrder
-		if fenced {
-			seen = newTokenOrder(r.okAdd, mine, l)
-		}
-		nAdds += len(r.okAdd)
-		var final *call
-		var finalSet map[string]int
-		for _, rd := range r.reads {
-			set, err := h.readSet(rd)
-			if err != nil {
-				nAnom++
-				out.add(Anomaly{Kind: KindMalformedRead, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
-					Start: rd.inv, End: rd.ret, Message: fmt.Sprintf("ok read of lock %q: value is not an array: %v", l, err),
-					Ops: h.opsOf(rd)}, h.cfg.maxReports, perKind)
-				continue
-			}
-			for k, n := range set {
-				if n > 1 {
-					nAnom++
-					out.add(Anomaly{Kind: KindDuplicate, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
-						Start: rd.inv, End: rd.ret,
-						Message: fmt.Sprintf("read of lock %q holds element %s %d times", l, k, n),
-						Ops:     append(h.opsOf(rd), h.addOps(r.adds[k])...)}, h.cfg.maxReports, perKind)
-				}
-			}
-			if final == nil || rd.ret > final.ret {
-				final, finalSet = rd, set
-			}
-		}
-		if final == nil {
-			if len(r.okAdd) > 0 {
-				noFinal++
-			}
-		} else {
-			for _, a := range r.okAdd {
-				k := elemKey(h.ops[a.invIdx].Value)
-				if a.ret < final.inv && finalSet[k] == 0 {
-					nAnom++
-					out.add(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{a.proc, final.proc},
-						Start: a.inv, End: final.ret,
-						Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the final read at %s lacks it",
-							k, l, a.proc, fmtTime(a.ret), fmtTime(final.ret)),
-						Ops: h.opsOf(a, final)}, h.cfg.maxReports, perKind)
-				}
-			}
-			keys := make([]string, 0, len(finalSet))
-			for k := range finalSet {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				attempts := r.adds[k]
-				if len(attempts) == 0 {
-					nAnom++
-					out.add(Anomaly{Kind: KindPhantom, Check: CheckResource, Lock: l, Processes: []int{final.proc},
-						Start: final.inv, End: final.ret,
-						Message: fmt.Sprintf("final read of lock %q holds %s, which no process added", l, k),
-						Ops:     h.opsOf(final)}, h.cfg.maxReports, perKind)
-					continue
-				}
-				refused := true
-				for _, a := range attempts {
-					refused = refused && a.typ == history.Fail
-				}
-				if refused {
-					nAnom++
-					out.add(Anomaly{Kind: KindFailedAddPresent, Check: CheckResource, Lock: l, Processes: []int{attempts[0].proc},
-						Start: attempts[0].inv, End: final.ret,
-						Message: fmt.Sprintf("final read of lock %q holds %s, whose add failed (a refused write took effect)", l, k),
-						Ops:     append(h.addOps(attempts), h.opsOf(final)...)}, h.cfg.maxReports, perKind)
-				}
-			}
-		}
-		// Stale-holder writes.
-		for _, a := range r.okAdd {
-			ph := mine[procLock{a.proc, l}]
-			// The process's latest hold that began by the add's invocation.
-			i := sort.Search(len(ph), func(i int) bool { return ph[i].Start > a.inv }) - 1
-			if i >= 0 && a.ret <= ph[i].End {
-				continue
-			}
-			if i < 0 {
-				nAnom++
-				out.add(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l, Processes: []int{a.proc},
-					Start: a.inv, End: a.ret,
-					Message: fmt.Sprintf("add by process %d to lock %q was acknowledged, but the process did not hold the lock", a.proc, l),
-					Ops:     h.opsOf(a)}, h.cfg.maxReports, perKind)
-				continue
-			}
-			hd := ph[i]
-			var newer *Hold
-			others := all[l]
-			j := sort.Search(len(others), func(j int) bool { return others[j].Start > hd.Start })
-			for ; j < len(others) && others[j].Start < a.ret; j++ {
-				if others[j].Process != a.proc {
-					newer = others[j]
-					break
-				}
-			}
-			if newer != nil && fenced && !seen.newerReturnedBefore(hd.Start, a.inv) {
-				out.findings = append(out.findings, Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l, Processes: []int{a.proc, newer.Process},
-					Start: max(hd.End, a.inv), End: a.ret,
-					Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s after its hold ended (%s at %s) and process %d acquired at %s, but before any add of a newer hold returned: a fenced resource may order it first",
-						a.proc, l, fmtTime(a.ret), hd.Ended, fmtTime(hd.End), newer.Process, fmtTime(newer.Start)),
-					Ops: h.opsOf(a)})
-				continue
-			}
-			if newer != nil {
-				nAnom++
-				ops := h.opsOf(a)
-				if hd.acq != nil {
-					ops = append(h.opsOf(hd.acq), ops...)
-				}
-				if newer.acq != nil {
-					ops = append(ops, h.opsOf(newer.acq)...)
-				}
-				out.add(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l, Processes: []int{a.proc, newer.Process},
-					Start: max(hd.End, a.inv), End: a.ret,
-					Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s after its hold ended (%s at %s) and process %d acquired the lock at %s",
-						a.proc, l, fmtTime(a.ret), hd.Ended, fmtTime(hd.End), newer.Process, fmtTime(newer.Start)),
-					Ops: ops}, h.cfg.maxReports, perKind)
-				continue
-			}
-			out.findings = append(out.findings, Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l, Processes: []int{a.proc},
-				Start: max(hd.End, a.inv), End: a.ret,
-				Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s, after its hold ended (%s at %s); nobody else held the lock meanwhile",
-					a.proc, l, fmtTime(a.ret), hd.Ended, fmtTime(hd.End)),
-				Ops: h.opsOf(a)})
-		}
-	}
-	switch {
-	case nAnom > 0:
-		out.result.Verdict = Invalid
-		out.result.Detail = fmt.Sprintf("%d anomalies in %d acknowledged adds on %d locks", nAnom, nAdds, len(locks))
-	case noFinal > 0:
-		out.result.Verdict = Unknown
-		out.result.Detail = fmt.Sprintf("%d of %d locks with acknowledged adds have no final read", noFinal, len(locks))
-	default:
-		out.result.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale", nAdds, len(locks))
+	return history.Info
+}
+
+// ops rebuilds the lines of the element's shown attempt.
+func (el *elemInfo) ops(lock string) []history.Op {
+	v := json.RawMessage(el.key)
+	out := []history.Op{{Index: el.invIdx, Time: el.inv, Process: int(el.proc), Type: history.Invoke, F: history.FAdd, Lock: lock, Value: v}}
+	if el.retIdx >= 0 {
+		out = append(out, history.Op{Index: el.retIdx, Time: el.ret, Process: int(el.proc), Type: byteTyp(el.typ), F: history.FAdd, Lock: lock, Value: v})
 	}
 	return out
 }
 
-// tokenOrder answers, for a fenced resource, whether an add of a hold newer
-// than a given one had returned by a given time: ok adds sorted by return,
-// with the latest hold start among those returned so far.
-type tokenOrder struct {
-	ret       []int64
-	maxHoldAt []int64
+// prefixMax answers "the largest value among entries that returned before
+// t": entries come in order of return.
+type prefixMax struct {
+	ret []int64
+	max []int64
+	who []int32 // index in by of the entry that set max
+	by  []*call
 }
 
-func newTokenOrder(adds []*call, mine map[procLock][]*Hold, lock string) tokenOrder {
-	type entry struct{ ret, holdStart int64 }
-	es := make([]entry, 0, len(adds))
-	for _, a := range adds {
-		ph := mine[procLock{a.proc, lock}]
-		i := sort.Search(len(ph), func(i int) bool { return ph[i].Start > a.inv }) - 1
-		if i < 0 {
-			continue // not in any hold: carries no token
+func (p *prefixMax) add(ret, v int64, c *call) {
+	if n := len(p.max); n > 0 && p.max[n-1] >= v {
+		p.ret = append(p.ret, ret)
+		p.max = append(p.max, p.max[n-1])
+		p.who = append(p.who, p.who[n-1])
+		return
+	}
+	p.by = append(p.by, c)
+	p.ret = append(p.ret, ret)
+	p.max = append(p.max, v)
+	p.who = append(p.who, int32(len(p.by)-1))
+}
+
+func (p *prefixMax) before(t int64) (int64, *call, bool) {
+	i := sort.Search(len(p.ret), func(i int) bool { return p.ret[i] >= t }) - 1
+	if i < 0 {
+		return 0, nil, false
+	}
+	return p.max[i], p.by[p.who[i]], true
+}
+
+// resState is one lock's protected set.
+type resState struct {
+	l        *lockSt
+	idx      map[string]int32
+	elems    []elemInfo
+	okRets   []int64 // okRet of the elements, in order of return
+	missRets []int64 // okRet of the elements reported lost, sorted
+	running  map[int]*call
+	runIdx   map[int]int32
+	deferred map[int32][]*call // reads that held an element whose attempts were all refused or running
+	okAdds   int
+	okReads  int
+	hasOps   bool
+	readSeq  uint32
+	tokens   prefixMax // token of each ok add in a hold with a token
+	starts   prefixMax // hold start of each ok add in a hold
+}
+
+func (l *lockSt) resState() *resState {
+	if l.res == nil {
+		l.res = &resState{l: l, idx: map[string]int32{}, running: map[int]*call{}, runIdx: map[int]int32{}}
+	}
+	return l.res
+}
+
+func (r *resState) anomaly(a Anomaly) {
+	e := r.l.e
+	e.nResAnom++
+	e.resource.add(a, e.cfg.maxReports, e.resKinds)
+}
+
+func (r *resState) finding(a Anomaly) {
+	e := r.l.e
+	if len(e.resource.findings) < e.cfg.maxReports*10 {
+		e.resource.findings = append(e.resource.findings, a)
+	}
+}
+
+func (r *resState) invoke(c *call) {
+	if c.f != history.FAdd {
+		return
+	}
+	r.hasOps = true
+	k := elemKey(c.invOp.Value)
+	i, ok := r.idx[k]
+	if !ok {
+		i = int32(len(r.elems))
+		r.idx[k] = i
+		r.elems = append(r.elems, elemInfo{key: k, okRet: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
+			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'})
+	}
+	el := &r.elems[i]
+	el.attempts++
+	el.running++
+	r.running[c.proc] = c
+	r.runIdx[c.proc] = i
+}
+
+// complete takes a completed read or add, or (at the end) one that never
+// completed.
+func (r *resState) complete(c *call) {
+	if c.f == history.FRead {
+		if c.done && c.typ == history.OK {
+			r.hasOps = true
+			r.read(c)
 		}
-		es = append(es, entry{a.ret, ph[i].Start})
+		return
 	}
-	sort.Slice(es, func(i, j int) bool { return es[i].ret < es[j].ret })
-	t := tokenOrder{ret: make([]int64, len(es)), maxHoldAt: make([]int64, len(es))}
-	latest := int64(-1 << 62)
-	for i, e := range es {
-		latest = max(latest, e.holdStart)
-		t.ret[i], t.maxHoldAt[i] = e.ret, latest
+	i, ok := r.runIdx[c.proc]
+	if !ok || r.running[c.proc] != c {
+		return
 	}
-	return t
-}
-
-// newerReturnedBefore: did an ok add of a hold that started after holdStart
-// return before t?
-func (o tokenOrder) newerReturnedBefore(holdStart, t int64) bool {
-	i := sort.Search(len(o.ret), func(i int) bool { return o.ret[i] >= t }) - 1
-	return i >= 0 && o.maxHoldAt[i] > holdStart
-}
-
-func (h *hist) readSet(rd *call) (map[string]int, error) {
-	var elems []json.RawMessage
-	if v := h.ops[rd.retIdx].Value; len(v) > 0 {
-		if err := json.Unmarshal(v, &elems); err != nil {
-			return nil, err
+	delete(r.running, c.proc)
+	delete(r.runIdx, c.proc)
+	el := &r.elems[i]
+	el.running--
+	typ := c.typ
+	if !c.done {
+		typ = history.Info
+	}
+	switch typ {
+	case history.Fail:
+		el.fails++
+	case history.OK:
+		r.okAdds++
+		if el.okRet == Never {
+			el.okRet = c.ret
+			r.okRets = append(r.okRets, c.ret)
+			el.proc, el.inv, el.ret, el.invIdx, el.retIdx, el.typ = int32(c.proc), c.inv, c.ret, c.invOp.Index, c.retOp.Index, 'o'
 		}
 	}
-	set := make(map[string]int, len(elems))
-	for _, e := range elems {
-		set[elemKey(e)]++
+	if el.retIdx < 0 && el.inv == c.inv && int(el.proc) == c.proc && c.done {
+		el.ret, el.retIdx, el.typ = c.ret, c.retOp.Index, typByte(typ)
 	}
-	return set, nil
+	if reads := r.deferred[i]; reads != nil && el.running == 0 {
+		delete(r.deferred, i)
+		if el.fails == el.attempts {
+			for _, rd := range reads {
+				r.failedPresent(el, rd)
+			}
+		}
+	} else if typ != history.Fail {
+		delete(r.deferred, i)
+	}
+	if typ == history.OK {
+		r.judge(c)
+	}
 }
 
-func (h *hist) addOps(cs []*call) []history.Op {
-	if len(cs) > 5 {
-		cs = cs[:5]
+func (r *resState) failedPresent(el *elemInfo, rd *call) {
+	l := r.l.name
+	r.anomaly(Anomaly{Kind: KindFailedAddPresent, Check: CheckResource, Lock: l, Processes: []int{int(el.proc)},
+		Start: min(el.inv, rd.inv), End: rd.ret,
+		Message: fmt.Sprintf("read of lock %q holds %s, whose add failed (a refused write took effect)", l, el.key),
+		Ops:     append(el.ops(l), opsOf(rd)...)})
+}
+
+// read checks one ok read as Jepsen's set-full does.
+func (r *resState) read(rd *call) {
+	l := r.l.name
+	var raw []json.RawMessage
+	if v := rd.retOp.Value; len(v) > 0 {
+		if err := json.Unmarshal(v, &raw); err != nil {
+			r.anomaly(Anomaly{Kind: KindMalformedRead, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
+				Start: rd.inv, End: rd.ret, Message: fmt.Sprintf("ok read of lock %q: value is not an array: %v", l, err),
+				Ops: opsOf(rd)})
+			return
+		}
 	}
-	return h.opsOf(cs...)
+	r.okReads++
+	r.readSeq++
+	seq := r.readSeq
+	var dups, phantoms map[string]int
+	present := 0
+	for _, e := range raw {
+		k := elemKey(e)
+		i, ok := r.idx[k]
+		if !ok {
+			if phantoms == nil {
+				phantoms = map[string]int{}
+			}
+			phantoms[k]++
+			continue
+		}
+		el := &r.elems[i]
+		if el.stamp == seq {
+			if dups == nil {
+				dups = map[string]int{}
+			}
+			if dups[k] == 0 {
+				dups[k] = 1
+			}
+			dups[k]++
+			continue
+		}
+		el.stamp = seq
+		if el.okRet < rd.inv && !el.missing {
+			present++
+		}
+		if el.fails+el.running == el.attempts {
+			if el.running == 0 {
+				r.failedPresent(el, rd)
+			} else {
+				if r.deferred == nil {
+					r.deferred = map[int32][]*call{}
+				}
+				r.deferred[i] = append(r.deferred[i], rd)
+			}
+		}
+	}
+	for _, k := range sortedStrings(phantoms) {
+		if phantoms[k] > 1 {
+			if dups == nil {
+				dups = map[string]int{}
+			}
+			dups[k] = phantoms[k]
+		}
+		r.anomaly(Anomaly{Kind: KindPhantom, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
+			Start: rd.inv, End: rd.ret,
+			Message: fmt.Sprintf("read of lock %q at %s holds %s, which no process had tried to add by then", l, fmtTime(rd.ret), k),
+			Ops:     opsOf(rd)})
+	}
+	for _, k := range sortedStrings(dups) {
+		ops := opsOf(rd)
+		if i, ok := r.idx[k]; ok {
+			ops = append(ops, r.elems[i].ops(l)...)
+		}
+		r.anomaly(Anomaly{Kind: KindDuplicate, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
+			Start: rd.inv, End: rd.ret,
+			Message: fmt.Sprintf("read of lock %q holds element %s %d times", l, k, dups[k]),
+			Ops:     ops})
+	}
+	required := countBefore(r.okRets, rd.inv) - countBefore(r.missRets, rd.inv)
+	if present >= required {
+		return
+	}
+	for i := range r.elems {
+		el := &r.elems[i]
+		if el.okRet >= rd.inv || el.stamp == seq || el.missing {
+			continue
+		}
+		el.missing = true
+		j := sort.Search(len(r.missRets), func(j int) bool { return r.missRets[j] > el.okRet })
+		r.missRets = append(r.missRets, 0)
+		copy(r.missRets[j+1:], r.missRets[j:])
+		r.missRets[j] = el.okRet
+		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), rd.proc},
+			Start: el.inv, End: rd.ret,
+			Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the read invoked at %s (returned at %s) lacks it",
+				el.key, l, el.proc, fmtTime(el.okRet), fmtTime(rd.inv), fmtTime(rd.ret)),
+			Ops: append(el.ops(l), opsOf(rd)...)})
+	}
+}
+
+func countBefore(sorted []int64, t int64) int {
+	return sort.Search(len(sorted), func(i int) bool { return sorted[i] >= t })
+}
+
+func sortedStrings(m map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// judge checks an ok add against the holds (see the rules above). Every
+// hold that can overlap it is known when it returns: holds to come start
+// later, and the closed ones it may overlap are not yet retired.
+func (r *resState) judge(a *call) {
+	l := r.l
+	e := l.e
+	h := l.last[a.proc]
+	if h != nil && h.Start > a.inv {
+		h = nil
+	}
+	if h == nil {
+		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc},
+			Start: a.inv, End: a.ret,
+			Message: fmt.Sprintf("add by process %d to lock %q was acknowledged, but the process did not hold the lock", a.proc, l.name),
+			Ops:     opsOf(a)})
+		return
+	}
+	// Its process has no other call in flight, so an open hold ends at its
+	// expiry or later.
+	end := h.End
+	if h.open {
+		end = h.expiry
+	}
+	inside := a.ret <= end
+	if e.fenced && h.hasToken {
+		t, by, ok := r.tokens.before(a.inv)
+		r.tokens.add(a.ret, h.token, a)
+		if ok && t > h.token {
+			r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, by.proc},
+				Start: a.inv, End: a.ret,
+				Message: fmt.Sprintf("add by process %d to lock %q with fencing token %d was acknowledged at %s, but the resource had already acknowledged token %d (process %d's add returned at %s, before this add was invoked at %s): a stale token accepted",
+					a.proc, l.name, h.token, fmtTime(a.ret), t, by.proc, fmtTime(by.ret), fmtTime(a.inv)),
+				Ops: opsOf(h.acq, a, by)})
+			return
+		}
+	}
+	var newerByStart bool
+	if e.fenced && !h.hasToken {
+		s, _, ok := r.starts.before(a.inv)
+		newerByStart = ok && s > h.Start
+		r.starts.add(a.ret, h.Start, a)
+	}
+	if inside {
+		return
+	}
+	o := l.overlapping(a.proc, a.inv, a.ret)
+	how := fmt.Sprintf("%s at %s", h.Ended, fmtTime(end))
+	if h.open {
+		how = "expired at " + fmtTime(end)
+	}
+	switch {
+	case o != nil && (!e.fenced || newerByStart):
+		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, o.Process},
+			Start: max(end, a.inv), End: a.ret,
+			Message: fmt.Sprintf("add by process %d to lock %q ran from %s to %s, after its hold ended (%s), while process %d held the lock (from %s to %s)",
+				a.proc, l.name, fmtTime(a.inv), fmtTime(a.ret), how, o.Process, fmtTime(o.Start), fmtTime(o.holdEnd())),
+			Ops: opsOf(h.acq, a, o.acq)})
+	case o != nil:
+		r.finding(Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, o.Process},
+			Start: max(end, a.inv), End: a.ret,
+			Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s after its hold ended (%s) while process %d held the lock, but the resource had acknowledged no newer token before it was invoked: a fenced resource may order it first",
+				a.proc, l.name, fmtTime(a.ret), how, o.Process),
+			Ops: opsOf(a)})
+	case e.fenced && newerByStart:
+		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc},
+			Start: max(end, a.inv), End: a.ret,
+			Message: fmt.Sprintf("add by process %d to lock %q was invoked at %s after its hold ended (%s) and after an add of a newer hold had returned: a stale write accepted",
+				a.proc, l.name, fmtTime(a.inv), how),
+			Ops: opsOf(h.acq, a)})
+	default:
+		r.finding(Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc},
+			Start: max(end, a.inv), End: a.ret,
+			Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s, after its hold ended (%s); no other process held the lock while it ran",
+				a.proc, l.name, fmtTime(a.ret), how),
+			Ops: opsOf(a)})
+	}
+}
+
+// holdEnd is the hold's end, or its expiry while it is open.
+func (h *holdRec) holdEnd() int64 {
+	if h.open {
+		return h.expiry
+	}
+	return h.End
+}
+
+// overlapping returns the earliest-starting hold of another process that
+// certainly overlaps [from, to]: it started before to and ended after from.
+// An open hold whose lease ran out by from, but that a renew in flight may
+// still extend, is not counted: it may not have overlapped.
+func (l *lockSt) overlapping(proc int, from, to int64) *holdRec {
+	var best *holdRec
+	consider := func(h *holdRec, end int64) {
+		if h.Process == proc || h.Start >= to || end <= from || end <= h.Start {
+			return
+		}
+		if best == nil || h.Start < best.Start {
+			best = h
+		}
+	}
+	for _, h := range l.openHolds {
+		consider(h, h.expiry)
+	}
+	for _, h := range l.closed {
+		consider(h, h.End)
+	}
+	return best
+}
+
+func (r *resState) finish() {
+	if r.okAdds > 0 && r.okReads == 0 {
+		r.l.e.noFinal++
+	}
+}
+
+func (e *engine) finishResource(names []string) {
+	locks, adds := 0, 0
+	for _, n := range names {
+		if r := e.locks[n].res; r != nil && r.hasOps {
+			locks++
+			adds += r.okAdds
+		}
+	}
+	out := &e.resource.result
+	switch {
+	case locks == 0:
+		out.Skipped = true
+		out.Detail = "no add or read operations"
+	case e.nResAnom > 0:
+		out.Verdict = Invalid
+		out.Detail = fmt.Sprintf("%d anomalies in %d acknowledged adds on %d locks", e.nResAnom, adds, locks)
+	case e.noFinal > 0:
+		out.Verdict = Unknown
+		out.Detail = fmt.Sprintf("%d of %d locks with acknowledged adds have no read", e.noFinal, locks)
+	default:
+		out.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale", adds, locks)
+	}
 }

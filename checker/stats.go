@@ -56,49 +56,52 @@ type Stats struct {
 	LatencyAll map[string]Latency `json:"latency_all"` // every completion, per f
 }
 
-func (h *hist) stats() Stats {
-	s := Stats{
-		Events: len(h.ops), Duration: float64(h.end) / 1e9,
-		ByF: map[string]Counts{}, ByProcess: map[int]Counts{},
+// statsAcc gathers the statistics as calls complete.
+type statsAcc struct {
+	events, nemesis int
+	byF             map[string]Counts
+	byProc          map[int]Counts
+	okLat, allLat   map[string][]int64
+}
+
+func newStatsAcc() statsAcc {
+	return statsAcc{byF: map[string]Counts{}, byProc: map[int]Counts{},
+		okLat: map[string][]int64{}, allLat: map[string][]int64{}}
+}
+
+func (s *statsAcc) count(c *call, pending bool) {
+	bf := s.byF[c.f]
+	bf.add(c.typ, pending)
+	s.byF[c.f] = bf
+	bp := s.byProc[c.proc]
+	bp.add(c.typ, pending)
+	s.byProc[c.proc] = bp
+}
+
+func (s *statsAcc) complete(c *call) {
+	s.count(c, false)
+	d := c.ret - c.inv
+	s.allLat[c.f] = append(s.allLat[c.f], d)
+	if c.typ == history.OK {
+		s.okLat[c.f] = append(s.okLat[c.f], d)
+	}
+}
+
+func (s *statsAcc) pendingCall(c *call) { s.count(c, true) }
+
+func (s *statsAcc) stats(end int64, locks int) Stats {
+	st := Stats{
+		Events: s.events, Duration: float64(end) / 1e9, Nemesis: s.nemesis,
+		ByF: s.byF, ByProcess: s.byProc, Processes: len(s.byProc), Locks: locks,
 		LatencyOK: map[string]Latency{}, LatencyAll: map[string]Latency{},
 	}
-	okLat := map[string][]int64{}
-	allLat := map[string][]int64{}
-	locks := map[string]bool{}
-	for i := range h.ops {
-		if h.ops[i].Process == history.NemesisProcess {
-			s.Nemesis++
-		}
+	for f, l := range s.okLat {
+		st.LatencyOK[f] = percentiles(l)
 	}
-	for i := range h.calls {
-		c := &h.calls[i]
-		pending := c.retIdx < 0
-		bf := s.ByF[c.f]
-		bf.add(c.typ, pending)
-		s.ByF[c.f] = bf
-		bp := s.ByProcess[c.proc]
-		bp.add(c.typ, pending)
-		s.ByProcess[c.proc] = bp
-		if c.lock != "" {
-			locks[c.lock] = true
-		}
-		if pending {
-			continue
-		}
-		d := c.ret - c.inv
-		allLat[c.f] = append(allLat[c.f], d)
-		if c.typ == history.OK {
-			okLat[c.f] = append(okLat[c.f], d)
-		}
+	for f, l := range s.allLat {
+		st.LatencyAll[f] = percentiles(l)
 	}
-	s.Processes, s.Locks = len(s.ByProcess), len(locks)
-	for f, l := range okLat {
-		s.LatencyOK[f] = percentiles(l)
-	}
-	for f, l := range allLat {
-		s.LatencyAll[f] = percentiles(l)
-	}
-	return s
+	return st
 }
 
 func percentiles(d []int64) Latency {

@@ -139,6 +139,8 @@ func TestReaderRules(t *testing.T) {
 		{name: "empty", in: "", ops: 0},
 		{name: "pair", in: line(0, 0, 0, "invoke", "acquire", "a", "") + line(1, 5, 0, "ok", "acquire", "a", `,"lease_ms":100`), ops: 2},
 		{name: "killed run: invoke without completion", in: line(0, 0, 0, "invoke", "acquire", "a", ""), ops: 1, pending: 1},
+		{name: "trailing blank lines accepted", in: line(0, 0, 0, "invoke", "acquire", "a", "") + "\n\n \n", ops: 1, pending: 1},
+		{name: "trailing blank line without newline", in: line(0, 0, 0, "invoke", "acquire", "a", "") + "\n  ", ops: 1, pending: 1},
 		{name: "truncated last line dropped", in: line(0, 0, 0, "invoke", "acquire", "a", "") + `{"index":1,"ti`, ops: 1, pending: 1},
 		{name: "nemesis free-form", in: line(0, 0, -1, "info", "start-partition", "", `,"value":["n1"]`) + line(1, 0, -1, "info", "stop-partition", "", ""), ops: 2},
 		{name: "meta", in: line(0, 0, -1, "info", "meta", "", meta), ops: 1},
@@ -158,7 +160,10 @@ func TestReaderRules(t *testing.T) {
 		{name: "missing f", in: `{"index":0,"time":0,"process":0,"type":"invoke"}` + "\n", wantErr: `missing "f"`, line: 1},
 		{name: "missing index", in: `{"time":0,"process":0,"type":"invoke","f":"x"}` + "\n", wantErr: `missing "index"`, line: 1},
 		{name: "not json", in: "hello\n", wantErr: "not a JSON object", line: 1},
-		{name: "empty line", in: line(0, 0, 0, "invoke", "x", "", "") + "\n", wantErr: "empty line", line: 2},
+		// A blank line inside a history breaks it; trailing ones do not
+		// (issue 12: an editor's last newline used to be refused).
+		{name: "empty line", in: line(0, 0, 0, "invoke", "x", "", "") + "\n" + line(1, 0, 0, "ok", "x", "", ""), wantErr: "empty line", line: 2},
+		{name: "blank lines then an op", in: line(0, 0, 0, "invoke", "x", "", "") + "\n  \n" + line(1, 0, 0, "ok", "x", "", ""), wantErr: "empty line", line: 2},
 		{name: "negative lease", in: line(0, 0, 0, "invoke", "acquire", "a", "") + line(1, 0, 0, "ok", "acquire", "a", `,"lease_ms":-5`), wantErr: "negative lease_ms", line: 2},
 		{name: "meta not info", in: line(0, 0, -1, "ok", "meta", "", meta), wantErr: "type info", line: 1},
 		{name: "meta twice", in: line(0, 0, -1, "info", "meta", "", meta) + line(1, 0, -1, "info", "meta", "", meta), wantErr: "second meta", line: 2},
@@ -207,9 +212,28 @@ func TestReaderRules(t *testing.T) {
 // the Reader does.
 func sameReads(t *testing.T, in []byte) {
 	t.Helper()
-	want, wtrunc, werr := readSequential(bytes.NewReader(in), 0)
+	read := func(parallel, chunk int) ([]Op, bool, error) {
+		var ops []Op
+		emit := func(op Op) error { ops = append(ops, op); return nil }
+		if parallel == 0 {
+			r := NewReader(bytes.NewReader(in))
+			for {
+				op, err := r.Next()
+				if err == io.EOF {
+					return ops, r.Truncated(), nil
+				}
+				if err != nil {
+					return ops, false, err
+				}
+				ops = append(ops, op)
+			}
+		}
+		trunc, err := streamParallel(bytes.NewReader(in), emit, parallel, chunk)
+		return ops, trunc, err
+	}
+	want, wtrunc, werr := read(0, 0)
 	for _, chunk := range []int{1, 2, 3, 4096} {
-		got, gtrunc, gerr := readParallel(bytes.NewReader(in), 0, 3, chunk)
+		got, gtrunc, gerr := read(3, chunk)
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) || gtrunc != wtrunc || len(got) != len(want) {
 			t.Fatalf("chunks of %d: %d ops, truncated %v, %v; the Reader: %d, %v, %v", chunk, len(got), gtrunc, gerr, len(want), wtrunc, werr)
 		}

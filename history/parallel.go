@@ -8,11 +8,11 @@ import (
 	"runtime"
 )
 
-// readParallel is ReadSized with the parsing spread over workers: one
+// streamParallel is Stream with the parsing spread over workers: one
 // goroutine reads lines into chunks, workers parse chunks, and the caller
-// validates them in file order, so the result (ops, truncation, the first
-// error and its line) is the Reader's.
-func readParallel(rd io.Reader, sizeHint, workers, chunkLines int) ([]Op, bool, error) {
+// validates them in file order and hands each to emit, so the result (ops,
+// truncation, the first error and its line) is the Reader's.
+func streamParallel(rd io.Reader, emit func(Op) error, workers, chunkLines int) (bool, error) {
 	const chunkBytes = 1 << 20
 	type chunk struct {
 		data []byte
@@ -111,37 +111,45 @@ func readParallel(rd io.Reader, sizeHint, workers, chunkLines int) ([]Op, bool, 
 		}()
 	}
 	v := validator{procs: map[int]*procState{}}
-	ops := make([]Op, 0, sizeHint)
+	var blank int64 // see Reader.blank
 	for c := range order {
 		<-c.done
 		for i := range c.ops {
 			v.line++
 			switch err := c.errs[i]; {
 			case err == errEmpty:
-				if !c.term[i] {
-					return ops, false, nil
+				if blank == 0 {
+					blank = v.line
 				}
-				return ops, false, v.fail("empty line")
+				if !c.term[i] {
+					return false, nil
+				}
+				continue
+			case blank != 0:
+				v.line = blank
+				return false, v.fail("empty line")
 			case err != nil:
 				if !c.term[i] {
-					return ops, true, nil // the writer died in this line
+					return true, nil // the writer died in this line
 				}
-				return ops, false, v.fail("%s", err)
+				return false, v.fail("%s", err)
 			}
 			if err := v.validate(c.ops[i]); err != nil {
-				return ops, false, err
+				return false, err
 			}
-			ops = append(ops, c.ops[i])
+			if err := emit(c.ops[i]); err != nil {
+				return false, err
+			}
 		}
 		if c.rerr != nil {
-			return ops, false, c.rerr
+			return false, c.rerr
 		}
 		select {
 		case free <- c:
 		default:
 		}
 	}
-	return ops, false, nil
+	return false, nil
 }
 
 func parseWorkers() int {

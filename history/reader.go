@@ -35,6 +35,7 @@ type Reader struct {
 	err       error
 	buf       []byte
 	intern    interner
+	blank     int64 // line of the first blank line not yet followed by an op; 0 if none
 }
 
 // validator holds the state of the rules: it sees ops in file order.
@@ -87,9 +88,18 @@ func (r *Reader) next() (Op, error) {
 		}
 		r.line++
 		if len(bytes.TrimSpace(raw)) == 0 {
+			// Blank lines may end a history (an editor's trailing
+			// newline); one followed by anything else breaks the format.
+			if r.blank == 0 {
+				r.blank = r.line
+			}
 			if !terminated {
 				return Op{}, io.EOF
 			}
+			continue
+		}
+		if r.blank != 0 {
+			r.line = r.blank
 			return Op{}, r.fail("empty line")
 		}
 		op, ok := parseFast(raw, r.intern)
@@ -354,23 +364,31 @@ func ReadAll(rd io.Reader) ([]Op, error) {
 // room for sizeHint ops. It also reports whether an unterminated last line
 // was dropped (see Reader.Truncated).
 func ReadSized(rd io.Reader, sizeHint int) (ops []Op, truncated bool, err error) {
-	if w := parseWorkers(); w > 1 {
-		return readParallel(rd, sizeHint, w, 4096)
-	}
-	return readSequential(rd, sizeHint)
+	ops = make([]Op, 0, sizeHint)
+	truncated, err = Stream(rd, func(op Op) error { ops = append(ops, op); return nil })
+	return ops, truncated, err
 }
 
-func readSequential(rd io.Reader, sizeHint int) (ops []Op, truncated bool, err error) {
+// Stream reads and validates a history, handing each op to emit in file
+// order without keeping it, so that a history of any length streams through
+// in bounded memory. An error from emit stops the reading and is returned.
+// truncated reports a dropped unterminated last line (see
+// Reader.Truncated).
+func Stream(rd io.Reader, emit func(Op) error) (truncated bool, err error) {
+	if w := parseWorkers(); w > 1 {
+		return streamParallel(rd, emit, w, 4096)
+	}
 	r := NewReader(rd)
-	ops = make([]Op, 0, sizeHint)
 	for {
 		op, err := r.Next()
 		if err == io.EOF {
-			return ops, r.Truncated(), nil
+			return r.Truncated(), nil
 		}
 		if err != nil {
-			return ops, false, err
+			return false, err
 		}
-		ops = append(ops, op)
+		if err := emit(op); err != nil {
+			return false, err
+		}
 	}
 }
