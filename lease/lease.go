@@ -83,6 +83,8 @@ var Recipes = []recipe.Entry{
 	{Name: "lease", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema},
 	{Name: "lease-fenced", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema},
 	{Name: "racy", Promise: history.PromiseMutex, New: recipe.Constructor(NewRacy), Schema: CreateSchema},
+	{Name: "election", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLock), Schema: CreateSchema},
+	{Name: "election-refresh", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLockRefresh), Schema: CreateSchema},
 }
 
 // CreateSchema creates the tables of every variant of this package

@@ -54,7 +54,7 @@ func TestHeldErrorIsHeldByOther(t *testing.T) {
 }
 
 func TestRecipes(t *testing.T) {
-	want := map[string]bool{"lease": false, "lease-fenced": true, "racy": false}
+	want := map[string]bool{"lease": false, "lease-fenced": true, "racy": false, "election": false, "election-refresh": false}
 	for _, r := range Recipes {
 		fenced, ok := want[r.Name]
 		if !ok {

@@ -51,6 +51,10 @@ var quickMatrix = []matrixCase{
 	// Leaders: terms of seconds kept by heartbeats (lease's Renew).
 	{lock: "lease", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Invalid, workload: workload.ShapeLeader},
 	{lock: "lease-fenced", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Valid, workload: workload.ShapeLeader},
+	// Seed 002: leaders keep their term by claiming again; as published a
+	// re-claim does not refresh the TTL, no fault needed.
+	{lock: "election", time: 20 * time.Second, want: checker.Invalid, unsafe: true, workload: workload.ShapeLeader},
+	{lock: "election-refresh", time: 20 * time.Second, want: checker.Valid, workload: workload.ShapeLeader},
 }
 
 // nodeFaults are every node fault kind of the nemesis's table (by its

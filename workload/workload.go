@@ -366,18 +366,9 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 // cycle is one acquire -> add -> hold -> release. It returns an error only
 // when the history cannot be written.
 func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hold time.Duration) error {
-	proc := w.Process(i)
-	owner := fmt.Sprintf("c%d-p%d", i, proc)
-	g, ok, err := w.acquire(ctx, i, proc, lock, name, owner)
+	proc, g, ok, err := w.begin(ctx, i, lock, name)
 	if err != nil || !ok {
 		return err
-	}
-	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
-		// The grant came back already expired (a slow acquire under load):
-		// a client checks its lease before it writes, so it skips the
-		// critical section. A pause after this check is what the
-		// client-pause nemesis injects; this is not that.
-		return w.release(ctx, i, lock, g)
 	}
 	t, err := w.add(ctx, i, proc, lock, g)
 	switch {
@@ -390,7 +381,7 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 		// one would hide the end of the old process's hold. The grant is
 		// abandoned, as by a crashed client: a lease frees itself at its
 		// expiry, other recipes stay held (that is their semantics).
-		w.abandon(i)
+		w.drop(i)
 		return nil
 	case t == history.OK:
 		sleep(ctx, hold)
