@@ -122,7 +122,7 @@ func faultAnnotations(faults []faultView) []porcupine.Annotation {
 	out := make([]porcupine.Annotation, 0, len(faults))
 	for _, f := range faults {
 		out = append(out, porcupine.Annotation{Tag: "nemesis", Start: f.Start, End: f.End, Description: f.Kind,
-			Details: fmt.Sprintf("%s %s – %s %s %s", f.Kind, secs(f.Start), secs(f.End), joinNodes(f.Nodes), f.value),
+			Details:         fmt.Sprintf("%s %s – %s %s %s", f.Kind, secs(f.Start), secs(f.End), joinNodes(f.Nodes), f.value),
 			BackgroundColor: f.Color})
 	}
 	return out

@@ -41,14 +41,14 @@ type page struct {
 	Timeline  timeline
 	// FaultLegend names each fault kind of the run in its colour.
 	FaultLegend []legendItem
-	Latency   chart
-	Vis       []visLink
-	ByF       []fRow
-	ByProcess []pRow
-	MoreProcs int
-	Files     []string
-	Events    int
-	End       string
+	Latency     chart
+	Vis         []visLink
+	ByF         []fRow
+	ByProcess   []pRow
+	MoreProcs   int
+	Files       []string
+	Events      int
+	End         string
 }
 
 type kindCount struct {
@@ -247,4 +247,3 @@ func viewOp(op history.Op) opRow {
 	}
 	return r
 }
-

@@ -215,4 +215,3 @@ func trimFloat(f float64) string {
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s
 }
-
