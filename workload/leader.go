@@ -72,13 +72,8 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 			beat = w.heartbeatAt(g)
 			continue
 		}
-		t, err := w.add(ctx, i, proc, lock, g)
-		switch {
-		case err != nil:
+		if t, err := w.write(ctx, i, proc, lock, g); err != nil || t == history.Info {
 			return err
-		case t == history.Info:
-			w.drop(i)
-			return nil
 		}
 		sleep(ctx, randDur(r, w.cfg.holdMax))
 	}
