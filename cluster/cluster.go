@@ -561,6 +561,9 @@ type NodeStatus struct {
 	Container string
 	// Version is the node's Cassandra release_version, "" when unreachable.
 	Version string
+	// Faults are what lockcheck left on the node (Node.Faults): why a node
+	// is not UN, or a fault that does not show in the ring (a clock offset).
+	Faults []string
 }
 
 // Status reports every node: its state in the ring as the first reachable
@@ -575,6 +578,9 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 			return nil, fmt.Errorf("inspect %s: %w", n.Name, err)
 		}
 		out[i].Container = string(ins.Container.State.Status)
+		if out[i].Faults, err = n.Faults(ctx); err != nil {
+			return nil, err
+		}
 		if ins.Container.State.Status != container.StateRunning {
 			continue
 		}

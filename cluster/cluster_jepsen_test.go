@@ -423,3 +423,79 @@ func TestWaitHealthySeesPartition(t *testing.T) {
 		t.Fatalf("after healing: %v", err)
 	}
 }
+
+// TestResetUndoesLeftovers leaves on a node every fault a harness killed
+// mid-run can leave, stacked (a paused container hides the rest), and checks
+// that Faults names each, Reset undoes each and says so, and the node serves
+// again; then the same for a node left stopped.
+func TestResetUndoesLeftovers(t *testing.T) {
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	n, err := c.Node("n3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := clustertest.HealLeftovers(context.Background(), c, nil); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	steps := []struct {
+		name  string
+		leave func() error
+	}{
+		{"clock offset", func() error { return n.SetClockOffset(ctx, 3*time.Second) }},
+		{"iptables rules", func() error {
+			_, err := n.Exec(ctx, "iptables", "-w", "-A", "INPUT", "-s", "10.199.0.250", "-j", "DROP")
+			return err
+		}},
+		{"jvm stopped", func() error { return n.SignalJVM(ctx, "STOP") }},
+		{"container paused", func() error { return n.Pause(ctx) }},
+	}
+	for _, s := range steps {
+		if err := s.leave(); err != nil {
+			t.Fatalf("leave %s: %v", s.name, err)
+		}
+	}
+	found, err := n.Faults(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0] != "container paused" {
+		t.Errorf("Faults of a paused node = %q, want only [container paused] (nothing else can be read)", found)
+	}
+	healed, err := n.Reset(ctx)
+	if err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	joined := strings.Join(healed, "; ")
+	for _, s := range steps {
+		if !strings.Contains(joined, s.name) {
+			t.Errorf("Reset healed %q, which does not name %s", healed, s.name)
+		}
+	}
+	if found, err := n.Faults(ctx); err != nil || len(found) > 0 {
+		t.Errorf("after Reset: Faults = %q, %v; want none", found, err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("not healthy after Reset: %v", err)
+	}
+
+	// A node left stopped: started again, with its offset reset too.
+	if err := n.SetClockOffset(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	healed, err = n.Reset(ctx)
+	if err != nil {
+		t.Fatalf("Reset of a stopped node: %v", err)
+	}
+	if len(healed) != 2 || !strings.HasPrefix(healed[0], "container ") || !strings.HasPrefix(healed[1], "clock offset") {
+		t.Errorf("Reset of a stopped, skewed node healed %q, want [container exited, clock offset ...]", healed)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("not healthy after restarting: %v", err)
+	}
+}

@@ -3,7 +3,12 @@
 // of the project.
 package history
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Type is the kind of a history line.
 type Type string
@@ -35,6 +40,13 @@ const (
 	// FMeta is a nemesis-process line (type info) carrying the run's
 	// configuration as its value, including the recipe's promise.
 	FMeta = "meta"
+	// FHealLeftover is a nemesis-process line (type info) written before the
+	// run starts when a node was found with a fault an earlier run left
+	// (its process killed mid-run); value {"node":"n1","healed":["jvm stopped"]}.
+	FHealLeftover = "heal-leftover"
+	// FPhases is a nemesis-process line (type info) written when the run
+	// ends: how long each phase took against what was asked; see RunPhases.
+	FPhases = "phases"
 )
 
 // Op is one line of a history.
@@ -73,4 +85,34 @@ type Meta struct {
 	Nemesis []string          `json:"nemesis,omitempty"`
 	Seed    int64             `json:"seed,omitempty"`
 	Config  map[string]string `json:"config,omitempty"`
+}
+
+// RunPhases is the value of the FPhases line: how long the run asked to be
+// (--time) and how long each phase really took, in milliseconds. Faults that
+// are open at the deadline are closed then, and closing one can take long
+// (a killed node restarts in 30-70 s): Overrun says which were open.
+type RunPhases struct {
+	RequestedMS int64 `json:"requested_ms"`
+	// FaultsMS: clients and nemesis, until the nemesis closed its last window.
+	FaultsMS int64 `json:"faults_ms"`
+	// HealMS: healing what the nemesis left and waiting for a healthy cluster.
+	HealMS  int64 `json:"heal_ms"`
+	QuietMS int64 `json:"quiet_ms"`
+	// FinalMS: the final reads.
+	FinalMS int64 `json:"final_ms"`
+	TotalMS int64 `json:"total_ms"`
+	// Overrun names the fault windows still open at the deadline.
+	Overrun []string `json:"overrun,omitempty"`
+}
+
+// String says it in one line, as the run's last stderr line and the report do.
+func (p RunPhases) String() string {
+	ms := func(v int64) string {
+		return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
+	}
+	s := fmt.Sprintf("ran %s for a requested %s: faults and clients %s", ms(p.TotalMS), ms(p.RequestedMS), ms(p.FaultsMS))
+	if len(p.Overrun) > 0 {
+		s += fmt.Sprintf(" (%s still open at the deadline, closed after it)", strings.Join(p.Overrun, ", "))
+	}
+	return s + fmt.Sprintf(", heal %s, quiet %s, final reads %s", ms(p.HealMS), ms(p.QuietMS), ms(p.FinalMS))
 }

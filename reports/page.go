@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -163,6 +164,29 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			add(k, m.Config[k])
 		}
 	}
+	// What the run healed before it started (an earlier run killed mid-run
+	// left it) and how long it really ran: a report never claims "no
+	// faults" over a node that was frozen, nor a 60 s run that took 108.
+	for _, op := range ops {
+		if op.Process != history.NemesisProcess {
+			continue
+		}
+		switch op.F {
+		case history.FHealLeftover:
+			var l struct {
+				Node   string   `json:"node"`
+				Healed []string `json:"healed"`
+			}
+			if json.Unmarshal(op.Value, &l) == nil {
+				p.Config = append(p.Config, [2]string{"healed before the run", l.Node + ": " + strings.Join(l.Healed, ", ")})
+			}
+		case history.FPhases:
+			var ph history.RunPhases
+			if json.Unmarshal(op.Value, &ph) == nil {
+				p.Config = append(p.Config, [2]string{"duration", ph.String()})
+			}
+		}
+	}
 	// At most maxPerKind of each kind in full (the checker puts the
 	// likeliest causes first); the rest are counted.
 	perKind := map[string]*kindCount{}
@@ -289,7 +313,7 @@ func faultWindows(ops []history.Op, end int64) ([]fault, []fault) {
 	var windows, marks []fault
 	for i := range ops {
 		op := &ops[i]
-		if op.Process != history.NemesisProcess || op.F == history.FMeta {
+		if op.Process != history.NemesisProcess || op.F == history.FMeta || op.F == history.FPhases {
 			continue
 		}
 		val := string(op.Value)

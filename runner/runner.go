@@ -125,6 +125,8 @@ type Outcome struct {
 	Ops     int64
 	// Faults counts the fault windows started, by kind.
 	Faults map[string]int
+	// Phases are how long each phase took against the requested time.
+	Phases history.RunPhases
 }
 
 // Store is where runs are kept and how a stored run is checked and reported
@@ -214,6 +216,16 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 
 // run is the body of Run between the meta line and the check.
 func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
+	var targets []nemesis.Target
+	gateway := ""
+	if env != nil {
+		targets, gateway = env.Targets(), env.GatewayIP()
+	}
+	// Faults an earlier run left (its process killed mid-run) are healed
+	// and recorded before anything else touches the cluster.
+	if err := healLeftovers(ctx, env, targets, mon, log, t.HealTimeout); err != nil {
+		return err
+	}
 	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
 	if err != nil {
 		return &SetupError{Recipe: t.Recipe.Name, Err: err}
@@ -224,11 +236,6 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		workload.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
-	}
-	var targets []nemesis.Target
-	gateway := ""
-	if env != nil {
-		targets, gateway = env.Targets(), env.GatewayIP()
 	}
 	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl), nemesis.WithGateway(gateway),
@@ -259,7 +266,10 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 
 	<-runCtx.Done()
+	deadline := time.Now()
+	openAtDeadline := nem.Active()
 	<-nemDone
+	faultsEnd := time.Now()
 	var errs []error
 	if nemErr != nil {
 		log.Warn("nemesis errors", "err", nemErr)
@@ -281,10 +291,12 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		}
 	}
 	hcancel()
+	healEnd := time.Now()
 	if ctx.Err() == nil {
 		log.Info("quiet phase", "for", t.Quiet)
 		sleepCtx(ctx, t.Quiet)
 	}
+	quietEnd := time.Now()
 	stopClients()
 	wg.Wait()
 	close(progStop)
@@ -297,8 +309,42 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	if err := wl.FinalReads(rctx); err != nil {
 		errs = append(errs, fmt.Errorf("runner: %w", err))
 	}
+	end := time.Now()
 	out.Faults = mon.faults()
+	out.Phases = history.RunPhases{
+		RequestedMS: t.Time.Milliseconds(), FaultsMS: faultsEnd.Sub(start).Milliseconds(),
+		HealMS: healEnd.Sub(faultsEnd).Milliseconds(), QuietMS: quietEnd.Sub(healEnd).Milliseconds(),
+		FinalMS: end.Sub(quietEnd).Milliseconds(), TotalMS: end.Sub(start).Milliseconds(),
+	}
+	// A window still open at the deadline is what makes a run outlast
+	// --time (its close, a restart, can take a minute): say which.
+	if faultsEnd.Sub(deadline) > time.Second {
+		out.Phases.Overrun = openAtDeadline
+	}
+	if _, err := mon.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FPhases, Value: mustJSON(out.Phases)}); err != nil {
+		errs = append(errs, fmt.Errorf("runner: record phases: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// healLeftovers resets every node before the run (nemesis.HealLeftovers),
+// and waits for a healthy cluster when a node had to be healed.
+func healLeftovers(ctx context.Context, env Env, targets []nemesis.Target, rec nemesis.Recorder, log *slog.Logger, timeout time.Duration) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	healed, err := nemesis.HealLeftovers(hctx, targets, rec, log)
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	if len(healed) > 0 {
+		if err := env.WaitHealthy(hctx); err != nil {
+			return fmt.Errorf("runner: cluster not healthy after healing leftovers: %w", err)
+		}
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/nemesis"
 )
 
 var shared *cluster.Cluster
@@ -48,16 +49,9 @@ func run(m *testing.M) int {
 		c, err = cluster.Start(ctx, cluster.WithName(name), cluster.WithLogger(log))
 		started = true
 	} else if err == nil {
-		// An earlier package may have left a fault behind (its test failed
-		// before healing): heal it rather than fail this package for it.
-		// Only after a minute, though: while engineers share one cluster, a
-		// fault may be another package's test at work.
-		if err = waitHealthyFor(ctx, c, time.Minute); err != nil {
-			log.Warn("clustertest: cluster not healthy for a minute; healing it", "err", err)
-			if err = heal(ctx, c, log); err == nil {
-				err = c.WaitHealthy(ctx)
-			}
-		}
+		// A test that failed before healing, or a harness killed mid-run,
+		// may have left a fault: every package starts from a known state.
+		err = HealLeftovers(ctx, c, log)
 	}
 	cancel()
 	if err != nil {
@@ -89,54 +83,16 @@ func Get(tb testing.TB) *cluster.Cluster {
 	return shared
 }
 
-// waitHealthyFor waits up to d for the cluster to be healthy, also through
-// faults WaitHealthy reports at once (a paused or stopped node).
-func waitHealthyFor(ctx context.Context, c *cluster.Cluster, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	for {
-		err := c.WaitHealthy(ctx)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-// heal undoes every fault a test can leave on a node: a paused container, a
-// stopped JVM, a killed node, iptables rules in INPUT, a clock offset.
-func heal(ctx context.Context, c *cluster.Cluster, log *slog.Logger) error {
+// HealLeftovers brings every node of c to its known state with the heal
+// `lockcheck run` uses (nemesis.HealLeftovers), and waits for a healthy
+// cluster.
+func HealLeftovers(ctx context.Context, c *cluster.Cluster, log *slog.Logger) error {
+	var targets []nemesis.Target
 	for _, n := range c.Nodes() {
-		st, err := n.State(ctx)
-		if err != nil {
-			return err
-		}
-		switch st {
-		case "paused":
-			log.Warn("clustertest: unpausing a node left paused", "node", n.Name)
-			if err := n.Unpause(ctx); err != nil {
-				return err
-			}
-		case "running":
-		default:
-			log.Warn("clustertest: restarting a node left down", "node", n.Name, "state", st)
-			if err := n.Restart(ctx); err != nil {
-				return err
-			}
-		}
-		if err := n.SignalJVM(ctx, "CONT"); err != nil {
-			return err
-		}
-		if _, err := n.Exec(ctx, "iptables", "-w", "-F", "INPUT"); err != nil {
-			return err
-		}
-		if err := n.SetClockOffset(ctx, 0); err != nil {
-			return err
-		}
+		targets = append(targets, nemesis.Target{Name: n.Name, IP: n.IP, Node: n})
 	}
-	return nil
+	if _, err := nemesis.HealLeftovers(ctx, targets, nil, log); err != nil {
+		return err
+	}
+	return c.WaitHealthy(ctx)
 }

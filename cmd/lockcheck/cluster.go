@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/runner"
 )
 
 const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
@@ -117,8 +119,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 		if want != have || (*image != "" && *image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", *name, have, c.Image(), *name)
 		}
-		log.Info("cluster already running; waiting until healthy", "cluster", *name)
-		if err := c.WaitHealthy(ctx); err != nil {
+		log.Info("cluster already running; healing leftovers, waiting until healthy", "cluster", *name)
+		if err := healLeftovers(ctx, c, log); err != nil {
 			return err
 		}
 		return printStatus(ctx, c, stdout)
@@ -158,7 +160,11 @@ func printStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) erro
 		if v == "" {
 			v = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.IP, s.State, v, s.Container)
+		faults := "-"
+		if len(s.Faults) > 0 {
+			faults = strings.Join(s.Faults, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.IP, s.State, v, s.Container, faults)
 	}
 	return tw.Flush()
 }
@@ -189,4 +195,14 @@ func clusterImage(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, ref)
 	return nil
+}
+
+// healLeftovers brings every node of a running cluster to its known state
+// (the heal `lockcheck run` and the jepsen tests use), saying on stderr what
+// it healed, and waits until the cluster is healthy.
+func healLeftovers(ctx context.Context, c *cluster.Cluster, log *slog.Logger) error {
+	if _, err := nemesis.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}.Targets(), nil, log); err != nil {
+		return err
+	}
+	return c.WaitHealthy(ctx)
 }

@@ -360,6 +360,9 @@ func attachSession(ctx context.Context, name string) (*gocql.Session, string, er
 	if err != nil {
 		return nil, "", fmt.Errorf("no --hosts given and no cluster to attach to: %w", err)
 	}
+	if err := healLeftovers(ctx, c, slog.Default()); err != nil {
+		return nil, "", fmt.Errorf("cluster %s: %w", name, err)
+	}
 	s, err := c.Session(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("cluster %s: %w", name, err)

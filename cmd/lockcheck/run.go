@@ -151,6 +151,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  %s on %s: %s\n", a.Kind, a.Lock, a.Message)
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(out.Dir, "report.html"))
+	if out.Phases.TotalMS > 0 {
+		fmt.Fprintf(stderr, "lockcheck run: %s\n", out.Phases)
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "lockcheck run: interrupted; checked what ran")
 	}
