@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -228,4 +229,19 @@ func parseNodetoolStatus(out string) map[string]string {
 		}
 	}
 	return view
+}
+
+// ClockOffset is the offset SetClockOffset last gave the node's clock (read
+// back from libfaketime's file, so that a reset finds what an earlier
+// process left).
+func (n *Node) ClockOffset(ctx context.Context) (time.Duration, error) {
+	out, err := n.Exec(ctx, "cat", faketimeFile)
+	if err != nil {
+		return 0, err
+	}
+	s, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+	if err != nil {
+		return 0, fmt.Errorf("clock offset of %s: %q: %w", n.Name, out, err)
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Microsecond), nil
 }

@@ -40,10 +40,6 @@ const (
 	// FMeta is a nemesis-process line (type info) carrying the run's
 	// configuration as its value, including the recipe's promise.
 	FMeta = "meta"
-	// FHealLeftover is a nemesis-process line (type info) written before the
-	// run starts when a node was found with a fault an earlier run left
-	// (its process killed mid-run); value {"node":"n1","healed":["jvm stopped"]}.
-	FHealLeftover = "heal-leftover"
 	// FPhases is a nemesis-process line (type info) written when the run
 	// ends: how long each phase took against what was asked; see RunPhases.
 	FPhases = "phases"
@@ -85,6 +81,8 @@ type Meta struct {
 	Nemesis []string          `json:"nemesis,omitempty"`
 	Seed    int64             `json:"seed,omitempty"`
 	Config  map[string]string `json:"config,omitempty"`
+	// Faults is how reports draw each fault kind the run may inject.
+	Faults map[string]FaultStyle `json:"faults,omitempty"`
 }
 
 // RunPhases is the value of the FPhases line: how long the run asked to be

@@ -54,7 +54,7 @@ func TestHeldErrorIsHeldByOther(t *testing.T) {
 }
 
 func TestRecipes(t *testing.T) {
-	want := map[string]bool{"lease": false, "lease-fenced": true, "racy": false, "lease-fenced-broken": true}
+	want := map[string]bool{"lease": false, "lease-fenced": true, "racy": false, "election": false, "election-refresh": false, "lease-fenced-broken": true}
 	for _, r := range Recipes {
 		fenced, ok := want[r.Name]
 		if !ok {

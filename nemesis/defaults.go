@@ -11,3 +11,10 @@ const (
 	// holder stalls: enough for another client to acquire and write.
 	DefaultClientPauseExtra = 3 * time.Second
 )
+
+// The loss fault's drop probability is drawn in [DefaultLossMin,
+// DefaultLossMax]: below 5 % TCP hides the loss, above 50 % it is a partition.
+const (
+	DefaultLossMin = 0.05
+	DefaultLossMax = 0.5
+)

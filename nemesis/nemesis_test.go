@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/workload"
 )
 
 // fakeNode keeps the state the real node would have.
 type fakeNode struct {
 	mu      sync.Mutex
 	name    string
-	rules   []string // iptables INPUT DROP sources
+	chains  map[string][]string // lockcheck's iptables chains -> their rules
+	jumps   []string            // INPUT's jumps, in order
+	others  []string            // rules of INPUT that lockcheck did not add
 	paused  bool
 	stopped bool
 	killed  bool
@@ -40,15 +41,66 @@ func (f *fakeNode) Exec(ctx context.Context, cmd ...string) (string, error) {
 	if f.paused {
 		return "", errors.New("container is paused")
 	}
-	switch {
-	case len(cmd) >= 3 && cmd[0] == "iptables" && cmd[1] == "-A":
-		f.rules = append(f.rules, cmd[4])
-	case len(cmd) >= 3 && cmd[0] == "iptables" && cmd[1] == "-F":
-		f.rules = nil
-	default:
+	if len(cmd) >= 3 && cmd[0] == "ps" {
+		if f.stopped {
+			return "Tl\n", nil
+		}
+		return "Sl\n", nil
+	}
+	if len(cmd) >= 2 && cmd[0] == "cat" {
+		return fmt.Sprintf("%+.6f\n", f.offset.Seconds()), nil
+	}
+	if len(cmd) < 3 || cmd[0] != "iptables" || cmd[1] != "-w" {
 		return "", fmt.Errorf("unexpected command %q", cmd)
 	}
+	if f.chains == nil {
+		f.chains = map[string][]string{}
+	}
+	args := cmd[2:]
+	_, exists := f.chains[safeIdx(args, 1)]
+	switch {
+	case args[0] == "-S":
+		out := "-P INPUT ACCEPT\n"
+		for c := range f.chains {
+			out += "-N " + c + "\n"
+		}
+		return out, nil
+	case args[0] == "-N" && !exists:
+		f.chains[args[1]] = nil
+	case args[0] == "-I" && args[1] == "INPUT" && args[2] == "-j":
+		f.jumps = append(f.jumps, args[3])
+	case args[0] == "-A" && args[1] == "INPUT":
+		f.others = append(f.others, strings.Join(args[2:], " "))
+	case args[0] == "-A" && exists:
+		f.chains[args[1]] = append(f.chains[args[1]], strings.Join(args[2:], " "))
+	case args[0] == "-F" && exists:
+		f.chains[args[1]] = nil
+	case args[0] == "-D" && args[1] == "INPUT" && slices.Contains(f.jumps, args[3]):
+		f.jumps = slices.Delete(f.jumps, slices.Index(f.jumps, args[3]), slices.Index(f.jumps, args[3])+1)
+	case args[0] == "-X" && exists && len(f.chains[args[1]]) == 0 && !slices.Contains(f.jumps, args[1]):
+		delete(f.chains, args[1])
+	default:
+		return "", fmt.Errorf("iptables %q: bad state (chains %v, jumps %v)", args, f.chains, f.jumps)
+	}
 	return "", nil
+}
+
+func safeIdx(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return ""
+}
+
+// rules are the rules of lockcheck's chains.
+func (f *fakeNode) rules() []string {
+	var out []string
+	for c, rs := range f.chains {
+		for _, r := range rs {
+			out = append(out, c+": "+r)
+		}
+	}
+	return out
 }
 
 func (f *fakeNode) set(call string, ok bool, apply func()) error {
@@ -76,18 +128,40 @@ func (f *fakeNode) Kill(ctx context.Context) error {
 }
 func (f *fakeNode) Restart(ctx context.Context) error {
 	// A restarted container starts with fresh iptables rules.
-	return f.set("restart", true, func() { f.killed, f.rules, f.paused, f.stopped = false, nil, false, false })
+	return f.set("restart", true, func() {
+		f.killed, f.chains, f.jumps, f.others, f.paused, f.stopped = false, nil, nil, nil, false, false
+	})
 }
 func (f *fakeNode) SetClockOffset(ctx context.Context, d time.Duration) error {
 	return f.set("clock "+d.String(), !f.killed, func() { f.offset = d })
 }
 
+func (f *fakeNode) ClockOffset(ctx context.Context) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.killed {
+		return 0, errDead
+	}
+	return f.offset, nil
+}
+func (f *fakeNode) State(ctx context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.killed:
+		return "exited", nil
+	case f.paused:
+		return "paused", nil
+	}
+	return "running", nil
+}
+
 func (f *fakeNode) healthy() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.paused || f.stopped || f.killed || f.offset != 0 || len(f.rules) > 0 {
-		return fmt.Errorf("%s not healed: paused=%v stopped=%v killed=%v offset=%v rules=%v",
-			f.name, f.paused, f.stopped, f.killed, f.offset, f.rules)
+	if f.paused || f.stopped || f.killed || f.offset != 0 || len(f.chains) > 0 || len(f.jumps) > 0 {
+		return fmt.Errorf("%s not healed: paused=%v stopped=%v killed=%v offset=%v chains=%v jumps=%v",
+			f.name, f.paused, f.stopped, f.killed, f.offset, f.chains, f.jumps)
 	}
 	return nil
 }
@@ -133,14 +207,14 @@ type fakeClients struct {
 
 func (c *fakeClients) Clients() int   { return c.n }
 func (c *fakeClients) Holders() []int { return []int{0} }
-func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (workload.ClientPause, error) {
+func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (HolderPause, error) {
 	c.mu.Lock()
 	c.pauses++
 	c.mu.Unlock()
 	done := make(chan struct{})
 	d := 10*time.Millisecond + extra
 	time.AfterFunc(d, func() { close(done) })
-	return workload.ClientPause{Client: 0, Process: 0, Lock: "l0", Duration: d, Done: done}, nil
+	return HolderPause{Client: 0, Process: 0, Lock: "l0", Duration: d, Done: done}, nil
 }
 func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 	c.mu.Lock()
@@ -346,16 +420,13 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 func TestHealAfterInterruptedFaults(t *testing.T) {
 	ts, fs := fakeCluster(3)
 	rec := &memRec{}
-	n, err := New(ts, rec, WithKinds(Partition, Pause, Kill, Clock), WithGateway("10.0.0.1"))
+	n, err := New(ts, rec, WithKinds(Clock, Partition, Loss, Pause, Kill), WithGateway("10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, start := range []func(context.Context) (func(context.Context) error, error){
-		func(ctx context.Context) (func(context.Context) error, error) { return n.startClock(ctx, time.Second) },
-		n.startPartition, n.startPause, n.startKill,
-	} {
-		if _, err := start(ctx); err != nil {
+	for _, k := range n.kinds {
+		if _, err := k.Start(ctx, &n.env, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -450,5 +521,116 @@ func TestNewRejects(t *testing.T) {
 		if _, err := New(tt.targets, &memRec{}, tt.opts...); err == nil {
 			t.Errorf("%s: no error", tt.name)
 		}
+	}
+}
+
+// Loss adds statistic drops to its own chain only, within the probability
+// bounds, and its stop and its reset remove the chain and leave every other
+// rule of the node alone.
+func TestLoss(t *testing.T) {
+	ctx := context.Background()
+	for seed := range int64(20) {
+		ts, fs := fakeCluster(3)
+		for _, f := range fs {
+			if _, err := f.Exec(ctx, "iptables", "-w", "-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := &memRec{}
+		n, err := New(ts, rec, WithKinds(Loss), WithSeed(seed), WithGateway("10.0.0.1"), WithLoss(0.1, 0.3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err := n.kinds[0].Start(ctx, &n.env, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v lossDraw
+		if err := json.Unmarshal(rec.all()[0].Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Probability < 0.1 || v.Probability > 0.3 || len(v.Drops) == 0 {
+			t.Fatalf("seed %d: drawn %+v", seed, v)
+		}
+		lossy := 0
+		for _, f := range fs {
+			for _, r := range f.rules() {
+				lossy++
+				if !strings.HasPrefix(r, "LOCKCHECK-LOSS: -s ") || !strings.Contains(r, fmt.Sprintf("-m statistic --mode random --probability %.2f -j DROP", v.Probability)) {
+					t.Errorf("seed %d: rule %q", seed, r)
+				}
+				if v.Mode == "clients" && !strings.Contains(r, "-s 10.0.0.1 ") {
+					t.Errorf("seed %d: clients mode, rule %q", seed, r)
+				}
+			}
+		}
+		if lossy != len(v.Drops) {
+			t.Errorf("seed %d: %d rules for drops %v", seed, lossy, v.Drops)
+		}
+		if seed%2 == 0 {
+			err = stop(ctx)
+		} else {
+			_, err = resetAll(ctx, &n.env, n.kinds, ts)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if err := f.healthy(); err != nil {
+				t.Error(err)
+			}
+			if len(f.others) != 1 {
+				t.Errorf("seed %d: the node's own rules became %v", seed, f.others)
+			}
+		}
+	}
+}
+
+// Reset finds what an earlier process left on a node, with no record of it.
+func TestResetFindsLeftovers(t *testing.T) {
+	ctx := context.Background()
+	ts, fs := fakeCluster(3)
+	// An earlier nemesis, then lost (its process killed).
+	old, err := New(ts, &memRec{}, WithKinds(Partition, Loss, Clock, Pause, Kill), WithGateway("10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range old.kinds {
+		if _, err := k.Start(ctx, &old.env, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := &memRec{}
+	healed, err := HealLeftovers(ctx, ts, rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, l := range healed {
+		for _, k := range l.Healed {
+			got[k] = true
+		}
+	}
+	if ops := rec.all(); len(ops) != len(healed) || len(ops) == 0 || ops[0].F != history.FHealLeftover {
+		t.Errorf("recorded %+v for %d healed nodes", ops, len(healed))
+	} else {
+		var v history.HealLeftover
+		if err := json.Unmarshal(ops[0].Value, &v); err != nil || v.Node == "" || len(v.Healed) == 0 {
+			t.Errorf("heal-leftover value %s: %v", ops[0].Value, err)
+		}
+	}
+	for _, k := range []string{Partition, Loss, Pause, Kill} {
+		if !got[k] {
+			t.Errorf("reset did not report %s (healed %v)", k, healed)
+		}
+	}
+	for _, f := range fs {
+		if err := f.healthy(); err != nil {
+			t.Error(err)
+		}
+	}
+	// A second heal finds nothing.
+	if healed, err := HealLeftovers(ctx, ts, nil, nil); err != nil || len(healed) > 0 {
+		t.Errorf("second reset: healed %v, err %v", healed, err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,6 +167,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	mon := newMonitor(w)
 	meta := history.Meta{
 		Test: t.Name, Lock: t.Recipe.Name, Promise: t.Recipe.Promise, Nemesis: t.Nemesis, Seed: t.Seed,
+		Faults: nemesis.Styles(t.Nemesis),
 		Config: map[string]string{
 			"workload": t.Workload, "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
 			"time": t.Time.String(), "ttl": t.TTL.String(), "interval": t.Interval.String(),
@@ -238,7 +238,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		return fmt.Errorf("runner: %w", err)
 	}
 	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
-		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl), nemesis.WithGateway(gateway),
+		nemesis.WithInterval(t.Interval), nemesis.WithClients(nemesisClients{wl}), nemesis.WithGateway(gateway),
 		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
@@ -282,10 +282,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			errs = append(errs, fmt.Errorf("runner: heal: %w", err))
 		}
 	}
-	nodeFaults := slices.ContainsFunc(t.Nemesis, func(k string) bool {
-		return k != nemesis.ClientPause && k != nemesis.ClientClock
-	})
-	if env != nil && len(targets) > 0 && nodeFaults {
+	if env != nil && len(targets) > 0 && nemesis.AnyNodeKind(t.Nemesis) {
 		if err := env.WaitHealthy(hctx); err != nil {
 			errs = append(errs, fmt.Errorf("runner: cluster not healthy after heal: %w", err))
 		}
@@ -325,6 +322,15 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		errs = append(errs, fmt.Errorf("runner: record phases: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// nemesisClients lets the nemesis reach the workload's clients: the nemesis
+// defines what it needs and does not import workload.
+type nemesisClients struct{ *workload.Workload }
+
+func (c nemesisClients) PauseHolder(ctx context.Context, extra time.Duration) (nemesis.HolderPause, error) {
+	p, err := c.Workload.PauseHolder(ctx, extra)
+	return nemesis.HolderPause{Client: p.Client, Process: p.Process, Lock: p.Lock, Duration: p.Duration, Done: p.Done}, err
 }
 
 // healLeftovers resets every node before the run (nemesis.HealLeftovers),

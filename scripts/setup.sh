@@ -102,4 +102,4 @@ if ! engine_answers; then
   done
   engine_answers || die "dockerd did not answer within 60 s; see /var/log/dockerd.log"
 fi
-log "ok: docker engine $(docker version --format '{{.Server.Version}}'), $(debootstrap --version 2>/dev/null | head -1 || echo debootstrap), $(mvn -v -Dstyle.color=never 2>/dev/null | head -1 | cut -d' ' -f1-3), $(chromium --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
+log "ok: docker engine $(docker version --format '{{.Server.Version}}'), $(debootstrap --version 2>/dev/null | head -1 || echo debootstrap), $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g' | cut -d' ' -f1-3), $(chromium --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"

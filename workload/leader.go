@@ -52,14 +52,9 @@ func WithTerm(d time.Duration) Option { return func(c *config) { c.term = d } }
 // term ends, the lease runs out or a heartbeat fails, then step down. It
 // returns an error only when the history cannot be written.
 func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *rand.Rand) error {
-	proc := w.Process(i)
-	owner := fmt.Sprintf("c%d-p%d", i, proc)
-	g, ok, err := w.acquire(ctx, i, proc, lock, name, owner)
+	proc, g, ok, err := w.begin(ctx, i, lock, name)
 	if err != nil || !ok {
 		return err
-	}
-	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
-		return w.release(ctx, i, lock, g) // granted already expired (see cycle)
 	}
 	// Terms differ a little so that the clients' hand-overs do not fall
 	// into step.
@@ -77,13 +72,8 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 			beat = w.heartbeatAt(g)
 			continue
 		}
-		t, err := w.add(ctx, i, proc, lock, g)
-		switch {
-		case err != nil:
+		if t, err := w.write(ctx, i, proc, lock, g); err != nil || t == history.Info {
 			return err
-		case t == history.Info:
-			w.abandon(i)
-			return nil
 		}
 		sleep(ctx, randDur(r, w.cfg.holdMax))
 	}
@@ -122,25 +112,13 @@ func (w *Workload) heartbeat(ctx context.Context, i, proc int, lock Lock, g Gran
 	ng, rerr := renew(rctx)
 	cancel()
 	if rerr != nil {
-		t, err := w.complete(i, inv, rerr, nil)
-		if err != nil || t == history.Info {
-			w.abandon(i)
-			return g, false, err
-		}
-		// Not held any more: the term is over; nothing to release.
-		w.mu.Lock()
-		delete(w.holding, i)
-		w.mu.Unlock()
-		return g, false, nil
+		// Not held any more (a definite miss: the term is over, nothing to
+		// release), or unknown (the grant is abandoned with its process).
+		_, err := w.complete(i, inv, rerr, nil)
+		w.drop(i)
+		return g, false, err
 	}
-	done := history.Op{Process: proc, Type: history.OK, F: f, Lock: g.Lock, LeaseMS: ng.Lease.Milliseconds()}
-	if ng.Token > 0 {
-		done.Value = mustJSON(ng.Token)
-	}
-	w.mu.Lock()
-	w.holding[i] = ng
-	w.mu.Unlock()
-	return ng, true, w.record(done)
+	return ng, true, w.granted(i, proc, f, ng)
 }
 
 // acquire records an acquire by client i's process proc; ok is false when
@@ -157,20 +135,44 @@ func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, ow
 		_, err := w.complete(i, inv, aerr, nil)
 		return Grant{}, false, err
 	}
-	done := history.Op{Process: proc, Type: history.OK, F: history.FAcquire, Lock: name, LeaseMS: g.Lease.Milliseconds()}
+	w.acq.Add(1)
+	return g, true, w.granted(i, proc, history.FAcquire, g)
+}
+
+// granted records the ok of an acquire or renew (f) that gave client i's
+// process proc the grant g, with its lease and token, and holds g.
+func (w *Workload) granted(i, proc int, f string, g Grant) error {
+	done := history.Op{Process: proc, Type: history.OK, F: f, Lock: g.Lock, LeaseMS: g.Lease.Milliseconds()}
 	if g.Token > 0 {
 		done.Value = mustJSON(g.Token)
 	}
 	w.mu.Lock()
 	w.holding[i] = g
 	w.mu.Unlock()
-	w.acq.Add(1)
-	return g, true, w.record(done)
+	return w.record(done)
 }
 
-// abandon drops client i's grant after an unknown outcome: it belongs to
-// the retired process, which a new process must not release.
-func (w *Workload) abandon(i int) {
+// begin acquires name for client i's current process. ok is false when
+// there is nothing to hold: the acquire failed (recorded), or the grant came
+// back already expired (a slow acquire under load) and was released at once,
+// since a client checks its lease before it writes. A pause after this check
+// is what the client-pause nemesis injects; this is not that.
+func (w *Workload) begin(ctx context.Context, i int, lock Lock, name string) (proc int, g Grant, ok bool, err error) {
+	proc = w.Process(i)
+	g, ok, err = w.acquire(ctx, i, proc, lock, name, fmt.Sprintf("c%d-p%d", i, proc))
+	if err != nil || !ok {
+		return proc, g, false, err
+	}
+	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
+		return proc, g, false, w.release(ctx, i, lock, g)
+	}
+	return proc, g, true, nil
+}
+
+// drop forgets client i's grant: released by another path, no longer held,
+// or abandoned after an unknown outcome (it belongs to the retired process,
+// which a new process must not release).
+func (w *Workload) drop(i int) {
 	w.mu.Lock()
 	delete(w.holding, i)
 	w.mu.Unlock()

@@ -366,36 +366,33 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 // cycle is one acquire -> add -> hold -> release. It returns an error only
 // when the history cannot be written.
 func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hold time.Duration) error {
-	proc := w.Process(i)
-	owner := fmt.Sprintf("c%d-p%d", i, proc)
-	g, ok, err := w.acquire(ctx, i, proc, lock, name, owner)
+	proc, g, ok, err := w.begin(ctx, i, lock, name)
 	if err != nil || !ok {
 		return err
 	}
-	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
-		// The grant came back already expired (a slow acquire under load):
-		// a client checks its lease before it writes, so it skips the
-		// critical section. A pause after this check is what the
-		// client-pause nemesis injects; this is not that.
-		return w.release(ctx, i, lock, g)
-	}
-	t, err := w.add(ctx, i, proc, lock, g)
-	switch {
-	case err != nil:
+	t, err := w.write(ctx, i, proc, lock, g)
+	if err != nil || t == history.Info {
 		return err
-	case t == history.Info:
-		// The client went on under a new process, but the grant belongs to
-		// the old one, whose add may still be in flight: a release by the
-		// new process would be a release by a non-holder, and an unrecorded
-		// one would hide the end of the old process's hold. The grant is
-		// abandoned, as by a crashed client: a lease frees itself at its
-		// expiry, other recipes stay held (that is their semantics).
-		w.abandon(i)
-		return nil
-	case t == history.OK:
+	}
+	if t == history.OK {
 		sleep(ctx, hold)
 	}
 	return w.release(ctx, i, lock, g)
+}
+
+// write runs one critical section as the holder of g. When its outcome is
+// unknown the client went on under a new process, but the grant belongs to
+// the old one, whose add may still be in flight: a release by the new
+// process would be a release by a non-holder, and an unrecorded one would
+// hide the end of the old process's hold. The grant is abandoned, as by a
+// crashed client: a lease frees itself at its expiry, other recipes stay
+// held (that is their semantics).
+func (w *Workload) write(ctx context.Context, i, proc int, lock Lock, g Grant) (history.Type, error) {
+	t, err := w.add(ctx, i, proc, lock, g)
+	if err == nil && t == history.Info {
+		w.drop(i)
+	}
+	return t, err
 }
 
 // add runs the critical section and returns how it completed.

@@ -46,7 +46,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2]")
+		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2] [--workload cycle|leader]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

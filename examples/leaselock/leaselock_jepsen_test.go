@@ -15,33 +15,30 @@ import (
 )
 
 // The glue a user writes (README, "Testing your own lock from Go"): the lock
-// under test and one call. A lease lock that reads no client clock keeps
-// its promise when client clocks jump.
-func TestLeaseLock(t *testing.T) {
-	lock := lockcheck.Lock{
+// under test, and one call per test.
+func leaseLock(ttl time.Duration) lockcheck.Lock {
+	return lockcheck.Lock{
 		Name:   "leaselock",
 		Schema: leaselock.CreateTable,
 		New: func(s *gocql.Session, keyspace string, _ workload.Clock) (workload.Lock, error) {
-			return leaselock.New(s, keyspace, 5*time.Second), nil
+			return leaselock.New(s, keyspace, ttl), nil
 		},
 	}
-	lockcheck.Test(t, lock, lockcheck.WithNemesis("client-clock"), lockcheck.WithTime(15*time.Second),
+}
+
+// A lease lock that reads no client clock keeps its promise when client
+// clocks jump.
+func TestLeaseLock(t *testing.T) {
+	lockcheck.Test(t, leaseLock(5*time.Second), lockcheck.WithNemesis("client-clock"), lockcheck.WithTime(15*time.Second),
 		lockcheck.WithInterval(3*time.Second), lockcheck.WithQuiet(2*time.Second))
 }
 
 // The same lock trusts its lease: a holder paused past its TTL writes after
 // another took the lock. Run (not Test, which would fail) must say invalid.
 func TestLeaseLockCaughtByClientPause(t *testing.T) {
-	lock := lockcheck.Lock{
-		Name:   "leaselock",
-		Schema: leaselock.CreateTable,
-		New: func(s *gocql.Session, keyspace string, _ workload.Clock) (workload.Lock, error) {
-			return leaselock.New(s, keyspace, 3*time.Second), nil
-		},
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := lockcheck.Run(ctx, lock, lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(15*time.Second),
+	res, err := lockcheck.Run(ctx, leaseLock(3*time.Second), lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(15*time.Second),
 		lockcheck.WithInterval(3*time.Second), lockcheck.WithQuiet(2*time.Second), lockcheck.WithSeed(1),
 		lockcheck.WithStore(t.TempDir()))
 	if err != nil {

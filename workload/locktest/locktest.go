@@ -12,7 +12,6 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
-	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -35,8 +34,10 @@ func Setup(t *testing.T, createSchema func(context.Context, *gocql.Session, stri
 }
 
 // New makes a lock with a recipe package's constructor (or an Entry's New),
-// failing the test when the constructor refuses its options.
-func New[L any](t testing.TB, newLock func(*gocql.Session, ...recipe.Option) (L, error), s *gocql.Session, opts ...recipe.Option) L {
+// failing the test when the constructor refuses its options. It is generic
+// in the option type so that this package need not import package recipe,
+// which imports workload.
+func New[L, O any](t testing.TB, newLock func(*gocql.Session, ...O) (L, error), s *gocql.Session, opts ...O) L {
 	t.Helper()
 	l, err := newLock(s, opts...)
 	if err != nil {

@@ -1,0 +1,141 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Clock moves node clocks (libfaketime): a bump, or a strobe that flips
+// between the offset and real time.
+const Clock = "clock"
+
+// clock keeps the strobe it runs, which its stop and its reset end.
+type clock struct {
+	mu         sync.Mutex
+	strobeStop chan struct{}
+	strobeDone chan struct{}
+}
+
+func (*clock) Name() string  { return Clock }
+func (*clock) Scope() Scope  { return ScopeNode }
+func (*clock) Color() string { return "#59a14f" }
+
+// logUniform draws a duration log-uniformly in [lo, hi).
+func logUniform(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	l := math.Log(float64(lo))
+	h := math.Log(float64(hi))
+	return time.Duration(math.Exp(l + r.Float64()*(h-l)))
+}
+
+func (c *clock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+	strobe := e.Sched.IntN(3) == 0
+	// A random non-empty subset of nodes, each with its own offset.
+	perm := e.Sched.Perm(len(e.Targets))
+	k := 1 + e.Sched.IntN(len(e.Targets))
+	idx := perm[:k]
+	slices.Sort(idx)
+	offsets := map[string]string{}
+	offs := make([]time.Duration, k)
+	for i := range idx {
+		d := logUniform(e.Sched, 10*time.Millisecond, 3*time.Minute)
+		if e.Sched.IntN(2) == 0 {
+			d = -d
+		}
+		offs[i] = d.Round(time.Millisecond)
+		offsets[e.Targets[idx[i]].Name] = offs[i].String()
+	}
+	period := logUniform(e.Sched, 10*time.Millisecond, 500*time.Millisecond).Round(time.Millisecond)
+	names := e.names(idx)
+	set := func(ctx context.Context, zero bool) error {
+		var errs []error
+		for i, j := range idx {
+			d := offs[i]
+			if zero {
+				d = 0
+			}
+			if err := e.Targets[j].Node.SetClockOffset(ctx, d); err != nil {
+				errs = append(errs, fmt.Errorf("nemesis: clock of %s: %w", e.Targets[j].Name, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	undo := func(ctx context.Context) error {
+		c.stopStrobe()
+		return set(ctx, true)
+	}
+	if err := set(ctx, false); err != nil {
+		return nil, errors.Join(err, undo(context.WithoutCancel(ctx)))
+	}
+	value := map[string]any{"kind": "bump", "offsets": offsets}
+	if strobe {
+		value = map[string]any{"kind": "strobe", "offsets": offsets, "period": period.String()}
+		c.startStrobe(context.WithoutCancel(ctx), e, period, set)
+	}
+	if err := e.Record(history.StartF(Clock), value, names); err != nil {
+		return nil, errors.Join(err, undo(context.WithoutCancel(ctx)))
+	}
+	return func(ctx context.Context) error {
+		err := undo(ctx)
+		return errors.Join(err, e.Record(history.StopF(Clock), map[string]any{"kind": value["kind"]}, names))
+	}, nil
+}
+
+func (c *clock) startStrobe(ctx context.Context, e *Env, period time.Duration, set func(context.Context, bool) error) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	c.mu.Lock()
+	c.strobeStop, c.strobeDone = stop, done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		zero := true
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := set(ctx, zero); err != nil {
+					e.Log.Warn("nemesis: strobe", "err", err)
+				}
+				zero = !zero
+			}
+		}
+	}()
+}
+
+func (c *clock) stopStrobe() {
+	c.mu.Lock()
+	stop, done := c.strobeStop, c.strobeDone
+	c.strobeStop, c.strobeDone = nil, nil
+	c.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+// Reset ends this nemesis's strobe and sets the node's clock offset to 0 if
+// it is not.
+func (c *clock) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	c.stopStrobe()
+	d, err := t.Node.ClockOffset(ctx)
+	if err != nil {
+		return false, err
+	}
+	if d == 0 {
+		return false, nil
+	}
+	return true, t.Node.SetClockOffset(ctx, 0)
+}

@@ -1,0 +1,81 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// chain is an iptables chain of lockcheck's own on a node. The convention
+// for every rule lockcheck adds (partition, loss, and hosts reached over SSH
+// where other rules exist): each kind owns one chain, LOCKCHECK-<KIND>,
+// created on demand and jumped to from INPUT; its heal and reset flush that
+// chain, remove the jump and delete the chain, and never touch any other
+// rule. A reset therefore finds exactly what an earlier process left.
+type chain string
+
+func chainOf(kind string) chain { return chain("LOCKCHECK-" + strings.ToUpper(kind)) }
+
+func (c chain) String() string { return string(c) }
+
+// exists says whether the chain is on the node; it asks with `iptables -S`
+// so that a node it cannot reach is an error, not "no chain".
+func (c chain) exists(ctx context.Context, n Node) (bool, error) {
+	out, err := n.Exec(ctx, "iptables", "-w", "-S")
+	if err != nil {
+		return false, fmt.Errorf("list iptables rules: %w", err)
+	}
+	return slices.Contains(strings.Split(out, "\n"), "-N "+string(c)), nil
+}
+
+// add appends rule to the chain, creating the chain and its jump first.
+func (c chain) add(ctx context.Context, n Node, rule ...string) error {
+	ok, err := c.exists(ctx, n)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if _, err := n.Exec(ctx, "iptables", "-w", "-N", string(c)); err != nil {
+			return fmt.Errorf("create chain %s: %w", c, err)
+		}
+		if _, err := n.Exec(ctx, "iptables", "-w", "-I", "INPUT", "-j", string(c)); err != nil {
+			return fmt.Errorf("jump to chain %s: %w", c, err)
+		}
+	}
+	args := append([]string{"iptables", "-w", "-A", string(c)}, rule...)
+	if _, err := n.Exec(ctx, args...); err != nil {
+		return fmt.Errorf("add rule to %s: %w", c, err)
+	}
+	return nil
+}
+
+// remove flushes the chain, removes its jump from INPUT and deletes it; it
+// says whether the chain was there.
+func (c chain) remove(ctx context.Context, n Node) (bool, error) {
+	ok, err := c.exists(ctx, n)
+	if err != nil || !ok {
+		return false, err
+	}
+	if _, err := n.Exec(ctx, "iptables", "-w", "-F", string(c)); err != nil {
+		return true, fmt.Errorf("flush chain %s: %w", c, err)
+	}
+	// Every jump goes, should an interrupted add have left two.
+	for range 8 {
+		if _, err := n.Exec(ctx, "iptables", "-w", "-D", "INPUT", "-j", string(c)); err != nil {
+			break
+		}
+	}
+	if _, err := n.Exec(ctx, "iptables", "-w", "-X", string(c)); err != nil {
+		return true, fmt.Errorf("delete chain %s: %w", c, err)
+	}
+	return true, nil
+}
+
+// resetChain is the Reset of a kind whose whole effect is its chain. A
+// node that is not running has no rules (a container starts with fresh
+// ones) but cannot be asked: the caller tries again after the kill reset
+// restarted it.
+func resetChain(ctx context.Context, c chain, t Target) (bool, error) {
+	return c.remove(ctx, t.Node)
+}

@@ -1,0 +1,48 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Kill kills one node's Cassandra with SIGKILL and restarts it.
+const Kill = "kill"
+
+type kill struct{}
+
+func (*kill) Name() string  { return Kill }
+func (*kill) Scope() Scope  { return ScopeNode }
+func (*kill) Color() string { return "#b07aa1" }
+
+func (*kill) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+	t := e.Targets[e.Sched.IntN(len(e.Targets))]
+	if err := t.Node.Kill(ctx); err != nil {
+		return nil, fmt.Errorf("nemesis: kill %s: %w", t.Name, err)
+	}
+	if err := e.Record(history.StartF(Kill), map[string]any{"how": "kill -9"}, []string{t.Name}); err != nil {
+		return nil, errors.Join(err, t.Node.Restart(context.WithoutCancel(ctx)))
+	}
+	return func(ctx context.Context) error {
+		err := t.Node.Restart(ctx)
+		return errors.Join(err, e.Record(history.StopF(Kill), map[string]any{"how": "restart"}, []string{t.Name}))
+	}, nil
+}
+
+// Reset restarts a node whose container is not running.
+func (*kill) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	st, err := t.Node.State(ctx)
+	if err != nil {
+		return false, err
+	}
+	if st == "running" || st == "paused" {
+		return false, nil
+	}
+	if err := t.Node.Restart(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,105 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Loss drops a random share of packets (iptables' statistic match; tc netem
+// is missing from this kernel) between chosen nodes, or between the
+// harness's clients and chosen nodes: messages are late and retried rather
+// than cut, which makes timeouts of unknown outcome instead of clean
+// failures.
+//
+// It is in `all`: at the default interval a loss window costs what a
+// partition does, and the matrix's node-fault rows list their kinds
+// explicitly, so their timing is unchanged.
+const Loss = "loss"
+
+type loss struct{}
+
+func (*loss) Name() string  { return Loss }
+func (*loss) Scope() Scope  { return ScopeNode }
+func (*loss) Color() string { return "#e15759" }
+
+// lossDraw is one loss fault: the drop probability and who drops packets
+// from whom.
+type lossDraw struct {
+	Mode        string  `json:"mode"` // "nodes" or "clients"
+	Probability float64 `json:"probability"`
+	Drops       Grudge  `json:"drops"`
+}
+
+// draw takes every random choice of one loss fault from e.Sched: a non-empty
+// set of nodes that lose packets from the other nodes ("nodes"), or from the
+// clients ("clients").
+func (*loss) draw(e *Env) (lossDraw, error) {
+	p := e.LossMin + e.Sched.Float64()*(e.LossMax-e.LossMin)
+	p = math.Round(p*100) / 100
+	var modes []string
+	if len(e.Targets) > 1 {
+		modes = append(modes, "nodes")
+	}
+	if e.Gateway != "" {
+		modes = append(modes, "clients")
+	}
+	if len(modes) == 0 {
+		return lossDraw{}, errors.New("nemesis: loss needs two nodes or a gateway")
+	}
+	mode := modes[e.Sched.IntN(len(modes))]
+	perm := e.Sched.Perm(len(e.Targets))
+	k := 1 + e.Sched.IntN(len(e.Targets))
+	if mode == "nodes" {
+		k = min(k, len(e.Targets)-1) // someone must be left to lose packets from
+	}
+	d := lossDraw{Mode: mode, Probability: p, Drops: Grudge{}}
+	chosen := perm[:k]
+	for _, i := range chosen {
+		me := e.Targets[i].Name
+		if mode == "clients" {
+			d.Drops[me] = []string{GatewayName}
+			continue
+		}
+		for j, t := range e.Targets {
+			if !slices.Contains(chosen, j) {
+				d.Drops[me] = append(d.Drops[me], t.Name)
+			}
+		}
+		slices.Sort(d.Drops[me])
+	}
+	return d, nil
+}
+
+func (l *loss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+	d, err := l.draw(e)
+	if err != nil {
+		return nil, err
+	}
+	c := chainOf(Loss)
+	nodes, err := applyGrudge(ctx, e, c, d.Drops,
+		"-m", "statistic", "--mode", "random", "--probability", strconv.FormatFloat(d.Probability, 'f', 2, 64))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("nemesis: loss: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
+	}
+	if err := e.Record(history.StartF(Loss), d, nodes); err != nil {
+		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
+	}
+	return func(ctx context.Context) error {
+		err := removeChain(ctx, e, c)
+		if err != nil {
+			err = fmt.Errorf("nemesis: heal loss: %w", err)
+		}
+		return errors.Join(err, e.Record(history.StopF(Loss), map[string]any{"mode": d.Mode}, nodes))
+	}, nil
+}
+
+func (*loss) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	return resetChain(ctx, chainOf(Loss), t)
+}

@@ -1,0 +1,167 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Partition cuts nodes off from each other, or the harness's clients off
+// from nodes, with iptables drops (grudges as in Jepsen).
+const Partition = "partition"
+
+// Grudge maps a node's name to the names of the nodes it drops packets from.
+// The gateway (the harness's clients) is named "clients".
+type Grudge map[string][]string
+
+// GatewayName stands for the harness's clients in a Grudge.
+const GatewayName = "clients"
+
+type partition struct{}
+
+func (*partition) Name() string  { return Partition }
+func (*partition) Scope() Scope  { return ScopeNode }
+func (*partition) Color() string { return "#f28e2b" }
+
+// partitionGrudge draws a partition of nodes 0..n-1 (names from names).
+func partitionGrudge(r *rand.Rand, names []string, gateway bool) (string, Grudge) {
+	n := len(names)
+	perm := r.Perm(n)
+	g := Grudge{}
+	cut := func(a, b int) { // symmetric
+		g[names[a]] = append(g[names[a]], names[b])
+		g[names[b]] = append(g[names[b]], names[a])
+	}
+	kinds := []string{"isolate", "halves", "ring", "bridge"}
+	if gateway {
+		kinds = append(kinds, "clients")
+	}
+	if n < 2 {
+		kinds = []string{"clients"}
+		if !gateway {
+			return "none", g
+		}
+	}
+	kind := kinds[r.IntN(len(kinds))]
+	switch kind {
+	case "isolate": // one node against the rest
+		for _, j := range perm[1:] {
+			cut(perm[0], j)
+		}
+	case "halves": // a random minority against a majority
+		k := n / 2
+		for _, a := range perm[:k] {
+			for _, b := range perm[k:] {
+				cut(a, b)
+			}
+		}
+	case "ring":
+		// Majorities ring: node perm[i] hears only from the floor(n/2)
+		// nodes that follow it in a ring, so each sees a majority (itself
+		// included) but no two see the same majority. Asymmetric.
+		for i := range n {
+			hears := map[int]bool{}
+			for d := 1; d <= n/2; d++ {
+				hears[perm[(i+d)%n]] = true
+			}
+			for j := range n {
+				if j != perm[i] && !hears[j] {
+					g[names[perm[i]]] = append(g[names[perm[i]]], names[j])
+				}
+			}
+		}
+	case "bridge":
+		// Two halves that each talk to one bridge node but not to each other.
+		// perm[0] is the bridge: it is cut from nobody.
+		rest := perm[1:]
+		h := max(1, len(rest)/2)
+		for _, x := range rest[:h] {
+			for _, y := range rest[h:] {
+				cut(x, y)
+			}
+		}
+	case "clients":
+		// Cut the harness's clients off from a minority (at least one node).
+		k := max(1, (n-1)/2)
+		for _, j := range perm[:k] {
+			g[names[j]] = append(g[names[j]], GatewayName)
+		}
+	}
+	for k := range g {
+		slices.Sort(g[k])
+	}
+	return kind, g
+}
+
+// applyGrudge adds, on every node with a grudge, one rule to the kind's
+// chain that drops packets from the sources named (then the rule's tail,
+// e.g. a statistic match). It returns the names of the nodes it changed.
+func applyGrudge(ctx context.Context, e *Env, c chain, g Grudge, tail ...string) ([]string, error) {
+	ips := map[string]string{GatewayName: e.Gateway}
+	for _, t := range e.Targets {
+		ips[t.Name] = t.IP
+	}
+	var nodes []string
+	for _, t := range e.Targets {
+		from := g[t.Name]
+		if len(from) == 0 {
+			continue
+		}
+		nodes = append(nodes, t.Name)
+		srcs := make([]string, len(from))
+		for i, f := range from {
+			srcs[i] = ips[f]
+		}
+		rule := append([]string{"-s", strings.Join(srcs, ",")}, tail...)
+		rule = append(rule, "-j", "DROP")
+		if err := c.add(ctx, t.Node, rule...); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	return nodes, nil
+}
+
+// removeChain removes the chain from every node (a stop, or a start that
+// failed halfway).
+func removeChain(ctx context.Context, e *Env, c chain) error {
+	var errs []error
+	for _, t := range e.Targets {
+		if _, err := c.remove(ctx, t.Node); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+	names := make([]string, len(e.Targets))
+	for i, t := range e.Targets {
+		names[i] = t.Name
+	}
+	kind, g := partitionGrudge(e.Sched, names, e.Gateway != "")
+	c := chainOf(Partition)
+	nodes, err := applyGrudge(ctx, e, c, g)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("nemesis: partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
+	}
+	if err := e.Record(history.StartF(Partition), map[string]any{"kind": kind, "grudge": g}, nodes); err != nil {
+		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
+	}
+	return func(ctx context.Context) error {
+		err := removeChain(ctx, e, c)
+		if err != nil {
+			err = fmt.Errorf("nemesis: heal partition: %w", err)
+		}
+		return errors.Join(err, e.Record(history.StopF(Partition), map[string]any{"kind": kind}, nodes))
+	}, nil
+}
+
+func (p *partition) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	return resetChain(ctx, chainOf(Partition), t)
+}

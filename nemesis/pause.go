@@ -1,0 +1,89 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Pause freezes one node: the whole container (docker pause) or only its
+// JVM (SIGSTOP, like a long GC pause), drawn at random.
+const Pause = "pause"
+
+type pause struct{}
+
+func (*pause) Name() string  { return Pause }
+func (*pause) Scope() Scope  { return ScopeNode }
+func (*pause) Color() string { return "#4e79a7" }
+
+func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+	t := e.Targets[e.Sched.IntN(len(e.Targets))]
+	jvm := e.Sched.IntN(2) == 0
+	how := "docker"
+	if jvm {
+		how = "jvm"
+	}
+	resume := func(ctx context.Context) error {
+		if jvm {
+			return t.Node.SignalJVM(ctx, "CONT")
+		}
+		return t.Node.Unpause(ctx)
+	}
+	var err error
+	if jvm {
+		err = t.Node.SignalJVM(ctx, "STOP")
+	} else {
+		err = t.Node.Pause(ctx)
+	}
+	if err != nil {
+		// A pause that failed (the cgroup freezer can time out on a busy
+		// node) may have half happened: undo it at once, best effort.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = resume(uctx)
+		return nil, fmt.Errorf("nemesis: pause %s (%s): %w", t.Name, how, err)
+	}
+	if err := e.Record(history.StartF(Pause), map[string]any{"how": how}, []string{t.Name}); err != nil {
+		return nil, errors.Join(err, resume(context.WithoutCancel(ctx)))
+	}
+	return func(ctx context.Context) error {
+		return errors.Join(resume(ctx), e.Record(history.StopF(Pause), map[string]any{"how": how}, []string{t.Name}))
+	}, nil
+}
+
+// Reset resumes a paused container and a stopped JVM (any java process in
+// state T: the pid file is the cluster's business).
+func (*pause) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	st, err := t.Node.State(ctx)
+	if err != nil {
+		return false, err
+	}
+	healed := false
+	switch st {
+	case "paused":
+		if err := t.Node.Unpause(ctx); err != nil {
+			return false, err
+		}
+		healed = true
+	case "running":
+	default:
+		return false, nil // not running: the kill reset restarts it, unfrozen
+	}
+	out, err := t.Node.Exec(ctx, "ps", "-o", "stat=", "-C", "java")
+	if err != nil && strings.TrimSpace(out) != "" {
+		return healed, fmt.Errorf("ps: %w", err)
+	}
+	for _, stat := range strings.Fields(out) {
+		if strings.HasPrefix(stat, "T") {
+			if err := t.Node.SignalJVM(ctx, "CONT"); err != nil {
+				return healed, err
+			}
+			return true, nil
+		}
+	}
+	return healed, nil
+}

@@ -1,0 +1,82 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+func (n *Nemesis) jitter() time.Duration {
+	return n.interval/2 + time.Duration(n.env.Sched.Int64N(int64(n.interval)))
+}
+
+// Run starts and stops faults at random intervals until ctx is done; a fault
+// in effect then is stopped (recorded) before Run returns. Run with no kinds
+// waits for ctx. Heal afterwards to undo anything a failed stop left.
+func (n *Nemesis) Run(ctx context.Context) error {
+	if len(n.kinds) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	var errs []error
+	var deck []Kind
+	for {
+		if !sleep(ctx, n.jitter()) {
+			return errors.Join(errs...)
+		}
+		// Kinds are dealt from a shuffled deck, so that every kind comes
+		// once in each round of len(kinds) faults: a short run still sees
+		// them all, in a seeded random order.
+		if len(deck) == 0 {
+			for _, j := range n.env.Sched.Perm(len(n.kinds)) {
+				deck = append(deck, n.kinds[j])
+			}
+		}
+		kind := deck[0]
+		deck = deck[1:]
+		hold := n.jitter()
+		stop, err := kind.Start(ctx, &n.env, hold)
+		if err != nil {
+			if ctx.Err() != nil {
+				return errors.Join(errs...)
+			}
+			// A fault that cannot start is logged and recorded, and the
+			// schedule goes on: a run is not lost to one failed docker call.
+			n.env.Log.Warn("nemesis: fault did not start", "kind", kind.Name(), "err", err)
+			if rerr := n.env.Record(history.StartFailedF(kind.Name()), err.Error(), nil); rerr != nil {
+				return rerr
+			}
+			errs = append(errs, err)
+			deck = append(deck, kind) // tried again after the rest of the round
+			continue
+		}
+		n.setActive(kind.Name(), true)
+		sleep(ctx, hold)
+		// The stop runs to completion even when the run is over, so that its
+		// line is recorded.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		err = stop(sctx)
+		cancel()
+		n.setActive(kind.Name(), false)
+		if err != nil {
+			n.env.Log.Warn("nemesis: fault did not stop", "kind", kind.Name(), "err", err)
+			errs = append(errs, err)
+		}
+		if ctx.Err() != nil {
+			return errors.Join(errs...)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
