@@ -183,6 +183,15 @@ func nodeFiles(yaml []byte) ([]file, error) {
 	return files, nil
 }
 
+// nodeEnv is the environment of every node's entrypoint.
+func (c *Cluster) nodeEnv() []string {
+	env := []string{"LOCKCHECK_HEAP=" + c.cfg.heap}
+	if c.cfg.sshKey != "" {
+		env = append(env, "LOCKCHECK_SSH_AUTHORIZED_KEY="+c.cfg.sshKey)
+	}
+	return env
+}
+
 func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, error) {
 	name := fmt.Sprintf("n%d", i)
 	yaml, err := renderYAML(nc)
@@ -212,7 +221,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 			Image:      c.cfg.image,
 			Hostname:   name,
 			Entrypoint: []string{binDir + "/entrypoint.sh"},
-			Env:        []string{"LOCKCHECK_HEAP=" + c.cfg.heap},
+			Env:        c.nodeEnv(),
 			Labels:     labels,
 			StopSignal: "SIGTERM",
 		},

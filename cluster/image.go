@@ -40,7 +40,7 @@ const (
 	debianMirror  = "http://deb.debian.org/debian"
 )
 
-var debianPackages = []string{"openjdk-17-jre-headless", "libfaketime", "iptables", "iproute2", "procps"}
+var debianPackages = []string{"openjdk-17-jre-headless", "libfaketime", "iptables", "iproute2", "procps", "openssh-server"}
 
 // scripts are the image inputs that must be executable.
 var scripts = []string{"entrypoint.sh", "nodetool"}

@@ -33,6 +33,7 @@ type config struct {
 	rf            int // 0: as many as nodes
 	subnet        string
 	cacheDir      string
+	sshKey        string // an authorized_keys line for root: sshd runs
 	logger        *slog.Logger
 }
 
@@ -80,6 +81,16 @@ func WithSubnet(cidr string) Option { return func(c *config) { c.subnet = cidr }
 // WithCacheDir sets where the image build keeps its Debian root filesystem
 // (default $XDG_CACHE_HOME/lockcheck or ~/.cache/lockcheck).
 func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
+
+// WithSSHKey makes every node reachable over SSH as root with this public
+// key (one authorized_keys line): sshd runs in each node and the JVM runs
+// as a child the node's entrypoint supervises, so that a JVM killed over SSH
+// is started again by `/opt/lockcheck/bin/entrypoint.sh start`. It lets the
+// tests treat the Docker cluster as a user's own hosts (lockcheck run
+// --hosts --ssh-*).
+func WithSSHKey(authorizedKey string) Option {
+	return func(c *config) { c.sshKey = strings.TrimSpace(authorizedKey) }
+}
 
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
@@ -134,6 +145,9 @@ func (c *config) validate() error {
 		if err != nil || !p.Addr().Is4() || p.Bits() > 24 || p.Bits() < 8 {
 			errs = append(errs, fmt.Sprintf("subnet %q: want an IPv4 CIDR from /8 to /24, e.g. 10.199.7.0/24", c.subnet))
 		}
+	}
+	if strings.ContainsAny(c.sshKey, "\n\r") || (c.sshKey != "" && !strings.HasPrefix(c.sshKey, "ssh-") && !strings.HasPrefix(c.sshKey, "ecdsa-")) {
+		errs = append(errs, "ssh key: want one public key line (ssh-ed25519 AAAA...)")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s", ErrBadOption, strings.Join(errs, "; "))

@@ -12,6 +12,13 @@
 # libfaketime is preloaded into the JVM only (not into the shell, nor into
 # nodetool or anything exec'd later): writing "+30s" into $FAKETIME_FILE moves
 # the node's wall clock at once while monotonic time and sleeps stay real.
+#
+# With LOCKCHECK_SSH_AUTHORIZED_KEY set (cluster.WithSSHKey), the node is also
+# reachable as a host over SSH, as a user's own cluster is: sshd starts with
+# that key for root, and this script stays the container's process while the
+# JVM runs as a detached child, so that a JVM killed over SSH leaves the
+# container up and `entrypoint.sh start` (the start command lockcheck's SSH
+# nodes are given) starts it again.
 set -eu
 
 CONF=${LOCKCHECK_CONF:-/etc/lockcheck}
@@ -40,6 +47,27 @@ command -v java >/dev/null 2>&1 || fail "java not found on PATH: the image needs
 
 JAMM=$(ls "$LIB"/jamm-*.jar 2>/dev/null | head -n 1)
 [ -n "$JAMM" ] || fail "jamm agent jar not found in $LIB"
+
+if [ "${1:-}" = start ]; then
+  # Over SSH: start the JVM detached, with the container's environment.
+  [ -f "$CONF/ssh.env" ] && . "$CONF/ssh.env"
+  setsid "$0" jvm </dev/null >>/var/log/cassandra/stdout.log 2>&1 &
+  exit 0
+fi
+if [ "${1:-}" != jvm ] && [ -n "${LOCKCHECK_SSH_AUTHORIZED_KEY:-}" ]; then
+  command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || fail "sshd not found: the image needs openssh-server for SSH access"
+  mkdir -p /root/.ssh /run/sshd /var/log/cassandra
+  chmod 700 /root/.ssh
+  printf '%s\n' "$LOCKCHECK_SSH_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
+  chmod 600 /root/.ssh/authorized_keys
+  ssh-keygen -A >/dev/null
+  printf 'export LOCKCHECK_HEAP=%s LOCKCHECK_CONF=%s\n' "$HEAP" "$CONF" > "$CONF/ssh.env"
+  /usr/sbin/sshd -e
+  "$0" start
+  # Stay up whatever the JVM does; docker's init reaps the JVM.
+  trap 'kill -TERM "$(cat /run/cassandra.pid)" 2>/dev/null; exit 0' TERM INT
+  while :; do sleep 1 & wait $!; done
+fi
 
 [ -f "$FAKETIME_FILE" ] || echo '+0s' > "$FAKETIME_FILE"
 mkdir -p /var/lib/cassandra /var/log/cassandra "$CONF/triggers"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -18,7 +19,7 @@ import (
 const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
   up      start a Cassandra cluster and leave it running for later commands
           [--name lockcheck] [--nodes 3] [--paxos v1|v2] [--commitlog-sync periodic|batch]
-          [--heap 512M] [--rf N] [--image REF] [--subnet CIDR]
+          [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub]
   status  print a line per node: name, IP, state (UN/DN), Cassandra version  [--name lockcheck]
   down    remove the cluster's containers and network                       [--name lockcheck]
   image   build the node image if missing and print its tag`
@@ -93,6 +94,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	rf := fs.Int("rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
 	image := fs.String("image", "", "run this local image instead of building lockcheck's own")
 	subnet := fs.String("subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
+	sshKey := fs.String("ssh-authorized-key", "", "public key file: run sshd in every node, root login with this key (for --hosts --ssh-*)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -105,6 +107,13 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *subnet != "" {
 		opts = append(opts, cluster.WithSubnet(*subnet))
+	}
+	if *sshKey != "" {
+		b, err := os.ReadFile(*sshKey)
+		if err != nil {
+			return fmt.Errorf("%w: --ssh-authorized-key: %w", cluster.ErrBadOption, err)
+		}
+		opts = append(opts, cluster.WithSSHKey(string(b)))
 	}
 	// Bad input is rejected before anything touches Docker.
 	if err := cluster.ValidateOptions(opts...); err != nil {
