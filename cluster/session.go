@@ -105,3 +105,45 @@ func (s slogLogger) Error(msg string, f ...gocql.LogField)   { s.log(slog.LevelD
 func (s slogLogger) Warning(msg string, f ...gocql.LogField) { s.log(slog.LevelDebug, msg, f) }
 func (s slogLogger) Info(msg string, f ...gocql.LogField)    { s.log(slog.LevelDebug-4, msg, f) }
 func (s slogLogger) Debug(msg string, f ...gocql.LogField)   { s.log(slog.LevelDebug-4, msg, f) }
+
+// HostsConfig is how to reach a Cassandra cluster lockcheck did not start
+// (lockcheck run --hosts): contact points, CQL port and, for a cluster of
+// several data centres, the local one.
+type HostsConfig struct {
+	Hosts    []string
+	Port     int    // 0: 9042
+	DC       string // "": any
+	Keyspace string // "": none set
+	Pin      string // one of Hosts: every query goes to it alone
+	Log      *slog.Logger
+}
+
+// ConnectHosts opens a session with lockcheck's settings (QUORUM, SERIAL,
+// no retries of LWTs, quick reconnection) on a cluster of the user's. The
+// caller closes it.
+func ConnectHosts(ctx context.Context, hc HostsConfig) (*gocql.Session, error) {
+	log := hc.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hosts := hc.Hosts
+	if hc.Pin != "" {
+		hosts = []string{hc.Pin}
+	}
+	cfg := clusterConfig(log, hc.Keyspace, hosts...)
+	if hc.Port != 0 {
+		cfg.Port = hc.Port
+	}
+	policy := gocql.RoundRobinHostPolicy()
+	if hc.DC != "" {
+		policy = gocql.DCAwareRoundRobinPolicy(hc.DC)
+	}
+	switch {
+	case hc.Pin != "":
+		cfg.HostFilter = gocql.WhiteListHostFilter(hc.Pin)
+		cfg.PoolConfig.HostSelectionPolicy = policy
+	default:
+		cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(policy)
+	}
+	return createSession(ctx, cfg)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -40,6 +41,13 @@ func (c chain) add(ctx context.Context, n Node, rule ...string) error {
 		if _, err := n.Exec(ctx, "iptables", "-w", "-N", string(c)); err != nil {
 			return fmt.Errorf("create chain %s: %w", c, err)
 		}
+		// The harness's own control connection (SSH) passes first: a
+		// partition must never cut it off from the heal.
+		if cp, ok := n.(ControlPorter); ok && cp.ControlPort() > 0 {
+			if _, err := n.Exec(ctx, "iptables", "-w", "-A", string(c), "-p", "tcp", "--dport", strconv.Itoa(cp.ControlPort()), "-j", "RETURN"); err != nil {
+				return fmt.Errorf("exempt the control port in %s: %w", c, err)
+			}
+		}
 		if _, err := n.Exec(ctx, "iptables", "-w", "-I", "INPUT", "-j", string(c)); err != nil {
 			return fmt.Errorf("jump to chain %s: %w", c, err)
 		}
@@ -49,6 +57,12 @@ func (c chain) add(ctx context.Context, n Node, rule ...string) error {
 		return fmt.Errorf("add rule to %s: %w", c, err)
 	}
 	return nil
+}
+
+// ControlPorter is a Node the harness drives over the network (SSH): every
+// chain lets its control port's TCP through before any other rule.
+type ControlPorter interface {
+	ControlPort() int
 }
 
 // remove flushes the chain, removes its jump from INPUT and deletes it; it

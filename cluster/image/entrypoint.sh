@@ -66,7 +66,7 @@ if [ "${1:-}" != jvm ] && [ -n "${LOCKCHECK_SSH_AUTHORIZED_KEY:-}" ]; then
   "$0" start
   # Stay up whatever the JVM does; docker's init reaps the JVM.
   trap 'kill -TERM "$(cat /run/cassandra.pid)" 2>/dev/null; exit 0' TERM INT
-  while :; do sleep 1 & wait $!; done
+  while :; do sleep 3600 & wait $!; done
 fi
 
 [ -f "$FAKETIME_FILE" ] || echo '+0s' > "$FAKETIME_FILE"

@@ -17,6 +17,7 @@ import (
 	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/sshnode"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -45,8 +46,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes (at least 1s)")
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
+	hosts := fs.String("hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
+	x := runner.External{}
+	fs.IntVar(&x.Port, "port", 9042, "with --hosts: CQL port")
+	fs.StringVar(&x.Keyspace, "keyspace", cluster.DefaultKeyspace, "with --hosts: the keyspace lockcheck creates its tables in (created if missing)")
+	fs.IntVar(&x.RF, "rf", 0, "with --hosts: replication factor of a keyspace lockcheck creates (default: hosts, at most 3)")
+	fs.StringVar(&x.DC, "dc", "", "with --hosts: the local data centre (the keyspace is created with NetworkTopologyStrategy in it)")
+	ssh := sshnode.Config{}
+	fs.StringVar(&ssh.KeyFile, "ssh-key", "", "with --hosts: private key for SSH to every host (node faults)")
+	fs.StringVar(&ssh.User, "ssh-user", "root", "with --hosts: SSH user (not root: commands run with sudo -n)")
+	fs.IntVar(&ssh.Port, "ssh-port", 22, "with --hosts: SSH port")
+	fs.StringVar(&ssh.KnownHosts, "ssh-known-hosts", "", "with --hosts: known_hosts file host keys are checked against (default ~/.ssh/known_hosts)")
+	fs.BoolVar(&ssh.InsecureIgnoreHostKey, "ssh-insecure-ignore-host-key", false, "with --hosts: do not check host keys")
+	fs.StringVar(&ssh.StartCmd, "ssh-start-cmd", "", "with --hosts: starts Cassandra after a kill, e.g. \"systemctl start cassandra\" (kill needs it)")
+	fs.BoolVar(&ssh.ClockStep, "ssh-clock-step", false, "with --hosts: clock faults step the host's real clock when the JVM has no libfaketime (README: the risk)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2] [--workload cycle|leader]")
+		fmt.Fprintln(stderr, "       [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +125,31 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		t.Seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	log := slog.Default()
+	if *hosts != "" {
+		for h := range strings.SplitSeq(*hosts, ",") {
+			x.Hosts = append(x.Hosts, strings.TrimSpace(h))
+		}
+		if ssh.KeyFile != "" {
+			x.SSH = &ssh
+		}
+		x.Log = log
+		if err := x.Validate(); err != nil {
+			return bad("%v", err)
+		}
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		env, err := runner.OpenExternal(octx, x, t.Nemesis)
+		cancel()
+		if err != nil {
+			return bad("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+		defer env.Close()
+		access := "no node access: client faults only"
+		if x.SSH != nil {
+			access = "node faults over SSH as " + ssh.User
+		}
+		fmt.Fprintf(stderr, "lockcheck run: using your cluster %s (keyspace %s, %s)\n", *hosts, x.Keyspace, access)
+		return runOn(ctx, env, t, *lock, *nem, stdout, stderr, log)
+	}
 
 	c, started, err := runner.AttachOrStart(ctx, cluster.WithName(*clusterName), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos), cluster.WithLogger(log))
 	if err != nil {
@@ -129,9 +170,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
-	fmt.Fprintf(stderr, "lockcheck run: %s under %s for %v, seed %d\n", *lock, *nem, t.Time, t.Seed)
+	return runOn(ctx, runner.ClusterEnv{Cluster: c}, t, *lock, *nem, stdout, stderr, log)
+}
+
+// runOn runs t on env and prints its verdict; it returns the exit code.
+func runOn(ctx context.Context, env runner.Env, t runner.Test, lock, nem string, stdout, stderr io.Writer, log *slog.Logger) int {
+	fmt.Fprintf(stderr, "lockcheck run: %s under %s for %v, seed %d\n", lock, nem, t.Time, t.Seed)
 	t.Progress, t.Log = stderr, log
-	out, err := runner.Run(ctx, runner.ClusterEnv{Cluster: c}, runner.ReportStore{}, t)
+	out, err := runner.Run(ctx, env, runner.ReportStore{}, t)
 	if se := (*runner.SetupError)(nil); errors.As(err, &se) {
 		fmt.Fprintf(stderr, "lockcheck run: %v (log: %s)\n", err, filepath.Join(out.Dir, "lockcheck.log"))
 		return exitError

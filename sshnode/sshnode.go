@@ -1,0 +1,463 @@
+// Package sshnode is a Cassandra node of a user's own cluster, reached over
+// SSH (golang.org/x/crypto/ssh, one connection per node): it implements
+// nemesis.Node, so that every node fault kind runs on real hosts as on the
+// Docker cluster. It touches only the host it was dialled to, and only the
+// Cassandra JVM (found by its main class), lockcheck's own iptables chains
+// and, behind an explicit option, the host's clock.
+package sshnode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// Config is how to reach and drive the nodes.
+type Config struct {
+	User    string // default "root"; any other user runs commands with `sudo -n`
+	KeyFile string // private key (required)
+	Port    int    // default 22
+	// KnownHosts is the known_hosts file host keys are checked against
+	// (default ~/.ssh/known_hosts). InsecureIgnoreHostKey skips the check.
+	KnownHosts            string
+	InsecureIgnoreHostKey bool
+	// StartCmd starts Cassandra again after a kill, e.g. "systemctl start
+	// cassandra"; run through sh on the node. Without it kill is refused.
+	StartCmd string
+	// ClockStep lets the clock fault step the host's real clock (date -s)
+	// when the JVM does not run under libfaketime. Risky: every process of
+	// the host sees the step; the reset steps it back.
+	ClockStep bool
+	CQLPort   int // where a restarted node serves CQL (default 9042)
+	Log       *slog.Logger
+}
+
+// Node is one host over one SSH connection.
+type Node struct {
+	Name, Host string
+	cfg        Config
+	dial       func() (*ssh.Client, error)
+
+	mu sync.Mutex
+	c  *ssh.Client
+}
+
+// jvmPattern finds the Cassandra JVM with pgrep -f. The brackets keep the
+// pattern from matching the shell (and sudo) that run pgrep.
+const jvmPattern = "[o]rg.apache.cassandra.service.CassandraDaemon"
+
+// stepFile records the offset a clock step left, so that a reset, even by
+// a later process, steps the clock back.
+const stepFile = "/var/tmp/lockcheck-clock-step"
+
+func (c *Config) fill() error {
+	if c.User == "" {
+		c.User = "root"
+	}
+	if c.Port == 0 {
+		c.Port = 22
+	}
+	if c.CQLPort == 0 {
+		c.CQLPort = 9042
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.KeyFile == "" {
+		return errors.New("--ssh-key: a private key file is required for node faults")
+	}
+	if c.KnownHosts == "" && !c.InsecureIgnoreHostKey {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("known_hosts: %w", err)
+		}
+		c.KnownHosts = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	return nil
+}
+
+// clientConfig reads the key and the known hosts.
+func (c *Config) clientConfig() (*ssh.ClientConfig, error) {
+	pem, err := os.ReadFile(c.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ssh-key: %w", err)
+	}
+	signer, err := ssh.ParsePrivateKey(pem)
+	if err != nil {
+		return nil, fmt.Errorf("--ssh-key %s: %w", c.KeyFile, err)
+	}
+	hk := ssh.InsecureIgnoreHostKey()
+	if !c.InsecureIgnoreHostKey {
+		if hk, err = knownhosts.New(c.KnownHosts); err != nil {
+			return nil, fmt.Errorf("known hosts (or --ssh-insecure-ignore-host-key): %w", err)
+		}
+	}
+	return &ssh.ClientConfig{User: c.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk, Timeout: 10 * time.Second}, nil
+}
+
+// Dial connects to host (a name or address, without port) and names the
+// node name.
+func Dial(ctx context.Context, name, host string, cfg Config) (*Node, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	cc, err := cfg.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(cfg.Port))
+	n := &Node{Name: name, Host: host, cfg: cfg}
+	n.dial = func() (*ssh.Client, error) {
+		d := net.Dialer{Timeout: cc.Timeout}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		sc, chans, reqs, err := ssh.NewClientConn(conn, addr, cc)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return ssh.NewClient(sc, chans, reqs), nil
+	}
+	if n.c, err = n.dial(); err != nil {
+		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, addr, err)
+	}
+	return n, nil
+}
+
+// Close closes the connection.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.c == nil {
+		return nil
+	}
+	err := n.c.Close()
+	n.c = nil
+	return err
+}
+
+// LocalIP is the harness's address as the node sees it (the source of the
+// SSH connection): the clients' address for partitions of the clients.
+func (n *Node) LocalIP() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.c == nil {
+		return ""
+	}
+	if a, ok := n.c.LocalAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ""
+}
+
+// ControlPort is the node's SSH port: lockcheck's iptables chains let it
+// through, so that a partition never cuts the harness off from its heal.
+func (n *Node) ControlPort() int { return n.cfg.Port }
+
+func (n *Node) session() (*ssh.Session, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.c == nil {
+		return nil, errors.New("connection closed")
+	}
+	s, err := n.c.NewSession()
+	if err == nil {
+		return s, nil
+	}
+	// The connection died (a host rebooted, a network blip): one redial.
+	n.c.Close()
+	c, derr := n.dial()
+	if derr != nil {
+		n.c = nil
+		return nil, fmt.Errorf("%w; redial: %w", err, derr)
+	}
+	n.c = c
+	return c.NewSession()
+}
+
+// quote quotes s for a POSIX shell.
+func quote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Exec runs cmd on the host (as root, through sudo -n for another user) and
+// returns its combined output; a non-zero exit status is an error.
+func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
+	q := make([]string, len(cmd))
+	for i, a := range cmd {
+		q[i] = quote(a)
+	}
+	line := strings.Join(q, " ")
+	if n.cfg.User != "root" {
+		line = "sudo -n " + line
+	}
+	s, err := n.session()
+	if err != nil {
+		return "", fmt.Errorf("%s: ssh: %w", n.Name, err)
+	}
+	defer s.Close()
+	var out bytes.Buffer
+	s.Stdout, s.Stderr = &out, &out
+	done := make(chan error, 1)
+	go func() { done <- s.Run(line) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGKILL)
+		s.Close()
+		return out.String(), fmt.Errorf("%s: %q: %w", n.Name, cmd, ctx.Err())
+	}
+	if err != nil {
+		return out.String(), fmt.Errorf("%s: %q: %w: %s", n.Name, cmd, err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// sh runs a script through sh -c.
+func (n *Node) sh(ctx context.Context, script string) (string, error) {
+	return n.Exec(ctx, "sh", "-c", script)
+}
+
+// jvm is the Cassandra JVM's pid, 0 when none runs.
+func (n *Node) jvm(ctx context.Context) (int, error) {
+	out, err := n.sh(ctx, "pgrep -f '"+jvmPattern+"' || true")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(out)
+	switch len(f) {
+	case 0:
+		return 0, nil
+	case 1:
+		return strconv.Atoi(f[0])
+	default:
+		return 0, fmt.Errorf("%s: %d Cassandra JVMs (%s): lockcheck drives one per host", n.Name, len(f), strings.Join(f, " "))
+	}
+}
+
+var signalRE = regexp.MustCompile(`^(STOP|CONT|KILL|TERM|HUP|INT|QUIT|USR1|USR2)$`)
+
+// SignalJVM sends a signal to the Cassandra JVM only.
+func (n *Node) SignalJVM(ctx context.Context, sig string) error {
+	sig = strings.TrimPrefix(strings.ToUpper(sig), "SIG")
+	if !signalRE.MatchString(sig) {
+		return fmt.Errorf("signal %q: want STOP, CONT, KILL, TERM, HUP, INT, QUIT, USR1 or USR2", sig)
+	}
+	pid, err := n.jvm(ctx)
+	if err != nil {
+		return err
+	}
+	if pid == 0 {
+		return fmt.Errorf("%s: no Cassandra JVM runs", n.Name)
+	}
+	_, err = n.Exec(ctx, "kill", "-s", sig, strconv.Itoa(pid))
+	return err
+}
+
+// Pause stops the JVM (SIGSTOP): a host has no container to freeze.
+func (n *Node) Pause(ctx context.Context) error { return n.SignalJVM(ctx, "STOP") }
+
+// Unpause continues the JVM.
+func (n *Node) Unpause(ctx context.Context) error { return n.SignalJVM(ctx, "CONT") }
+
+// State is "running", "paused" (the JVM is stopped) or "exited" (no JVM),
+// in the words of nemesis.Node.
+func (n *Node) State(ctx context.Context) (string, error) {
+	pid, err := n.jvm(ctx)
+	if err != nil || pid == 0 {
+		return "exited", err
+	}
+	out, err := n.Exec(ctx, "ps", "-o", "stat=", "-p", strconv.Itoa(pid))
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(strings.TrimSpace(out), "T") {
+		return "paused", nil
+	}
+	return "running", nil
+}
+
+// Kill kills the JVM with SIGKILL and waits until it is gone.
+func (n *Node) Kill(ctx context.Context) error {
+	if n.cfg.StartCmd == "" {
+		return fmt.Errorf("%s: kill needs a start command (--ssh-start-cmd) to restart Cassandra", n.Name)
+	}
+	if err := n.SignalJVM(ctx, "KILL"); err != nil {
+		return err
+	}
+	return n.poll(ctx, func() (bool, error) {
+		pid, err := n.jvm(ctx)
+		return pid == 0, err
+	})
+}
+
+// Restart runs the start command unless a JVM runs, and waits until the
+// node accepts CQL connections.
+func (n *Node) Restart(ctx context.Context) error {
+	pid, err := n.jvm(ctx)
+	if err != nil {
+		return err
+	}
+	if pid == 0 {
+		if n.cfg.StartCmd == "" {
+			return fmt.Errorf("%s: Cassandra is not running and no start command (--ssh-start-cmd) was given", n.Name)
+		}
+		if _, err := n.sh(ctx, n.cfg.StartCmd); err != nil {
+			return fmt.Errorf("restart %s: %w", n.Name, err)
+		}
+	}
+	addr := net.JoinHostPort(n.Host, strconv.Itoa(n.cfg.CQLPort))
+	return n.poll(ctx, func() (bool, error) {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil
+		}
+		c.Close()
+		return true, nil
+	})
+}
+
+func (n *Node) poll(ctx context.Context, done func() (bool, error)) error {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", n.Name, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// faketimeFile is the offset file of the JVM's libfaketime
+// (FAKETIME_TIMESTAMP_FILE in its environment), "" when it has none.
+func (n *Node) faketimeFile(ctx context.Context) (string, error) {
+	pid, err := n.jvm(ctx)
+	if err != nil || pid == 0 {
+		return "", err
+	}
+	out, err := n.sh(ctx, fmt.Sprintf("tr '\\0' '\\n' < /proc/%d/environ", pid))
+	if err != nil {
+		return "", err
+	}
+	return faketimeOf(out), nil
+}
+
+// faketimeOf reads a process environment (one VAR=value a line) for
+// libfaketime's offset file.
+func faketimeOf(environ string) string {
+	preloaded, file := false, ""
+	for _, l := range strings.Split(environ, "\n") {
+		switch {
+		case strings.HasPrefix(l, "LD_PRELOAD=") && strings.Contains(l, "faketime"):
+			preloaded = true
+		case strings.HasPrefix(l, "FAKETIME_TIMESTAMP_FILE="):
+			file = strings.TrimPrefix(l, "FAKETIME_TIMESTAMP_FILE=")
+		}
+	}
+	if !preloaded {
+		return ""
+	}
+	return file
+}
+
+// offsetLine is libfaketime's relative offset format ("+1.500000").
+func offsetLine(d time.Duration) string { return fmt.Sprintf("%+.6f", d.Seconds()) }
+
+func parseOffset(s string) (time.Duration, error) {
+	s = strings.TrimSuffix(strings.TrimSpace(s), "s")
+	if s == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("clock offset %q: %w", s, err)
+	}
+	return time.Duration(f * float64(time.Second)).Round(time.Microsecond), nil
+}
+
+// SetClockOffset moves the JVM's wall clock by d through its libfaketime
+// file, or, with ClockStep, steps the host's clock by the difference to the
+// offset it last set (recorded on the host). 0 resets it.
+func (n *Node) SetClockOffset(ctx context.Context, d time.Duration) error {
+	file, err := n.faketimeFile(ctx)
+	if err != nil {
+		return err
+	}
+	if file != "" {
+		_, err := n.sh(ctx, fmt.Sprintf("printf '%%s\\n' '%s' > %s.tmp && mv %s.tmp %s", offsetLine(d), quote(file), quote(file), quote(file)))
+		return err
+	}
+	if !n.cfg.ClockStep {
+		if d == 0 {
+			return nil
+		}
+		return fmt.Errorf("%s: the Cassandra JVM does not run under libfaketime; --ssh-clock-step steps the host's clock instead (see the README's risks)", n.Name)
+	}
+	cur, err := n.stepped(ctx)
+	if err != nil {
+		return err
+	}
+	delta := (d - cur).Nanoseconds()
+	// Step, then record: the host's clock and the record move together
+	// within one script.
+	script := fmt.Sprintf(`now=$(date +%%s%%N) && t=$((now + (%d))) && date -s "@$((t / 1000000000)).$(printf %%09d $((t %% 1000000000)))" >/dev/null && `, delta)
+	if d == 0 {
+		script += "rm -f " + stepFile
+	} else {
+		script += fmt.Sprintf("printf '%%s\\n' '%s' > %s", offsetLine(d), stepFile)
+	}
+	_, err = n.sh(ctx, script)
+	return err
+}
+
+// stepped is the offset a clock step left on the host (0: none).
+func (n *Node) stepped(ctx context.Context) (time.Duration, error) {
+	out, err := n.sh(ctx, "cat "+stepFile+" 2>/dev/null || true")
+	if err != nil {
+		return 0, err
+	}
+	return parseOffset(out)
+}
+
+// ClockOffset is the offset SetClockOffset last set: the JVM's libfaketime
+// file, else a clock step's record.
+func (n *Node) ClockOffset(ctx context.Context) (time.Duration, error) {
+	file, err := n.faketimeFile(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if file == "" {
+		return n.stepped(ctx)
+	}
+	out, err := n.Exec(ctx, "cat", file)
+	if err != nil {
+		return 0, err
+	}
+	return parseOffset(out)
+}
