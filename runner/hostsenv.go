@@ -110,17 +110,21 @@ func OpenExternal(ctx context.Context, x External, kinds []string) (*ExternalEnv
 
 // dial connects to every host together and checks it can serve the kinds.
 func (e *ExternalEnv) dial(ctx context.Context, kinds []string) error {
+	cfg := *e.cfg.SSH
+	cfg.Log = e.cfg.Log
+	if e.cfg.Port != 0 {
+		cfg.CQLPort = e.cfg.Port
+	}
+	d, err := sshnode.NewDialer(cfg)
+	if err != nil {
+		return err
+	}
 	e.nodes = make([]*sshnode.Node, len(e.cfg.Hosts))
 	errs := make([]error, len(e.cfg.Hosts))
 	var wg sync.WaitGroup
 	for i, h := range e.cfg.Hosts {
 		wg.Go(func() {
-			cfg := *e.cfg.SSH
-			cfg.Log = e.cfg.Log
-			if e.cfg.Port != 0 {
-				cfg.CQLPort = e.cfg.Port
-			}
-			n, err := sshnode.Dial(ctx, h, h, cfg)
+			n, err := d.Dial(ctx, h, h)
 			if err != nil {
 				errs[i] = err
 				return

@@ -89,54 +89,100 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// clientConfig reads the key and the known hosts.
-func (c *Config) clientConfig() (*ssh.ClientConfig, error) {
-	pem, err := os.ReadFile(c.KeyFile)
+// Dialer holds what every connection shares: the key, the known hosts.
+type Dialer struct {
+	cfg      Config
+	cc       ssh.ClientConfig
+	callback ssh.HostKeyCallback // nil: host keys not checked
+}
+
+// NewDialer reads the key and the known hosts once for every host.
+func NewDialer(cfg Config) (*Dialer, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	pem, err := os.ReadFile(cfg.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("--ssh-key: %w", err)
 	}
 	signer, err := ssh.ParsePrivateKey(pem)
 	if err != nil {
-		return nil, fmt.Errorf("--ssh-key %s: %w", c.KeyFile, err)
+		return nil, fmt.Errorf("--ssh-key %s: %w", cfg.KeyFile, err)
 	}
-	hk := ssh.InsecureIgnoreHostKey()
-	if !c.InsecureIgnoreHostKey {
-		if hk, err = knownhosts.New(c.KnownHosts); err != nil {
+	d := &Dialer{cfg: cfg, cc: ssh.ClientConfig{User: cfg.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second}}
+	if !cfg.InsecureIgnoreHostKey {
+		if d.callback, err = knownhosts.New(cfg.KnownHosts); err != nil {
 			return nil, fmt.Errorf("known hosts (or --ssh-insecure-ignore-host-key): %w", err)
 		}
+		d.cc.HostKeyCallback = d.callback
 	}
-	return &ssh.ClientConfig{User: c.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk, Timeout: 10 * time.Second}, nil
+	return d, nil
+}
+
+// probeKey is no real key: checking it against known_hosts makes the
+// callback list the keys it knows for a host.
+type probeKey struct{}
+
+func (probeKey) Type() string                        { return "lockcheck-probe" }
+func (probeKey) Marshal() []byte                     { return []byte("lockcheck-probe") }
+func (probeKey) Verify([]byte, *ssh.Signature) error { return errors.New("probe") }
+
+// hostKeyAlgorithms are the types of the keys known_hosts holds for addr:
+// the handshake asks the host for one of those, not for its preferred type
+// (a host with an ed25519 and an ecdsa key, known by one of them only).
+func (d *Dialer) hostKeyAlgorithms(addr string, remote net.Addr) []string {
+	var ke *knownhosts.KeyError
+	if err := d.callback(addr, remote, probeKey{}); !errors.As(err, &ke) {
+		return nil
+	}
+	var algs []string
+	for _, k := range ke.Want {
+		if t := k.Key.Type(); t == ssh.KeyAlgoRSA {
+			algs = append(algs, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, t)
+		} else {
+			algs = append(algs, t)
+		}
+	}
+	return algs
 }
 
 // Dial connects to host (a name or address, without port) and names the
 // node name.
-func Dial(ctx context.Context, name, host string, cfg Config) (*Node, error) {
-	if err := cfg.fill(); err != nil {
-		return nil, err
-	}
-	cc, err := cfg.clientConfig()
-	if err != nil {
-		return nil, err
-	}
-	addr := net.JoinHostPort(host, strconv.Itoa(cfg.Port))
-	n := &Node{Name: name, Host: host, cfg: cfg}
+func (d *Dialer) Dial(ctx context.Context, name, host string) (*Node, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(d.cfg.Port))
+	n := &Node{Name: name, Host: host, cfg: d.cfg}
 	n.dial = func() (*ssh.Client, error) {
-		d := net.Dialer{Timeout: cc.Timeout}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		nd := net.Dialer{Timeout: d.cc.Timeout}
+		conn, err := nd.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
-		sc, chans, reqs, err := ssh.NewClientConn(conn, addr, cc)
+		cc := d.cc
+		if d.callback != nil {
+			cc.HostKeyAlgorithms = d.hostKeyAlgorithms(addr, conn.RemoteAddr())
+		}
+		sc, chans, reqs, err := ssh.NewClientConn(conn, addr, &cc)
 		if err != nil {
 			conn.Close()
 			return nil, err
 		}
 		return ssh.NewClient(sc, chans, reqs), nil
 	}
+	var err error
 	if n.c, err = n.dial(); err != nil {
-		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, addr, err)
+		return nil, fmt.Errorf("ssh %s@%s: %w", d.cfg.User, addr, err)
 	}
 	return n, nil
+}
+
+// Dial connects to one host (NewDialer, then Dialer.Dial).
+func Dial(ctx context.Context, name, host string, cfg Config) (*Node, error) {
+	d, err := NewDialer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return d.Dial(ctx, name, host)
 }
 
 // Close closes the connection.
@@ -216,7 +262,9 @@ func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
 		return "", fmt.Errorf("%s: ssh: %w", n.Name, err)
 	}
 	defer s.Close()
-	var out bytes.Buffer
+	// One buffer for both streams, which x/crypto/ssh copies in two
+	// goroutines: its writes are serialised.
+	var out lockedBuffer
 	s.Stdout, s.Stderr = &out, &out
 	done := make(chan error, 1)
 	go func() { done <- s.Run(line) }()
@@ -231,6 +279,23 @@ func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
 		return out.String(), fmt.Errorf("%s: %q: %w: %s", n.Name, cmd, err, strings.TrimSpace(out.String()))
 	}
 	return out.String(), nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // sh runs a script through sh -c.
