@@ -1,0 +1,217 @@
+//go:build jepsen
+
+package sshnode_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/sshnode"
+)
+
+// startCmd starts the JVM again in a node of cluster.WithSSHKey.
+const startCmd = "/opt/lockcheck/bin/entrypoint.sh start"
+
+// A Docker cluster with sshd in its nodes, used as a user's own cluster:
+// the runs below know its contact points and SSH only (no Docker API), as
+// `lockcheck run --hosts --ssh-*` does. Lease under client-pause is caught;
+// lease-fenced under every node fault kind stays valid, as on the Docker
+// path; no rule and no clock offset is left on any host. The cluster
+// (<LOCKCHECK_CLUSTER>-ssh, 3 nodes) starts in about a minute; the two
+// runs take 30 s and 45 s plus heal and quiet.
+func TestHostsOverSSH(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	keyFile, authorized := newKey(t, dir)
+	name := os.Getenv("LOCKCHECK_CLUSTER")
+	if name == "" {
+		name = cluster.DefaultName
+	}
+	name += "-ssh"
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := cluster.Start(ctx, cluster.WithName(name), cluster.WithSSHKey(authorized), cluster.WithLogger(log))
+	if err != nil {
+		t.Fatalf("start cluster %s: %v", name, err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.Stop(sctx, ""); err != nil {
+			t.Errorf("stop cluster %s: %v", name, err)
+		}
+	}()
+	hosts := c.Hosts() // from here on: contact points and SSH only
+	knownHosts := scanHostKeys(t, dir, hosts)
+
+	x := runner.External{Hosts: hosts, Keyspace: "lc_ssh", Log: log, SSH: &sshnode.Config{
+		KeyFile: keyFile, KnownHosts: knownHosts, StartCmd: startCmd,
+	}}
+	nodeKinds := []string{nemesis.Partition, nemesis.Pause, nemesis.Kill, nemesis.Clock, nemesis.Loss}
+
+	t.Run("refusals", func(t *testing.T) {
+		noSSH := x
+		noSSH.SSH = nil
+		if _, err := runner.OpenExternal(ctx, noSSH, []string{nemesis.Partition}); err == nil || !strings.Contains(err.Error(), "node access") {
+			t.Errorf("node faults without SSH: got %v, want a refusal", err)
+		}
+		wrongKey := x
+		wrongKey.SSH = &sshnode.Config{KeyFile: filepath.Join(dir, "other"), KnownHosts: knownHosts}
+		newKeyAt(t, wrongKey.SSH.KeyFile)
+		if _, err := runner.OpenExternal(ctx, wrongKey, nodeKinds); err == nil || !strings.Contains(err.Error(), "unable to authenticate") {
+			t.Errorf("wrong key: got %v, want an authentication error", err)
+		}
+		noKill := x
+		noKill.SSH = &sshnode.Config{KeyFile: keyFile, KnownHosts: knownHosts}
+		if _, err := runner.OpenExternal(ctx, noKill, []string{nemesis.Kill}); err == nil || !strings.Contains(err.Error(), "--ssh-start-cmd") {
+			t.Errorf("kill without a start command: got %v, want a refusal", err)
+		}
+	})
+
+	for _, row := range []struct {
+		lock    string
+		kinds   []string
+		time    time.Duration
+		want    checker.Verdict
+		withSSH bool
+	}{
+		{"lease", []string{nemesis.ClientPause}, 30 * time.Second, checker.Invalid, false},
+		{"lease-fenced", nodeKinds, 45 * time.Second, checker.Valid, true},
+	} {
+		t.Run(row.lock+"/"+strings.Join(row.kinds, "_"), func(t *testing.T) {
+			xr := x
+			if !row.withSSH {
+				xr.SSH = nil
+			}
+			env, err := runner.OpenExternal(ctx, xr, row.kinds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			if !row.withSSH && len(env.Targets()) != 0 {
+				t.Fatalf("targets without SSH: %v", env.Targets())
+			}
+			rt := runner.Defaults()
+			rt.Recipe, err = runner.LookupRecipe(row.lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt.Nemesis, rt.Time, rt.Seed, rt.Store, rt.Log = row.kinds, row.time, 13, t.TempDir(), log
+			rt.Interval, rt.Quiet = 4*time.Second, 3*time.Second
+			out, err := runner.Run(ctx, env, runner.ReportStore{}, rt)
+			if err != nil {
+				t.Fatalf("run: %v (dir %s)", err, out.Dir)
+			}
+			t.Logf("%s under %v: %s, %d ops, faults %v; %s", row.lock, row.kinds, out.Verdict, out.Ops, out.Faults, out.Phases)
+			if out.Verdict != row.want {
+				t.Errorf("verdict %s, want %s; report %s", out.Verdict, row.want, out.Dir)
+			}
+			if row.withSSH && len(out.Faults) == 0 {
+				t.Errorf("no node fault started; report %s", out.Dir)
+			}
+		})
+	}
+
+	// Nothing left behind: no lockcheck chain, clock offsets at zero, a JVM
+	// running and continued on every host.
+	d, err := sshnode.NewDialer(*x.SSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		n, err := d.Dial(ctx, h, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := n.Exec(ctx, "iptables", "-w", "-S")
+		if err != nil || strings.Contains(out, "LOCKCHECK") {
+			t.Errorf("%s: rules left: %v\n%s", h, err, out)
+		}
+		if off, err := n.ClockOffset(ctx); err != nil || off != 0 {
+			t.Errorf("%s: clock offset %v left (%v)", h, off, err)
+		}
+		if st, err := n.State(ctx); err != nil || st != "running" {
+			t.Errorf("%s: state %q (%v), want running", h, st, err)
+		}
+		n.Close()
+	}
+}
+
+// newKey writes an ed25519 key pair for the nodes' root login.
+func newKey(t *testing.T, dir string) (keyFile, authorized string) {
+	keyFile = filepath.Join(dir, "id")
+	pub := newKeyAt(t, keyFile)
+	return keyFile, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
+}
+
+func newKeyAt(t *testing.T, file string) ssh.PublicKey {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// scanHostKeys writes a known_hosts file of the hosts' keys, as a user's
+// ssh-keyscan would (sshd may take a moment to listen).
+func scanHostKeys(t *testing.T, dir string, hosts []string) string {
+	var mu sync.Mutex
+	var lines []string
+	for _, h := range hosts {
+		addr := net.JoinHostPort(h, "22")
+		cfg := &ssh.ClientConfig{User: "root", Timeout: 5 * time.Second,
+			HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
+				mu.Lock()
+				defer mu.Unlock()
+				lines = append(lines, knownhosts.Line([]string{knownhosts.Normalize(addr)}, k))
+				return nil
+			}}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			c, err := ssh.Dial("tcp", addr, cfg) // no auth method: fails after the host key
+			if c != nil {
+				c.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "connect") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	if len(lines) != len(hosts) {
+		t.Fatalf("host keys of %d of %d hosts", len(lines), len(hosts))
+	}
+	file := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
