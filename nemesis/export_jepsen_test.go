@@ -5,6 +5,8 @@ package nemesis
 import (
 	"context"
 	"time"
+
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // Exported for the jepsen tests, which are package nemesis_test (they need
@@ -36,3 +38,9 @@ func Vanish(n *Nemesis) {
 		}
 	}
 }
+
+// MemRec is the tests' in-memory recorder.
+type MemRec = memRec
+
+// All are the lines recorded.
+func (r *memRec) All() []history.Op { return r.all() }

@@ -8,35 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
-	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 )
-
-type memRec struct {
-	mu  sync.Mutex
-	ops []history.Op
-}
-
-func (r *memRec) Append(op history.Op) (history.Op, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ops = append(r.ops, op)
-	return op, nil
-}
-
-func (r *memRec) all() []history.Op {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.ops)
-}
-
-func TestMain(m *testing.M) { clustertest.Main(m) }
 
 func targetsOf(c *cluster.Cluster) []nemesis.Target {
 	var ts []nemesis.Target
@@ -70,7 +48,7 @@ func dropped(t *testing.T, ctx context.Context, n nemesis.Node, c string) int {
 // seedFor finds a seed whose loss fault takes the given mode.
 func seedFor(t *testing.T, ts []nemesis.Target, gateway, mode string) int64 {
 	for seed := range int64(100) {
-		n, err := nemesis.New(ts, &memRec{}, nemesis.WithKinds(nemesis.Loss), nemesis.WithSeed(seed), nemesis.WithGateway(gateway), nemesis.WithLoss(0.5, 0.5))
+		n, err := nemesis.New(ts, &nemesis.MemRec{}, nemesis.WithKinds(nemesis.Loss), nemesis.WithSeed(seed), nemesis.WithGateway(gateway), nemesis.WithLoss(0.5, 0.5))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +81,7 @@ func TestLossDropsAndHeals(t *testing.T) {
 
 	for _, mode := range []string{"nodes", "clients"} {
 		t.Run(mode, func(t *testing.T) {
-			rec := &memRec{}
+			rec := &nemesis.MemRec{}
 			n, err := nemesis.New(ts, rec, nemesis.WithKinds(nemesis.Loss), nemesis.WithSeed(seedFor(t, ts, c.GatewayIP(), mode)), nemesis.WithGateway(c.GatewayIP()), nemesis.WithLoss(0.5, 0.5))
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +90,7 @@ func TestLossDropsAndHeals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lossy := strings.Split(rec.all()[0].Node, ",")
+			lossy := strings.Split(rec.All()[0].Node, ",")
 			if mode == "clients" {
 				// Connection attempts from the harness: half their packets go.
 				for _, tg := range ts {
@@ -178,7 +156,7 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 		}
 	}
 	kinds = append(kinds, nemesis.Pause, nemesis.Kill)
-	n, err := nemesis.New(ts, &memRec{}, nemesis.WithKinds(kinds...), nemesis.WithSeed(3), nemesis.WithGateway(c.GatewayIP()))
+	n, err := nemesis.New(ts, &nemesis.MemRec{}, nemesis.WithKinds(kinds...), nemesis.WithSeed(3), nemesis.WithGateway(c.GatewayIP()))
 	if err != nil {
 		t.Fatal(err)
 	}
