@@ -43,6 +43,7 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/sshnode"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -113,7 +114,22 @@ type config struct {
 	test    runner.Test
 	cluster string
 	nemesis []string
+	hosts   *Hosts
 }
+
+// Hosts is a Cassandra cluster of your own (contact points, CQL port,
+// keyspace, replication, data centre) and, in its SSH field, node access
+// for the node faults (see the README: Your own cluster).
+type Hosts = runner.External
+
+// SSH is how the node faults reach your hosts: user, key, port, known
+// hosts, the command that starts Cassandra after a kill, clock steps.
+type SSH = sshnode.Config
+
+// WithHosts runs on your own cluster instead of lockcheck's Docker cluster:
+// the clients connect to h.Hosts; client faults need nothing more, node
+// faults need h.SSH and are refused without it.
+func WithHosts(h Hosts) Option { return func(c *config) { c.hosts = &h } }
 
 // WithNemesis names the fault kinds: "partition", "pause", "kill", "clock",
 // "loss" (node faults), "client-pause", "client-clock", or "all" (every kind
@@ -210,6 +226,21 @@ func Run(ctx context.Context, lock Lock, opts ...Option) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.hosts != nil {
+		if cfg.hosts.Log == nil {
+			cfg.hosts.Log = t.Log
+		}
+		env, err := runner.OpenExternal(ctx, *cfg.hosts, t.Nemesis)
+		if err != nil {
+			return Result{}, fmt.Errorf("lockcheck: %w", err)
+		}
+		defer env.Close()
+		return run(ctx, env, t)
+	}
 	c, err := cluster.Attach(ctx, cluster.WithName(name), cluster.WithLogger(t.Log))
 	if errors.Is(err, cluster.ErrNotRunning) {
 		return Result{}, fmt.Errorf("lockcheck: start the cluster first (lockcheck cluster up --name %s): %w", name, err)
@@ -218,7 +249,11 @@ func Run(ctx context.Context, lock Lock, opts ...Option) (Result, error) {
 		return Result{}, fmt.Errorf("lockcheck: cluster %s: %w", name, err)
 	}
 	t.Log.Info("lockcheck: run", "lock", t.Recipe.Name, "nemesis", t.Nemesis, "time", t.Time, "seed", t.Seed, "cluster", name)
-	out, err := runner.Run(ctx, runner.ClusterEnv{Cluster: c}, runner.ReportStore{}, t)
+	return run(ctx, runner.ClusterEnv{Cluster: c}, t)
+}
+
+func run(ctx context.Context, env runner.Env, t runner.Test) (Result, error) {
+	out, err := runner.Run(ctx, env, runner.ReportStore{}, t)
 	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Faults: out.Faults, Check: out.Result}
 	if out.Dir != "" {
 		res.Report = filepath.Join(out.Dir, "report.html")

@@ -162,3 +162,13 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// WithHosts runs on the user's cluster: a node fault with no SSH is refused
+// before any connection is made.
+func TestWithHostsRefusesNodeFaultsWithoutSSH(t *testing.T) {
+	_, err := Run(context.Background(), Lock{New: newNop}, WithHosts(Hosts{Hosts: []string{"192.0.2.1"}, Keyspace: "ks"}),
+		WithNemesis("pause"), WithStore(t.TempDir()))
+	if err == nil || !strings.Contains(err.Error(), "node faults on --hosts need node access") {
+		t.Errorf("got %v", err)
+	}
+}

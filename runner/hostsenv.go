@@ -57,7 +57,7 @@ func (x External) Validate() error {
 		return fmt.Errorf("--keyspace %q: want a plain CQL identifier", x.Keyspace)
 	}
 	if x.RF < 0 || x.Port < 0 || x.Port > 65535 {
-		return errors.New("--rf and --port must be positive")
+		return fmt.Errorf("--rf %d, --port %d: want --rf >= 0 and --port in 1..65535", x.RF, x.Port)
 	}
 	if x.DC != "" && !regexp.MustCompile(`^[A-Za-z0-9_.-]+$`).MatchString(x.DC) {
 		return fmt.Errorf("--dc %q: want a data centre name", x.DC)

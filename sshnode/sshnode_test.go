@@ -1,0 +1,76 @@
+package sshnode
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Quoting is what keeps an argument one word on the host: run through a
+// real sh, every argument comes back as it went in.
+func TestQuoteRoundTrip(t *testing.T) {
+	args := []string{"plain", "with space", "it's", `a"b`, "$HOME", "`id`", "[o]rg.x", "", "a\nb", `\`}
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = quote(a)
+	}
+	out, err := exec.Command("sh", "-c", `for a in `+strings.Join(q, " ")+`; do printf '%s\0' "$a"; done`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if strings.Join(got, "|") != strings.Join(args, "|") {
+		t.Errorf("round trip: got %q, want %q", got, args)
+	}
+}
+
+func TestFaketimeOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, environ, want string
+	}{
+		{"preloaded", "PATH=/bin\nLD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1\nFAKETIME_TIMESTAMP_FILE=/etc/lockcheck/faketime\n", "/etc/lockcheck/faketime"},
+		{"file but no preload", "FAKETIME_TIMESTAMP_FILE=/etc/f\n", ""},
+		{"another preload", "LD_PRELOAD=/usr/lib/libjemalloc.so\nFAKETIME_TIMESTAMP_FILE=/etc/f\n", ""},
+		{"none", "PATH=/bin\n", ""},
+	} {
+		if got := faketimeOf(tc.environ); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestOffsetRoundTrip(t *testing.T) {
+	for _, d := range []time.Duration{0, 1500 * time.Millisecond, -4720 * time.Millisecond, 3 * time.Minute} {
+		got, err := parseOffset(offsetLine(d) + "\n")
+		if err != nil || got != d {
+			t.Errorf("%v: got %v, %v", d, got, err)
+		}
+	}
+	if _, err := parseOffset("+x"); err == nil {
+		t.Error("a garbled offset parsed")
+	}
+}
+
+func TestNewDialerBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no key", Config{}, "--ssh-key"},
+		{"missing key", Config{KeyFile: filepath.Join(dir, "nope")}, "no such file"},
+		{"public key given", Config{KeyFile: "testdata/id.pub", InsecureIgnoreHostKey: true}, "no key found"},
+		{"missing known hosts", Config{KeyFile: "testdata/id", KnownHosts: filepath.Join(dir, "nope")}, "known hosts"},
+	} {
+		_, err := NewDialer(tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := NewDialer(Config{KeyFile: "testdata/id", InsecureIgnoreHostKey: true}); err != nil {
+		t.Errorf("a good key: %v", err)
+	}
+}
