@@ -49,7 +49,7 @@ type Config struct {
 type Node struct {
 	Name, Host string
 	cfg        Config
-	dial       func() (*ssh.Client, error)
+	dial       func(ctx context.Context) (*ssh.Client, error)
 
 	mu sync.Mutex
 	c  *ssh.Client
@@ -152,12 +152,16 @@ func (d *Dialer) hostKeyAlgorithms(addr string, remote net.Addr) []string {
 func (d *Dialer) Dial(ctx context.Context, name, host string) (*Node, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(d.cfg.Port))
 	n := &Node{Name: name, Host: host, cfg: d.cfg}
-	n.dial = func() (*ssh.Client, error) {
+	n.dial = func(ctx context.Context) (*ssh.Client, error) {
 		nd := net.Dialer{Timeout: d.cc.Timeout}
 		conn, err := nd.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
+		// The handshake too must end: a host that accepts and never
+		// answers is an error, not a hang.
+		conn.SetDeadline(time.Now().Add(d.cc.Timeout))
+		defer conn.SetDeadline(time.Time{})
 		cc := d.cc
 		if d.callback != nil {
 			cc.HostKeyAlgorithms = d.hostKeyAlgorithms(addr, conn.RemoteAddr())
@@ -170,7 +174,7 @@ func (d *Dialer) Dial(ctx context.Context, name, host string) (*Node, error) {
 		return ssh.NewClient(sc, chans, reqs), nil
 	}
 	var err error
-	if n.c, err = n.dial(); err != nil {
+	if n.c, err = n.dial(ctx); err != nil {
 		return nil, fmt.Errorf("ssh %s@%s: %w", d.cfg.User, addr, err)
 	}
 	return n, nil
@@ -215,7 +219,7 @@ func (n *Node) LocalIP() string {
 // through, so that a partition never cuts the harness off from its heal.
 func (n *Node) ControlPort() int { return n.cfg.Port }
 
-func (n *Node) session() (*ssh.Session, error) {
+func (n *Node) session(ctx context.Context) (*ssh.Session, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.c == nil {
@@ -227,7 +231,7 @@ func (n *Node) session() (*ssh.Session, error) {
 	}
 	// The connection died (a host rebooted, a network blip): one redial.
 	n.c.Close()
-	c, derr := n.dial()
+	c, derr := n.dial(ctx)
 	if derr != nil {
 		n.c = nil
 		return nil, fmt.Errorf("%w; redial: %w", err, derr)
@@ -257,7 +261,7 @@ func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
 	if n.cfg.User != "root" {
 		line = "sudo -n " + line
 	}
-	s, err := n.session()
+	s, err := n.session(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%s: ssh: %w", n.Name, err)
 	}
