@@ -83,8 +83,8 @@ func BenchmarkCheckFile(b *testing.B) {
 // history (no cutting), for comparison with the pieces.
 func BenchmarkLinearizableWhole(b *testing.B) {
 	for _, bc := range benchCases[2:3] {
-		for _, seg := range []int{0, 256} {
-			b.Run(bc.name+"/segment-min-"+map[int]string{0: "whole", 256: "256"}[seg], func(b *testing.B) {
+		for _, seg := range []int{0, 64} {
+			b.Run(bc.name+"/segment-min-"+map[int]string{0: "whole", 64: "64"}[seg], func(b *testing.B) {
 				cfg := bc.cfg
 				cfg.Events = 100_000
 				ops := synth.Ops(cfg)
@@ -122,4 +122,95 @@ func BenchmarkPlainPorcupine(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPlainPorcupineFile is porcupine alone, with the full model (as
+// BenchmarkPlainPorcupine), on the history file named by
+// LOCKCHECK_BENCH_HISTORY, every lock a partition checked in parallel: the
+// comparison bench/check.sh makes with `lockcheck check` on the same files.
+// LOCKCHECK_BENCH_TIMEOUT bounds it (default 10m).
+func BenchmarkPlainPorcupineFile(b *testing.B) {
+	path := os.Getenv("LOCKCHECK_BENCH_HISTORY")
+	if path == "" {
+		b.Skip("LOCKCHECK_BENCH_HISTORY not set")
+	}
+	timeout := 10 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("LOCKCHECK_BENCH_TIMEOUT")); err == nil {
+		timeout = d
+	}
+	for b.Loop() {
+		ops, err := history.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := plainPorcupine(ops, timeout)
+		b.ReportMetric(map[porcupine.CheckResult]float64{porcupine.Ok: 1, porcupine.Unknown: 0, porcupine.Illegal: -1}[r], "ok")
+	}
+}
+
+// plainPorcupine checks every lock of ops with porcupine and the full
+// nondeterministic model: info ops pending forever, failed ops as ops
+// without effect, one partition per lock.
+func plainPorcupine(ops []history.Op, timeout time.Duration) porcupine.CheckResult {
+	type in struct {
+		op   lockOp
+		lock string
+	}
+	calls := pairCalls(ops)
+	var hist []porcupine.Operation
+	for i := range calls {
+		c := &calls[i]
+		var kind byte
+		switch c.f {
+		case "acquire":
+			kind = 'a'
+		case "renew":
+			kind = 'n'
+		case "release":
+			kind = 'r'
+		default:
+			continue
+		}
+		ret := c.ret
+		if c.typ != history.OK {
+			ret = Never
+		}
+		if c.typ == history.Fail {
+			kind, ret = 'f', c.ret
+		}
+		hist = append(hist, porcupine.Operation{ClientId: c.proc, Call: c.inv, Return: ret,
+			Input: &in{op: lockOp{kind: kind, proc: c.proc, inv: c.inv, ret: ret, exp: expiry(c.inv, c.leaseMS), info: c.typ == history.Info}, lock: c.lock}})
+	}
+	m := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{free} },
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			by := map[string][]porcupine.Operation{}
+			for _, op := range history {
+				l := op.Input.(*in).lock
+				by[l] = append(by[l], op)
+			}
+			out := make([][]porcupine.Operation, 0, len(by))
+			for _, p := range by {
+				out = append(out, p)
+			}
+			return out
+		},
+		Step: func(state, input, output any) []any {
+			x := input.(*in).op
+			if x.kind == 'f' {
+				return []any{state}
+			}
+			ok, next := lockStep(state, &lockOp{kind: x.kind, proc: x.proc, inv: x.inv, ret: x.ret, exp: x.exp}, output)
+			switch {
+			case x.info && ok:
+				return []any{state, next}
+			case x.info:
+				return []any{state}
+			case ok:
+				return []any{next}
+			}
+			return nil
+		},
+	}
+	return porcupine.CheckOperationsTimeout(m.ToModel(), hist, timeout)
 }

@@ -131,7 +131,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 
 // WithSegmentMin sets the smallest piece of a lock's history handed to
-// porcupine (default 256 operations); 0 checks each lock's history whole,
+// porcupine (default 64 operations: a piece waits in memory until it closes, so with many locks small pieces keep memory low); 0 checks each lock's history whole,
 // as plain porcupine does.
 func WithSegmentMin(n int) Option { return func(c *config) { c.segmentMin = n } }
 
@@ -144,7 +144,7 @@ func WithMaxReported(n int) Option { return func(c *config) { c.maxReports = n }
 func WithVisualizations(n int) Option { return func(c *config) { c.visualize = n } }
 
 func newConfig(opts []Option) config {
-	c := config{log: slog.Default(), segmentMin: 256, maxReports: 100, visualize: 8}
+	c := config{log: slog.Default(), segmentMin: 64, maxReports: 100, visualize: 8}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -209,6 +209,14 @@ func check(ctx context.Context, ops []history.Op, cfg config) Result {
 	e := newEngine(ctx, cfg)
 	e.keepHolds = true
 	e.start()
+	// A stream judges by the meta line from where it appears (lockcheck
+	// writes it first); a history in memory may have it anywhere.
+	for i := range ops {
+		if ops[i].Process == history.NemesisProcess && ops[i].F == history.FMeta {
+			e.feedMeta(ops[i])
+			break
+		}
+	}
 	for _, op := range ops {
 		e.feed(op)
 	}

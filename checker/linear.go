@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // The lock object's model: an owner-aware mutex with leases.
@@ -49,8 +51,42 @@ type lockOp struct {
 	ret   int64
 	exp   int64 // the grant's expiry for acquire and renew
 	info  bool  // an info release
-	call  *call
-	clamp bool // an info release whose window was closed early
+	clamp bool  // an info release whose window was closed early
+	src   *opSrc
+}
+
+// opSrc is what an anomaly shows of a lock op's lines: kept instead of its
+// call, so that pieces waiting for porcupine stay small.
+type opSrc struct {
+	lock           string
+	invIdx, retIdx int64 // retIdx -1: no completion
+	retTime        int64
+	typ            history.Type
+	leaseMS        int64
+	value          []byte // the completion's (a fencing token)
+	err            string
+}
+
+func newOpSrc(c *call) *opSrc {
+	s := &opSrc{lock: c.lock, invIdx: c.invOp.Index, retIdx: -1, typ: c.typ, leaseMS: c.leaseMS}
+	if c.done {
+		s.retIdx, s.retTime, s.value, s.err = c.retOp.Index, c.ret, c.retOp.Value, c.retOp.Error
+	}
+	return s
+}
+
+var kindF = map[byte]string{'a': history.FAcquire, 'r': history.FRelease, 'n': history.FRenew}
+
+// lines rebuilds the op's invoke and completion lines.
+func (op *lockOp) lines() []history.Op {
+	s := op.src
+	f := kindF[op.kind]
+	out := []history.Op{{Index: s.invIdx, Time: op.inv, Process: op.proc, Type: history.Invoke, F: f, Lock: s.lock}}
+	if s.retIdx >= 0 {
+		out = append(out, history.Op{Index: s.retIdx, Time: s.retTime, Process: op.proc, Type: s.typ, F: f, Lock: s.lock,
+			Value: s.value, LeaseMS: s.leaseMS, Error: s.err})
+	}
+	return out
 }
 
 var free = lockState{owner: -1}
@@ -248,15 +284,15 @@ func explainIllegal(ctx context.Context, p piece, histEnd int64) (Anomaly, *Lock
 		}
 	}
 	procs := map[int]bool{}
-	var cs []*call
+	var lines []history.Op
 	if bad.from != nil {
-		cs = append(cs, bad.from.call) // the op that left the lock as the piece found it
+		lines = append(lines, bad.from.lines()...) // the op that left the lock as the piece found it
 	}
 	start, end := bad.ops[0].inv, int64(0)
-	for _, op := range bad.ops {
+	for i, op := range bad.ops {
 		procs[op.proc] = true
-		if len(cs) < 40 {
-			cs = append(cs, op.call)
+		if i < 40 {
+			lines = append(lines, op.lines()...)
 		}
 		end = max(end, min(op.ret, histEnd))
 	}
@@ -271,7 +307,7 @@ func explainIllegal(ctx context.Context, p piece, histEnd int64) (Anomaly, *Lock
 		Message: fmt.Sprintf("%s on lock %q from %s to %s, with the lock %s before, %s no legal order for an owner-aware mutex with leases",
 			plural(len(bad.ops), "the operation", "the %d operations"), p.lock, fmtTime(start), fmtTime(end),
 			describeLockState(bad.init), map[bool]string{true: "has", false: "have"}[len(bad.ops) == 1]),
-		Ops: opsOf(cs...),
+		Ops: lines,
 	}
 	return a, visualize(ctx, bad)
 }

@@ -74,9 +74,9 @@ func modelOp(c *call) *lockOp {
 	}
 	switch {
 	case c.done && c.typ == history.OK:
-		return &lockOp{kind: kind, proc: c.proc, inv: c.inv, ret: c.ret, exp: expiry(c.inv, c.leaseMS), call: c}
+		return &lockOp{kind: kind, proc: c.proc, inv: c.inv, ret: c.ret, exp: expiry(c.inv, c.leaseMS), src: newOpSrc(c)}
 	case kind == 'r' && (!c.done || c.typ == history.Info):
-		return &lockOp{kind: kind, proc: c.proc, inv: c.inv, ret: Never, exp: expiry(c.inv, c.leaseMS), info: true, call: c}
+		return &lockOp{kind: kind, proc: c.proc, inv: c.inv, ret: Never, exp: expiry(c.inv, c.leaseMS), info: true, src: newOpSrc(c)}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"sort"
+	"strconv"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -114,7 +115,8 @@ func canonicalNumbers(v any) any {
 
 // elemInfo is what the checks keep of one element of a lock's set.
 type elemInfo struct {
-	key                      string
+	key                      string // canonical JSON text; "" for an integer (ikey)
+	ikey                     int64
 	okRet                    int64 // return of its first ok add; Never if none
 	attempts, fails, running int32
 	stamp                    uint32 // the last read that held it
@@ -146,9 +148,48 @@ func byteTyp(b byte) history.Type {
 	return history.Info
 }
 
+// text is the element's canonical JSON text.
+func (el *elemInfo) text() string {
+	if el.key == "" {
+		return strconv.FormatInt(el.ikey, 10)
+	}
+	return el.key
+}
+
+// elemID is an element's identity: an integer that fits int64 (what clients
+// write; kept without its text), else its canonical text (elemKey).
+func elemID(raw json.RawMessage) (int64, string) {
+	raw = bytes.TrimSpace(raw)
+	if n := len(raw); n > 0 && n < 19 && isCanonicalScalar(raw) && raw[0] != '"' {
+		if i, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return i, ""
+		}
+	}
+	return 0, elemKey(raw)
+}
+
+func (r *resState) lookup(raw json.RawMessage) (int32, bool, int64, string) {
+	ik, sk := elemID(raw)
+	var i int32
+	var ok bool
+	if sk == "" {
+		i, ok = r.iidx[ik]
+	} else {
+		i, ok = r.idx[sk]
+	}
+	return i, ok, ik, sk
+}
+
+func (r *resState) key(ik int64, sk string) string {
+	if sk == "" {
+		return strconv.FormatInt(ik, 10)
+	}
+	return sk
+}
+
 // ops rebuilds the lines of the element's shown attempt.
 func (el *elemInfo) ops(lock string) []history.Op {
-	v := json.RawMessage(el.key)
+	v := json.RawMessage(el.text())
 	out := []history.Op{{Index: el.invIdx, Time: el.inv, Process: int(el.proc), Type: history.Invoke, F: history.FAdd, Lock: lock, Value: v}}
 	if el.retIdx >= 0 {
 		out = append(out, history.Op{Index: el.retIdx, Time: el.ret, Process: int(el.proc), Type: byteTyp(el.typ), F: history.FAdd, Lock: lock, Value: v})
@@ -189,6 +230,7 @@ func (p *prefixMax) before(t int64) (int64, *call, bool) {
 // resState is one lock's protected set.
 type resState struct {
 	l        *lockSt
+	iidx     map[int64]int32
 	idx      map[string]int32
 	elems    []elemInfo
 	okRets   []int64 // okRet of the elements, in order of return
@@ -206,7 +248,7 @@ type resState struct {
 
 func (l *lockSt) resState() *resState {
 	if l.res == nil {
-		l.res = &resState{l: l, idx: map[string]int32{}, running: map[int]*call{}, runIdx: map[int]int32{}}
+		l.res = &resState{l: l, iidx: map[int64]int32{}, idx: map[string]int32{}, running: map[int]*call{}, runIdx: map[int]int32{}}
 	}
 	return l.res
 }
@@ -229,12 +271,15 @@ func (r *resState) invoke(c *call) {
 		return
 	}
 	r.hasOps = true
-	k := elemKey(c.invOp.Value)
-	i, ok := r.idx[k]
+	i, ok, ik, sk := r.lookup(c.invOp.Value)
 	if !ok {
 		i = int32(len(r.elems))
-		r.idx[k] = i
-		r.elems = append(r.elems, elemInfo{key: k, okRet: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
+		if sk == "" {
+			r.iidx[ik] = i
+		} else {
+			r.idx[sk] = i
+		}
+		r.elems = append(r.elems, elemInfo{key: sk, ikey: ik, okRet: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
 			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'})
 	}
 	el := &r.elems[i]
@@ -299,7 +344,7 @@ func (r *resState) failedPresent(el *elemInfo, rd *call) {
 	l := r.l.name
 	r.anomaly(Anomaly{Kind: KindFailedAddPresent, Check: CheckResource, Lock: l, Processes: []int{int(el.proc)},
 		Start: min(el.inv, rd.inv), End: rd.ret,
-		Message: fmt.Sprintf("read of lock %q holds %s, whose add failed (a refused write took effect)", l, el.key),
+		Message: fmt.Sprintf("read of lock %q holds %s, whose add failed (a refused write took effect)", l, el.text()),
 		Ops:     append(el.ops(l), opsOf(rd)...)})
 }
 
@@ -321,13 +366,12 @@ func (r *resState) read(rd *call) {
 	var dups, phantoms map[string]int
 	present := 0
 	for _, e := range raw {
-		k := elemKey(e)
-		i, ok := r.idx[k]
+		i, ok, ik, sk := r.lookup(e)
 		if !ok {
 			if phantoms == nil {
 				phantoms = map[string]int{}
 			}
-			phantoms[k]++
+			phantoms[r.key(ik, sk)]++
 			continue
 		}
 		el := &r.elems[i]
@@ -335,6 +379,7 @@ func (r *resState) read(rd *call) {
 			if dups == nil {
 				dups = map[string]int{}
 			}
+			k := el.text()
 			if dups[k] == 0 {
 				dups[k] = 1
 			}
@@ -370,7 +415,7 @@ func (r *resState) read(rd *call) {
 	}
 	for _, k := range sortedStrings(dups) {
 		ops := opsOf(rd)
-		if i, ok := r.idx[k]; ok {
+		if i, ok, _, _ := r.lookup(json.RawMessage(k)); ok {
 			ops = append(ops, r.elems[i].ops(l)...)
 		}
 		r.anomaly(Anomaly{Kind: KindDuplicate, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
@@ -395,7 +440,7 @@ func (r *resState) read(rd *call) {
 		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), rd.proc},
 			Start: el.inv, End: rd.ret,
 			Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the read invoked at %s (returned at %s) lacks it",
-				el.key, l, el.proc, fmtTime(el.okRet), fmtTime(rd.inv), fmtTime(rd.ret)),
+				el.text(), l, el.proc, fmtTime(el.okRet), fmtTime(rd.inv), fmtTime(rd.ret)),
 			Ops: append(el.ops(l), opsOf(rd)...)})
 	}
 }

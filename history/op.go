@@ -1,6 +1,6 @@
 // Package history defines the operations of a run and the streamed JSONL
-// history format of ../shared/design/history.md. It imports no other package
-// of the project.
+// history format documented in docs/history.md (the contract users check
+// their own histories against). It imports no other package of the project.
 package history
 
 import (

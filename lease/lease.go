@@ -85,6 +85,11 @@ var Recipes = []recipe.Entry{
 	{Name: "racy", Promise: history.PromiseMutex, New: recipe.Constructor(NewRacy), Schema: CreateSchema},
 	{Name: "election", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLock), Schema: CreateSchema},
 	{Name: "election-refresh", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLockRefresh), Schema: CreateSchema},
+	// The control of the fenced promise: lease-fenced's grants and tokens,
+	// but a resource that accepts any token. A stale holder's write lands;
+	// the checker must judge it invalid, as racy proves the mutex checks.
+	{Name: "lease-fenced-broken", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema,
+		Resource: []workload.ResourceOption{workload.AcceptAnyToken()}},
 }
 
 // CreateSchema creates the tables of every variant of this package

@@ -54,11 +54,15 @@ func TestHeldErrorIsHeldByOther(t *testing.T) {
 }
 
 func TestRecipes(t *testing.T) {
-	want := map[string]bool{"lease": false, "lease-fenced": true, "racy": false, "election": false, "election-refresh": false}
+	want := map[string]bool{"lease": false, "lease-fenced": true, "racy": false, "election": false, "election-refresh": false, "lease-fenced-broken": true}
 	for _, r := range Recipes {
 		fenced, ok := want[r.Name]
 		if !ok {
 			t.Fatalf("unexpected recipe %q", r.Name)
+		}
+		// Only the control breaks its resource.
+		if broken := len(r.Resource) > 0; broken != (r.Name == "lease-fenced-broken") {
+			t.Errorf("%s: resource options %d", r.Name, len(r.Resource))
 		}
 		delete(want, r.Name)
 		if err := r.Validate(); err != nil {

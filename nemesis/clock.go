@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -27,16 +25,6 @@ type clock struct {
 func (*clock) Name() string  { return Clock }
 func (*clock) Scope() Scope  { return ScopeNode }
 func (*clock) Color() string { return "#59a14f" }
-
-// logUniform draws a duration log-uniformly in [lo, hi).
-func logUniform(r *rand.Rand, lo, hi time.Duration) time.Duration {
-	if hi <= lo {
-		return lo
-	}
-	l := math.Log(float64(lo))
-	h := math.Log(float64(hi))
-	return time.Duration(math.Exp(l + r.Float64()*(h-l)))
-}
 
 func (c *clock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	strobe := e.Sched.IntN(3) == 0

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,4 +79,51 @@ func (c chain) remove(ctx context.Context, n Node) (bool, error) {
 // restarted it.
 func resetChain(ctx context.Context, c chain, t Target) (bool, error) {
 	return c.remove(ctx, t.Node)
+}
+
+// Grudge maps a node's name to the names of the nodes it drops packets from.
+// The gateway (the harness's clients) is named "clients".
+type Grudge map[string][]string
+
+// GatewayName stands for the harness's clients in a Grudge.
+const GatewayName = "clients"
+
+// applyGrudge adds, on every node with a grudge, one rule to the kind's
+// chain that drops packets from the sources named (then the rule's tail,
+// e.g. a statistic match). It returns the names of the nodes it changed.
+func applyGrudge(ctx context.Context, e *Env, c chain, g Grudge, tail ...string) ([]string, error) {
+	ips := map[string]string{GatewayName: e.Gateway}
+	for _, t := range e.Targets {
+		ips[t.Name] = t.IP
+	}
+	var nodes []string
+	for _, t := range e.Targets {
+		from := g[t.Name]
+		if len(from) == 0 {
+			continue
+		}
+		nodes = append(nodes, t.Name)
+		srcs := make([]string, len(from))
+		for i, f := range from {
+			srcs[i] = ips[f]
+		}
+		rule := append([]string{"-s", strings.Join(srcs, ",")}, tail...)
+		rule = append(rule, "-j", "DROP")
+		if err := c.add(ctx, t.Node, rule...); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	return nodes, nil
+}
+
+// removeChain removes the chain from every node (a stop, or a start that
+// failed halfway).
+func removeChain(ctx context.Context, e *Env, c chain) error {
+	var errs []error
+	for _, t := range e.Targets {
+		if _, err := c.remove(ctx, t.Node); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

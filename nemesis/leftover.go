@@ -11,43 +11,41 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// Resetter is a node that can read and undo whatever faults an earlier run
-// left on it, from the node's own state rather than a process's memory
-// (cluster.Node implements it).
-type Resetter interface {
-	Reset(ctx context.Context) (healed []string, err error)
-}
-
 // Leftover is what HealLeftovers undid on one node, the value of a
-// history.FHealLeftover line.
-type Leftover struct {
-	Node   string   `json:"node"`
-	Healed []string `json:"healed"`
-}
+// history.FHealLeftover line: the node and the fault kinds it found.
+type Leftover = history.HealLeftover
 
 // HealLeftovers brings every target to its known state before a run, as
 // Jepsen's nemesis setup does: an earlier harness killed mid-run leaves its
 // faults in place, and a test over a frozen node would report "no faults"
-// over it. What it heals is logged and, when rec is not nil, recorded as a
-// nemesis event, so that the report shows it. Nodes are reset in parallel
-// (a stopped node takes a minute to start); targets that cannot be reset are
-// skipped.
+// over it. Every node fault kind of the table resets every node, so a kind
+// added there is healed here with no other change. What it heals is logged
+// and, when rec is not nil, recorded as a nemesis event, so that the report
+// shows it. Nodes are reset in parallel (a stopped node takes a minute to
+// start).
 func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slog.Logger) ([]Leftover, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	e := &Env{Targets: targets, Log: log}
 	healed := make([][]string, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		r, ok := t.Node.(Resetter)
-		if !ok {
-			continue
+		if t.Node == nil {
+			continue // nothing to reach it by
 		}
 		wg.Go(func() {
-			healed[i], errs[i] = r.Reset(ctx)
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("nemesis: heal leftovers on %s: %w", t.Name, errs[i])
+			var kinds []Kind
+			for _, mk := range table {
+				if k := mk(); k.Scope() == ScopeNode {
+					kinds = append(kinds, k)
+				}
+			}
+			h, err := resetAll(ctx, e, kinds, []Target{t})
+			healed[i] = h[t.Name]
+			if err != nil {
+				errs[i] = fmt.Errorf("nemesis: heal leftovers on %s: %w", t.Name, err)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -106,6 +107,16 @@ func (e *Env) names(idx []int) []string {
 		out[i] = e.Targets[j].Name
 	}
 	return out
+}
+
+// logUniform draws a duration log-uniformly in [lo, hi).
+func logUniform(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	l := math.Log(float64(lo))
+	h := math.Log(float64(hi))
+	return time.Duration(math.Exp(l + r.Float64()*(h-l)))
 }
 
 // Option configures a Nemesis.

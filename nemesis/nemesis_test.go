@@ -600,19 +600,23 @@ func TestResetFindsLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var kinds []Kind
-	for _, name := range Kinds {
-		k, _ := NewKind(name)
-		kinds = append(kinds, k)
-	}
-	healed, err := resetAll(ctx, &Env{Targets: ts}, kinds, ts)
+	rec := &memRec{}
+	healed, err := HealLeftovers(ctx, ts, rec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
-	for _, ks := range healed {
-		for _, k := range ks {
+	for _, l := range healed {
+		for _, k := range l.Healed {
 			got[k] = true
+		}
+	}
+	if ops := rec.all(); len(ops) != len(healed) || len(ops) == 0 || ops[0].F != history.FHealLeftover {
+		t.Errorf("recorded %+v for %d healed nodes", ops, len(healed))
+	} else {
+		var v history.HealLeftover
+		if err := json.Unmarshal(ops[0].Value, &v); err != nil || v.Node == "" || len(v.Healed) == 0 {
+			t.Errorf("heal-leftover value %s: %v", ops[0].Value, err)
 		}
 	}
 	for _, k := range []string{Partition, Loss, Pause, Kill} {
@@ -625,8 +629,8 @@ func TestResetFindsLeftovers(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	// A second reset finds nothing.
-	if healed, err := resetAll(ctx, &Env{Targets: ts}, kinds, ts); err != nil || len(healed) > 0 {
+	// A second heal finds nothing.
+	if healed, err := HealLeftovers(ctx, ts, nil, nil); err != nil || len(healed) > 0 {
 		t.Errorf("second reset: healed %v, err %v", healed, err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -15,13 +14,6 @@ import (
 // Partition cuts nodes off from each other, or the harness's clients off
 // from nodes, with iptables drops (grudges as in Jepsen).
 const Partition = "partition"
-
-// Grudge maps a node's name to the names of the nodes it drops packets from.
-// The gateway (the harness's clients) is named "clients".
-type Grudge map[string][]string
-
-// GatewayName stands for the harness's clients in a Grudge.
-const GatewayName = "clients"
 
 type partition struct{}
 
@@ -97,46 +89,6 @@ func partitionGrudge(r *rand.Rand, names []string, gateway bool) (string, Grudge
 		slices.Sort(g[k])
 	}
 	return kind, g
-}
-
-// applyGrudge adds, on every node with a grudge, one rule to the kind's
-// chain that drops packets from the sources named (then the rule's tail,
-// e.g. a statistic match). It returns the names of the nodes it changed.
-func applyGrudge(ctx context.Context, e *Env, c chain, g Grudge, tail ...string) ([]string, error) {
-	ips := map[string]string{GatewayName: e.Gateway}
-	for _, t := range e.Targets {
-		ips[t.Name] = t.IP
-	}
-	var nodes []string
-	for _, t := range e.Targets {
-		from := g[t.Name]
-		if len(from) == 0 {
-			continue
-		}
-		nodes = append(nodes, t.Name)
-		srcs := make([]string, len(from))
-		for i, f := range from {
-			srcs[i] = ips[f]
-		}
-		rule := append([]string{"-s", strings.Join(srcs, ",")}, tail...)
-		rule = append(rule, "-j", "DROP")
-		if err := c.add(ctx, t.Node, rule...); err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Name, err)
-		}
-	}
-	return nodes, nil
-}
-
-// removeChain removes the chain from every node (a stop, or a start that
-// failed halfway).
-func removeChain(ctx context.Context, e *Env, c chain) error {
-	var errs []error
-	for _, t := range e.Targets {
-		if _, err := c.remove(ctx, t.Node); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", t.Name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {

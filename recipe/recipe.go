@@ -32,6 +32,9 @@ type Entry struct {
 	New func(s *gocql.Session, opts ...Option) (workload.Lock, error)
 	// Schema creates the recipe's tables in keyspace if they do not exist.
 	Schema func(ctx context.Context, s *gocql.Session, keyspace string) error
+	// Resource configures the lock-protected resource of the recipe's runs;
+	// a control recipe breaks it on purpose (workload.AcceptAnyToken).
+	Resource []workload.ResourceOption
 }
 
 // Validate tells whether e can be registered.

@@ -65,7 +65,12 @@ func Build(ctx context.Context, dir string, opts ...Option) (checker.Result, err
 	}); err != nil {
 		return res, fmt.Errorf("reports: %w", err)
 	}
-	vis := writeVisualizations(dir, res, cfg.log)
+	end := int64(1)
+	if len(ops) > 0 {
+		end = max(end, ops[len(ops)-1].Time)
+	}
+	faults, _ := faultViews(ops, res.Meta, end)
+	vis := writeVisualizations(dir, res, faults, cfg.log)
 	if err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
 		return render(w, newPage(dir, ops, res, vis))
 	}); err != nil {
@@ -100,7 +105,7 @@ type visLink struct {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-func writeVisualizations(dir string, res checker.Result, log *slog.Logger) []visLink {
+func writeVisualizations(dir string, res checker.Result, faults []faultView, log *slog.Logger) []visLink {
 	pdir := filepath.Join(dir, porcDir)
 	_ = os.RemoveAll(pdir)
 	if len(res.Linearizability) == 0 {
@@ -117,6 +122,9 @@ func writeVisualizations(dir string, res checker.Result, log *slog.Logger) []vis
 			name = name[:40]
 		}
 		file := fmt.Sprintf("%s/%02d-%s.html", porcDir, i, name)
+		// The fault windows show beside the clients' operations (porcupine
+		// annotations share the operations' clock: history time in ns).
+		l.Info.AddAnnotations(faultAnnotations(faults))
 		if err := l.Visualize(filepath.Join(dir, filepath.FromSlash(file))); err != nil {
 			log.Warn("porcupine visualization", "lock", l.Lock, "err", err)
 			continue

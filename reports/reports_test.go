@@ -110,6 +110,18 @@ func TestBuildReportShowsVerdictAndEscapes(t *testing.T) {
 	if len(vis) != 1 {
 		t.Fatalf("porcupine visualizations %v, want one", vis)
 	}
+	// The partition shows in porcupine's visualization as an annotation,
+	// and in the report's legend in its kind's colour.
+	vb, err := os.ReadFile(vis[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(vb), `"Tag":"nemesis"`) || !strings.Contains(string(vb), `"Description":"partition"`) {
+		t.Error("porcupine visualization lacks the partition annotation")
+	}
+	if c := faultColor("partition", nil); !strings.Contains(html, "background:"+c) || !strings.Contains(html, `fill="`+c+`"`) {
+		t.Errorf("report lacks the partition in its colour %s", c)
+	}
 }
 
 func TestBuildRefusesBadHistory(t *testing.T) {
@@ -232,7 +244,7 @@ func get(t *testing.T, url string) string {
 	return string(b)
 }
 
-func TestFaultWindows(t *testing.T) {
+func TestFaultViews(t *testing.T) {
 	ev := func(ms int64, f string) history.Op {
 		return history.Op{Time: ms * 1e6, Process: -1, Type: history.Info, F: f}
 	}
@@ -240,16 +252,32 @@ func TestFaultWindows(t *testing.T) {
 		ev(1, "start-partition"), ev(2, "stop-partition"),
 		ev(3, "start-pause"), ev(4, "start-pause"), ev(5, "stop-pause"), ev(6, "stop-pause"),
 		ev(7, "start-kill-failed"), ev(8, "start-clock"), ev(9, "kill"),
+		ev(10, "start-power-loss"), ev(11, "stop-power-loss"), // a kind this package never heard of
 	}
-	w, marks := faultWindows(ops, 20e6)
+	meta := &history.Meta{Faults: map[string]history.FaultStyle{"partition": {Color: "#010203"}}}
+	w, marks := faultViews(ops, meta, 20e6)
 	got := ""
 	for _, f := range w {
-		got += fmt.Sprintf("%s %d-%d;", f.name, f.start/1e6, f.end/1e6)
+		got += fmt.Sprintf("%s %d-%d;", f.Kind, f.Start/1e6, f.End/1e6)
 	}
-	if want := "partition 1-2;pause 3-6;clock 8-20;"; got != want {
+	if want := "partition 1-2;pause 3-6;clock 8-20;power-loss 10-11;"; got != want {
 		t.Errorf("windows %q, want %q", got, want)
+	}
+	if w[0].Color != "#010203" {
+		t.Errorf("partition drawn in %s, not the meta line's colour", w[0].Color)
+	}
+	if w[3].Color == "" || w[3].Color != faultColor("power-loss", nil) {
+		t.Errorf("an unknown kind has colour %q, want a stable one", w[3].Color)
 	}
 	if len(marks) != 2 || marks[0].name != "start-kill-failed" || marks[1].name != "kill" {
 		t.Errorf("marks %+v", marks)
+	}
+	l := legend(w)
+	if len(l) != 4 || l[1].Kind != "pause" || l[1].Windows != 1 || l[0].Color != "#010203" {
+		t.Errorf("legend %+v", l)
+	}
+	rs := faultRects(w, 20e6, 0, 10, true)
+	if rs[0].Fill != "#010203" || rs[2].Label != "clock" {
+		t.Errorf("rects %+v", rs)
 	}
 }

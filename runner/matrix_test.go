@@ -41,6 +41,9 @@ var quickMatrix = []matrixCase{
 	{lock: "racy", time: 15 * time.Second, want: checker.Invalid, unsafe: true},
 	{lock: "lease", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
 	{lock: "lease-fenced", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Valid},
+	// The control of the fenced promise (issue 12): lease-fenced's tokens,
+	// a resource that accepts any token.
+	{lock: "lease-fenced-broken", nemesis: []string{nemesis.ClientPause}, time: 30 * time.Second, want: checker.Invalid, unsafe: true},
 	{lock: "music", nemesis: []string{nemesis.ClientClock}, time: 30 * time.Second, want: checker.Invalid, unsafe: true},
 	{lock: "music-seq", nemesis: []string{nemesis.ClientClock}, time: 20 * time.Second, want: checker.Valid},
 	{lock: "lease-fenced", nemesis: nodeFaults, time: 120 * time.Second, want: checker.Valid},

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -55,7 +54,7 @@ func (m *monitor) Append(op history.Op) (history.Op, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if op.Process == history.NemesisProcess {
-		if k, ok := strings.CutPrefix(op.F, "start-"); ok {
+		if k, start, ok := history.FaultEvent(op.F); ok && start {
 			m.nemStart[k]++
 		}
 		return op, nil

@@ -50,7 +50,7 @@ func FromEntry(e recipe.Entry) Recipe {
 			return nil, nil, nil, err
 		}
 		ks := ce.Keyspace()
-		res := workload.NewCassandraResource(s, ks)
+		res := workload.NewCassandraResource(s, ks, e.Resource...)
 		if err := e.Schema(ctx, s, ks); err != nil {
 			s.Close()
 			return nil, nil, nil, err

@@ -32,12 +32,25 @@ type Resource interface {
 type CassandraResource struct {
 	s        *gocql.Session
 	keyspace string
+	anyToken bool
 }
+
+// ResourceOption configures a CassandraResource.
+type ResourceOption func(*CassandraResource)
+
+// AcceptAnyToken breaks fencing on purpose, for a control recipe: every
+// write is accepted whatever its token, as an unfenced read-modify-write,
+// so a stale holder's write lands. The checker must catch it.
+func AcceptAnyToken() ResourceOption { return func(r *CassandraResource) { r.anyToken = true } }
 
 // NewCassandraResource returns the resource over the table "resource" of
 // keyspace; call CreateSchema once before use.
-func NewCassandraResource(s *gocql.Session, keyspace string) *CassandraResource {
-	return &CassandraResource{s: s, keyspace: keyspace}
+func NewCassandraResource(s *gocql.Session, keyspace string, opts ...ResourceOption) *CassandraResource {
+	r := &CassandraResource{s: s, keyspace: keyspace}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // CreateSchema creates the table if it does not exist.
@@ -92,6 +105,9 @@ func (r *CassandraResource) read(ctx context.Context, lock string) (elems []int6
 func (r *CassandraResource) Add(ctx context.Context, lock string, elem int64, token int64, beforeWrite func(context.Context) error) error {
 	if token < 0 {
 		return fmt.Errorf("add: negative token %d", token)
+	}
+	if r.anyToken {
+		token = 0 // fencing broken: the token is not looked at
 	}
 	if token > 0 {
 		if err := r.register(ctx, lock, token); err != nil {

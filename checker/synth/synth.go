@@ -148,12 +148,14 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 		now = c.at
 		if cfg.Nemesis > 0 && now-lastNemesis >= cfg.Nemesis.Nanoseconds()/2 {
 			lastNemesis = now
-			f := "start-partition"
+			// The nemesis's own shape (docs/history.md): n1 isolated.
+			op := history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.StartF("partition"), Node: "n1,n2,n3",
+				Value: json.RawMessage(`{"kind":"isolate","grudge":{"n1":["n2","n3"],"n2":["n1"],"n3":["n1"]}}`)}
 			if partitioned {
-				f = "stop-partition"
+				op.F, op.Value = history.StopF("partition"), json.RawMessage(`{"kind":"isolate"}`)
 			}
 			partitioned = !partitioned
-			if err := out(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: json.RawMessage(`["n1","n2"]`)}); err != nil {
+			if err := out(op); err != nil {
 				return err
 			}
 		}
@@ -237,7 +239,7 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 		heap.Fix(&cs, 0)
 	}
 	if partitioned {
-		if err := out(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "stop-partition"}); err != nil {
+		if err := out(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.StopF("partition"), Node: "n1,n2,n3", Value: json.RawMessage(`{"kind":"isolate"}`)}); err != nil {
 			return err
 		}
 	}

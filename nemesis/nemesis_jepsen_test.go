@@ -1,0 +1,213 @@
+//go:build jepsen
+
+package nemesis_test
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/nemesis"
+)
+
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+func targetsOf(c *cluster.Cluster) []nemesis.Target {
+	var ts []nemesis.Target
+	for _, n := range c.Nodes() {
+		ts = append(ts, nemesis.Target{Name: n.Name, IP: n.IP, Node: n})
+	}
+	return ts
+}
+
+// dropped sums the packet counters of the chain's rules.
+func dropped(t *testing.T, ctx context.Context, n nemesis.Node, c string) int {
+	t.Helper()
+	out, err := n.Exec(ctx, "iptables", "-w", "-L", c, "-v", "-n", "-x")
+	if err != nil {
+		t.Fatalf("counters of %s: %v", c, err)
+	}
+	sum := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 2 && f[2] == "DROP" {
+			p, err := strconv.Atoi(f[0])
+			if err != nil {
+				t.Fatalf("counter line %q", l)
+			}
+			sum += p
+		}
+	}
+	return sum
+}
+
+// seedFor finds a seed whose loss fault takes the given mode.
+func seedFor(t *testing.T, ts []nemesis.Target, gateway, mode string) int64 {
+	for seed := range int64(100) {
+		n, err := nemesis.New(ts, &nemesis.MemRec{}, nemesis.WithKinds(nemesis.Loss), nemesis.WithSeed(seed), nemesis.WithGateway(gateway), nemesis.WithLoss(0.5, 0.5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nemesis.LossMode(n) == mode {
+			return seed
+		}
+	}
+	t.Fatalf("no seed draws loss mode %s", mode)
+	return 0
+}
+
+// TestLossDropsAndHeals: on the real nodes, the loss fault's rules drop
+// packets (their counters grow: gossip between nodes, connection attempts
+// from the clients' gateway), and the stop removes its chain and jump and
+// nothing else; a reset then finds nothing. About 15 s.
+func TestLossDropsAndHeals(t *testing.T) {
+	c := clustertest.Get(t)
+	ts := targetsOf(c)
+	if len(ts) < 2 {
+		t.Skip("needs a cluster of 2 nodes or more (LOCKCHECK_NODES)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// A rule of the node's own, which no heal may touch.
+	own := []string{"INPUT", "-p", "tcp", "--dport", "9999", "-j", "ACCEPT"}
+	if _, err := ts[0].Node.Exec(ctx, append([]string{"iptables", "-w", "-A"}, own...)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts[0].Node.Exec(context.Background(), append([]string{"iptables", "-w", "-D"}, own...)...) })
+
+	for _, mode := range []string{"nodes", "clients"} {
+		t.Run(mode, func(t *testing.T) {
+			rec := &nemesis.MemRec{}
+			n, err := nemesis.New(ts, rec, nemesis.WithKinds(nemesis.Loss), nemesis.WithSeed(seedFor(t, ts, c.GatewayIP(), mode)), nemesis.WithGateway(c.GatewayIP()), nemesis.WithLoss(0.5, 0.5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop, err := nemesis.StartKind(ctx, n, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lossy := strings.Split(rec.All()[0].Node, ",")
+			if mode == "clients" {
+				// Connection attempts from the harness: half their packets go.
+				for _, tg := range ts {
+					if !slices.Contains(lossy, tg.Name) {
+						continue
+					}
+					for range 40 {
+						if conn, err := net.DialTimeout("tcp", net.JoinHostPort(tg.IP, "9042"), 200*time.Millisecond); err == nil {
+							conn.Close()
+						}
+					}
+				}
+			} else {
+				time.Sleep(4 * time.Second) // gossip and internode traffic
+			}
+			total := 0
+			for _, tg := range ts {
+				if slices.Contains(lossy, tg.Name) {
+					total += dropped(t, ctx, tg.Node, nemesis.ChainOf(nemesis.Loss))
+				}
+			}
+			if total == 0 {
+				t.Errorf("%s: no packet dropped on %v", mode, lossy)
+			}
+			t.Logf("%s: %d packets dropped on %v", mode, total, lossy)
+			if err := stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range ts {
+				out, err := tg.Node.Exec(ctx, "iptables", "-w", "-S")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(out, "LOCKCHECK") {
+					t.Errorf("%s after the stop:\n%s", tg.Name, out)
+				}
+				if tg.Name == ts[0].Name && !strings.Contains(out, "-A INPUT -p tcp -m tcp --dport 9999 -j ACCEPT") {
+					t.Errorf("the node's own rule is gone:\n%s", out)
+				}
+			}
+		})
+	}
+	if healed, err := nemesis.HealLeftovers(ctx, ts, nil, nil); err != nil || len(healed) > 0 {
+		t.Errorf("leftovers after the stops: %v, %v", healed, err)
+	}
+}
+
+// TestHealLeftoversOnNodes: every node fault kind started by a nemesis that
+// then vanished (no stop, no heal: its process was killed) is found and
+// undone by nemesis.HealLeftovers from the nodes' own state, and the cluster
+// serves again. About a minute (a killed node restarts).
+func TestHealLeftoversOnNodes(t *testing.T) {
+	c := clustertest.Get(t)
+	ts := targetsOf(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Rules and clocks first, then what freezes or stops a node: the
+	// later faults hide the earlier from anything but a reset that asks.
+	var kinds []string
+	for _, k := range nemesis.Kinds {
+		if nemesis.ScopeOf(k) == nemesis.ScopeNode && k != nemesis.Pause && k != nemesis.Kill {
+			kinds = append(kinds, k)
+		}
+	}
+	kinds = append(kinds, nemesis.Pause, nemesis.Kill)
+	n, err := nemesis.New(ts, &nemesis.MemRec{}, nemesis.WithKinds(kinds...), nemesis.WithSeed(3), nemesis.WithGateway(c.GatewayIP()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]bool{}
+	for i, k := range kinds {
+		if _, err := nemesis.StartKind(ctx, n, i); err != nil {
+			t.Logf("start %s: %v", k, err)
+			continue
+		}
+		started[k] = true
+	}
+	nemesis.Vanish(n)
+	healed, err := nemesis.HealLeftovers(ctx, ts, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, l := range healed {
+		for _, k := range l.Healed {
+			got[k] = true
+		}
+	}
+	t.Logf("started %v, healed %+v", started, healed)
+	// A restarted container comes with fresh rules, so which node reports
+	// partition or loss depends on the draw; pause and kill always show.
+	for _, k := range []string{nemesis.Pause, nemesis.Kill} {
+		if started[k] && !got[k] {
+			t.Errorf("%s was left but not healed (healed %+v)", k, healed)
+		}
+	}
+	if !got[nemesis.Partition] && !got[nemesis.Loss] && !got[nemesis.Clock] {
+		t.Errorf("no rule or clock healed on any node: %+v", healed)
+	}
+	// The nodes themselves are clean.
+	for _, tg := range ts {
+		if st, err := tg.Node.State(ctx); err != nil || st != "running" {
+			t.Errorf("%s: state %q, %v", tg.Name, st, err)
+		}
+		if d, err := tg.Node.ClockOffset(ctx); err != nil || d != 0 {
+			t.Errorf("%s: clock offset %v, %v", tg.Name, d, err)
+		}
+		if out, err := tg.Node.Exec(ctx, "iptables", "-w", "-S"); err != nil || strings.Contains(out, "LOCKCHECK") {
+			t.Errorf("%s: rules after the heal: %v\n%s", tg.Name, err, out)
+		}
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatalf("not healthy after the heal: %v", err)
+	}
+	if again, err := nemesis.HealLeftovers(ctx, ts, nil, nil); err != nil || len(again) > 0 {
+		t.Errorf("second heal found %+v, %v", again, err)
+	}
+}
