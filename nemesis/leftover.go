@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -27,37 +26,22 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Env{Targets: targets, Log: log}
-	healed := make([][]string, len(targets))
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		if t.Node == nil {
-			continue // nothing to reach it by
+	var kinds []Kind
+	for _, mk := range table {
+		if k := mk(); k.Scope() == ScopeNode {
+			kinds = append(kinds, k)
 		}
-		wg.Go(func() {
-			var kinds []Kind
-			for _, mk := range table {
-				if k := mk(); k.Scope() == ScopeNode {
-					kinds = append(kinds, k)
-				}
-			}
-			h, err := resetAll(ctx, e, kinds, []Target{t})
-			healed[i] = h[t.Name]
-			if err != nil {
-				errs[i] = fmt.Errorf("nemesis: heal leftovers on %s: %w", t.Name, err)
-			}
-		})
 	}
-	wg.Wait()
+	healed, err := resetAll(ctx, &Env{Targets: targets, Log: log}, kinds, targets)
+	errs := []error{err}
 	var out []Leftover
-	for i, t := range targets {
-		if len(healed[i]) == 0 {
+	for _, t := range targets {
+		if len(healed[t.Name]) == 0 {
 			continue
 		}
-		l := Leftover{Node: t.Name, Healed: healed[i]}
+		l := Leftover{Node: t.Name, Healed: healed[t.Name]}
 		out = append(out, l)
-		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", healed[i])
+		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", l.Healed)
 		if rec == nil {
 			continue
 		}
