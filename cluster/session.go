@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -138,11 +139,22 @@ func ConnectHosts(ctx context.Context, hc HostsConfig) (*gocql.Session, error) {
 	if hc.DC != "" {
 		policy = gocql.DCAwareRoundRobinPolicy(hc.DC)
 	}
-	switch {
-	case hc.Pin != "":
-		cfg.HostFilter = gocql.WhiteListHostFilter(hc.Pin)
+	// Only the hosts named: the driver learns the ring's other nodes from
+	// system.peers, and lockcheck never touches a host it was not given.
+	allowed := map[string]bool{}
+	for _, h := range hosts {
+		addrs, err := net.DefaultResolver.LookupHost(ctx, h)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", h, err)
+		}
+		for _, a := range addrs {
+			allowed[a] = true
+		}
+	}
+	cfg.HostFilter = gocql.HostFilterFunc(func(h *gocql.HostInfo) bool { return allowed[h.ConnectAddress().String()] })
+	if hc.Pin != "" {
 		cfg.PoolConfig.HostSelectionPolicy = policy
-	default:
+	} else {
 		cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(policy)
 	}
 	return createSession(ctx, cfg)

@@ -93,7 +93,7 @@ func TestHostsOverSSH(t *testing.T) {
 		withSSH bool
 	}{
 		{"lease", []string{nemesis.ClientPause}, 30 * time.Second, checker.Invalid, false},
-		{"lease-fenced", nodeKinds, 45 * time.Second, checker.Valid, true},
+		{"lease-fenced", nodeKinds, 60 * time.Second, checker.Valid, true},
 	} {
 		t.Run(row.lock+"/"+strings.Join(row.kinds, "_"), func(t *testing.T) {
 			xr := x
@@ -108,13 +108,16 @@ func TestHostsOverSSH(t *testing.T) {
 			if !row.withSSH && len(env.Targets()) != 0 {
 				t.Fatalf("targets without SSH: %v", env.Targets())
 			}
+			if row.withSSH {
+				leaveFaults(ctx, t, env)
+			}
 			rt := runner.Defaults()
 			rt.Recipe, err = runner.LookupRecipe(row.lock)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rt.Nemesis, rt.Time, rt.Seed, rt.Store, rt.Log = row.kinds, row.time, 13, t.TempDir(), log
-			rt.Interval, rt.Quiet = 4*time.Second, 3*time.Second
+			rt.Interval, rt.Quiet = 3*time.Second, 3*time.Second
 			out, err := runner.Run(ctx, env, runner.ReportStore{}, rt)
 			if err != nil {
 				t.Fatalf("run: %v (dir %s)", err, out.Dir)
@@ -123,8 +126,20 @@ func TestHostsOverSSH(t *testing.T) {
 			if out.Verdict != row.want {
 				t.Errorf("verdict %s, want %s; report %s", out.Verdict, row.want, out.Dir)
 			}
-			if row.withSSH && len(out.Faults) == 0 {
-				t.Errorf("no node fault started; report %s", out.Dir)
+			if row.withSSH {
+				if len(out.Faults) < 3 {
+					t.Errorf("node fault kinds started: %v, want 3 or more; report %s", out.Faults, out.Dir)
+				}
+				// What a killed harness left was healed over SSH and recorded.
+				h, err := os.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{`"healed":["pause"]`, `"healed":["partition"]`} {
+					if !strings.Contains(string(h), want) {
+						t.Errorf("no heal-leftover line with %s in the history", want)
+					}
+				}
 			}
 		})
 	}
@@ -151,6 +166,24 @@ func TestHostsOverSSH(t *testing.T) {
 			t.Errorf("%s: state %q (%v), want running", h, st, err)
 		}
 		n.Close()
+	}
+}
+
+// leaveFaults leaves what a harness killed mid-run would: the first host's
+// JVM stopped, a partition chain on the second.
+func leaveFaults(ctx context.Context, t *testing.T, env *runner.ExternalEnv) {
+	ts := env.Targets()
+	if err := ts[0].Node.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{
+		{"iptables", "-w", "-N", "LOCKCHECK-PARTITION"},
+		{"iptables", "-w", "-A", "LOCKCHECK-PARTITION", "-s", ts[0].IP, "-j", "DROP"},
+		{"iptables", "-w", "-I", "INPUT", "-j", "LOCKCHECK-PARTITION"},
+	} {
+		if _, err := ts[1].Node.Exec(ctx, cmd...); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
