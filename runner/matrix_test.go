@@ -155,7 +155,11 @@ func TestUnsafeCaught(t *testing.T) {
 		if !mc.unsafe {
 			continue
 		}
-		t.Run(mc.lock+"/"+nemesisName(mc.nemesis), func(t *testing.T) {
+		shape := mc.workload
+		if shape == "" {
+			shape = workload.ShapeCycle
+		}
+		t.Run(mc.lock+"/"+nemesisName(mc.nemesis)+"/"+shape, func(t *testing.T) {
 			caught := 0
 			for i := range n {
 				if runCase(t, env, store, mc, int64(2000+i)).Verdict == checker.Invalid {
