@@ -115,8 +115,9 @@ type config struct {
 	nemesis []string
 }
 
-// WithNemesis names the fault kinds: "partition", "pause", "kill", "clock"
-// (node faults), "client-pause", "client-clock", or "all" (nemesis.Kinds).
+// WithNemesis names the fault kinds: "partition", "pause", "kill", "clock",
+// "loss" (node faults), "client-pause", "client-clock", or "all" (every kind
+// of nemesis.Kinds).
 func WithNemesis(kinds ...string) Option {
 	return func(c *config) { c.nemesis = append(c.nemesis, kinds...) }
 }

@@ -83,8 +83,8 @@ func BenchmarkCheckFile(b *testing.B) {
 // history (no cutting), for comparison with the pieces.
 func BenchmarkLinearizableWhole(b *testing.B) {
 	for _, bc := range benchCases[2:3] {
-		for _, seg := range []int{0, 256} {
-			b.Run(bc.name+"/segment-min-"+map[int]string{0: "whole", 256: "256"}[seg], func(b *testing.B) {
+		for _, seg := range []int{0, 64} {
+			b.Run(bc.name+"/segment-min-"+map[int]string{0: "whole", 64: "64"}[seg], func(b *testing.B) {
 				cfg := bc.cfg
 				cfg.Events = 100_000
 				ops := synth.Ops(cfg)

@@ -209,6 +209,14 @@ func check(ctx context.Context, ops []history.Op, cfg config) Result {
 	e := newEngine(ctx, cfg)
 	e.keepHolds = true
 	e.start()
+	// A stream judges by the meta line from where it appears (lockcheck
+	// writes it first); a history in memory may have it anywhere.
+	for i := range ops {
+		if ops[i].Process == history.NemesisProcess && ops[i].F == history.FMeta {
+			e.feedMeta(ops[i])
+			break
+		}
+	}
 	for _, op := range ops {
 		e.feed(op)
 	}

@@ -130,12 +130,8 @@ func (e *engine) feed(op history.Op) {
 	e.st.events++
 	if op.Process < 0 {
 		e.st.nemesis++
-		if op.F == history.FMeta && e.meta == nil {
-			var m history.Meta
-			if err := jsonUnmarshal(op.Value, &m); err == nil {
-				e.meta = &m
-				e.fenced = m.Promise == history.PromiseFenced
-			}
+		if op.F == history.FMeta {
+			e.feedMeta(op)
 		}
 		return
 	}
@@ -188,6 +184,17 @@ func (e *engine) retireProc(p int) {
 		delete(l.lq.lease, p)
 	}
 	delete(e.procLocks, p)
+}
+
+func (e *engine) feedMeta(op history.Op) {
+	if e.meta != nil {
+		return
+	}
+	var m history.Meta
+	if err := jsonUnmarshal(op.Value, &m); err == nil {
+		e.meta = &m
+		e.fenced = m.Promise == history.PromiseFenced
+	}
 }
 
 // finish checks what is left at the end of the history and assembles the

@@ -18,6 +18,8 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
 func targetsOf(c *cluster.Cluster) []nemesis.Target {
 	var ts []nemesis.Target
 	for _, n := range c.Nodes() {
