@@ -29,6 +29,7 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 	}
 	e := &Env{Targets: targets, Log: log}
 	healed := make([][]string, len(targets))
+	found := make([][]string, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -41,6 +42,11 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 				if k := mk(); k.Scope() == ScopeNode {
 					kinds = append(kinds, k)
 				}
+			}
+			// What the node shows before the kinds reset it says more than
+			// a kind's name ("jvm stopped", not only "pause").
+			if f, ok := t.Node.(faulter); ok {
+				found[i], _ = f.Faults(ctx)
 			}
 			h, err := resetAll(ctx, e, kinds, []Target{t})
 			healed[i] = h[t.Name]
@@ -55,9 +61,9 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 		if len(healed[i]) == 0 {
 			continue
 		}
-		l := Leftover{Node: t.Name, Healed: healed[i]}
+		l := Leftover{Node: t.Name, Healed: healed[i], Found: found[i]}
 		out = append(out, l)
-		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", healed[i])
+		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", healed[i], "found", found[i])
 		if rec == nil {
 			continue
 		}
@@ -70,4 +76,10 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// faulter is a node that can say what keeps it from its known state
+// (cluster.Node.Faults); HealLeftovers records it beside the kinds it reset.
+type faulter interface {
+	Faults(ctx context.Context) ([]string, error)
 }

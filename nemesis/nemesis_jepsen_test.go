@@ -159,7 +159,13 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	kinds = append(kinds, nemesis.Pause, nemesis.Kill)
+	kinds = append(kinds, nemesis.Pause)
+	if len(ts) > 1 {
+		// On one node the kill would restart the paused, skewed, walled-off
+		// node and hide every other leftover (cluster's
+		// TestResetUndoesLeftovers covers a stopped node there too).
+		kinds = append(kinds, nemesis.Kill)
+	}
 	n, err := nemesis.New(ts, &nemesis.MemRec{}, nemesis.WithKinds(kinds...), nemesis.WithSeed(3), nemesis.WithGateway(c.GatewayIP()))
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +204,12 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 	}
 	if len(want) == 0 || !slices.Equal(lines, want) {
 		t.Errorf("recorded %q, healed %q", lines, want)
+	}
+	// The nodes said what they showed before the heal (cluster.Node.Faults).
+	for _, l := range healed {
+		if len(l.Found) == 0 {
+			t.Errorf("%s: healed %q but found nothing", l.Node, l.Healed)
+		}
 	}
 	got := map[string]bool{}
 	for _, l := range healed {

@@ -132,6 +132,9 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			var l history.HealLeftover
 			if json.Unmarshal(op.Value, &l) == nil {
 				h := l.Node + ": " + strings.Join(l.Healed, ", ")
+				if len(l.Found) > 0 {
+					h += " (" + strings.Join(l.Found, ", ") + ")"
+				}
 				p.Config = append(p.Config, [2]string{"healed before the run", h})
 				p.HealedBefore = append(p.HealedBefore, h)
 			}
