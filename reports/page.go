@@ -66,6 +66,8 @@ type anomalyView struct {
 	Ops       []opRow
 	MoreOps   int
 	Processes string
+	// Faults are the fault windows active in the anomaly's span.
+	Faults []activeFault
 }
 
 type opRow struct {
@@ -145,6 +147,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			}
 		}
 	}
+	faults, marks := faultViews(ops, res.Meta, end)
 	// At most maxPerKind of each kind in full (the checker puts the
 	// likeliest causes first); the rest are counted.
 	perKind := map[string]*kindCount{}
@@ -161,7 +164,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			continue
 		}
 		kc.Shown++
-		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a))
+		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a, faults))
 	}
 	p.Kinds = p.Kinds[:0]
 	for _, a := range res.Anomalies {
@@ -175,9 +178,8 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		if i == maxAnoShow {
 			break
 		}
-		p.Findings = append(p.Findings, viewAnomaly(i+1, a))
+		p.Findings = append(p.Findings, viewAnomaly(i+1, a, faults))
 	}
-	faults, marks := faultViews(ops, res.Meta, end)
 	p.FaultLegend = legend(faults)
 	holds := res.Holds
 	if holds == nil {
@@ -220,8 +222,8 @@ func secs(ns int64) string {
 	return fmt.Sprintf("%.3fs", float64(ns)/1e9)
 }
 
-func viewAnomaly(n int, a checker.Anomaly) anomalyView {
-	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End)}
+func viewAnomaly(n int, a checker.Anomaly, faults []faultView) anomalyView {
+	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End)}
 	var ps []string
 	for _, p := range a.Processes {
 		ps = append(ps, fmt.Sprint(p))

@@ -313,3 +313,33 @@ func TestLeftoverHealShownInFaultLegends(t *testing.T) {
 		t.Error("configuration lacks the leftover heal")
 	}
 }
+
+func TestActiveFaults(t *testing.T) {
+	faults := []faultView{
+		{FaultWindow: history.FaultWindow{Kind: "partition", Start: 10, End: 20, Nodes: []string{"n1"}}},
+		{FaultWindow: history.FaultWindow{Kind: "loss", Start: 30, End: 40}},
+	}
+	kinds := func(start, end int64) string {
+		var out []string
+		for _, f := range activeFaults(faults, start, end) {
+			out = append(out, f.Kind)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tt := range []struct {
+		start, end int64
+		want       string
+	}{
+		{0, 5, ""},
+		{0, 10, "partition"},
+		{15, 16, "partition"},
+		{20, 29, "partition"},
+		{21, 29, ""},
+		{18, 35, "partition,loss"},
+		{35, checker.Never, "loss"},
+	} {
+		if got := kinds(tt.start, tt.end); got != tt.want {
+			t.Errorf("active in [%d, %d] = %q, want %q", tt.start, tt.end, got, tt.want)
+		}
+	}
+}

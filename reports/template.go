@@ -138,9 +138,10 @@ faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};o
 {{range .Ops}}<tr><td class="num">{{.Index}}</td><td class="num">{{.Time}}</td><td class="num">{{.Process}}</td><td class="{{.Cls}}">{{.Type}}</td><td>{{.F}}</td><td>{{.Lock}}</td><td class="val" title="{{.FullValue}}">{{.Value}}</td><td class="num">{{.Lease}}</td><td>{{.Node}}</td><td>{{.Error}}</td></tr>
 {{end}}</table>{{if .MoreOps}}<p class="muted">{{.MoreOps}} more operations in results.json.</p>{{end}}{{end}}
 {{define "anomaly"}}<div class="anomaly" id="anomaly-{{.N}}"><b>#{{.N}} {{.A.Kind}}</b> <span class="muted">({{.A.Check}}) lock <code>{{.A.Lock}}</code>, processes {{.Processes}}, {{.Window}}</span>
-<p>{{.A.Message}}</p>{{template "ops" .}}</div>{{end}}
+<p>{{.A.Message}}</p>{{template "faults" .}}{{template "ops" .}}</div>{{end}}
+{{define "faults"}}{{with .Faults}}<p class="muted legend">fault windows in its span: {{range .}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} {{.Text}}</span>{{end}}</p>{{end}}{{end}}
 {{define "finding"}}<div class="anomaly finding" id="finding-{{.N}}"><b>{{.A.Kind}}</b> <span class="muted">({{.A.Check}}) lock <code>{{.A.Lock}}</code>, processes {{.Processes}}, {{.Window}}</span>
-<p>{{.A.Message}}</p>{{template "ops" .}}</div>{{end}}
+<p>{{.A.Message}}</p>{{template "faults" .}}{{template "ops" .}}</div>{{end}}
 `
 
 const errorHTML = `<!DOCTYPE html>
