@@ -27,37 +27,38 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Env{Targets: targets, Log: log}
-	healed := make([][]string, len(targets))
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		if t.Node == nil {
-			continue // nothing to reach it by
+	var kinds []Kind
+	for _, mk := range table {
+		if k := mk(); k.Scope() == ScopeNode {
+			kinds = append(kinds, k)
 		}
-		wg.Go(func() {
-			var kinds []Kind
-			for _, mk := range table {
-				if k := mk(); k.Scope() == ScopeNode {
-					kinds = append(kinds, k)
-				}
-			}
-			h, err := resetAll(ctx, e, kinds, []Target{t})
-			healed[i] = h[t.Name]
-			if err != nil {
-				errs[i] = fmt.Errorf("nemesis: heal leftovers on %s: %w", t.Name, err)
-			}
-		})
+	}
+	// What the nodes show before the kinds reset them says more than a
+	// kind's name ("jvm stopped", not only "pause").
+	found := make(map[string][]string, len(targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		if f, ok := t.Node.(faulter); ok {
+			wg.Go(func() {
+				fs, _ := f.Faults(ctx)
+				mu.Lock()
+				found[t.Name] = fs
+				mu.Unlock()
+			})
+		}
 	}
 	wg.Wait()
+	healed, err := resetAll(ctx, &Env{Targets: targets, Log: log}, kinds, targets)
+	errs := []error{err}
 	var out []Leftover
-	for i, t := range targets {
-		if len(healed[i]) == 0 {
+	for _, t := range targets {
+		if len(healed[t.Name]) == 0 {
 			continue
 		}
-		l := Leftover{Node: t.Name, Healed: healed[i]}
+		l := Leftover{Node: t.Name, Healed: healed[t.Name], Found: found[t.Name]}
 		out = append(out, l)
-		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", healed[i])
+		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", l.Healed, "found", l.Found)
 		if rec == nil {
 			continue
 		}
@@ -70,4 +71,10 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// faulter is a node that can say what keeps it from its known state
+// (cluster.Node.Faults); HealLeftovers records it beside the kinds it reset.
+type faulter interface {
+	Faults(ctx context.Context) ([]string, error)
 }

@@ -244,52 +244,70 @@ func (n *Nemesis) Heal(ctx context.Context) error {
 }
 
 // resetAll resets targets (node kinds) and the clients (client kinds) and
-// returns, per node, the kinds it found faulted. A reset may need another
-// kind's first (nothing runs in a killed container, so its iptables cannot
-// be flushed before the restart): a reset that failed is tried once more
-// after all the others.
+// returns, per node (and "clients"), the kinds it found faulted. Nodes are
+// reset in parallel (a stopped node takes a minute to start). On one node
+// a reset may need another kind's first (nothing runs in a killed
+// container, so its iptables cannot be read before the restart): a reset
+// that failed is tried once more after the node's others.
 func resetAll(ctx context.Context, e *Env, kinds []Kind, targets []Target) (map[string][]string, error) {
-	healed := map[string][]string{}
-	type job struct {
-		k Kind
-		t Target
-	}
-	var jobs []job
+	var nodeKinds, clientKinds []Kind
 	for _, k := range kinds {
 		if k.Scope() == ScopeClient {
-			if e.Clients != nil {
-				jobs = append(jobs, job{k: k})
-			}
-			continue
-		}
-		for _, t := range targets {
-			jobs = append(jobs, job{k, t})
+			clientKinds = append(clientKinds, k)
+		} else {
+			nodeKinds = append(nodeKinds, k)
 		}
 	}
+	type subject struct {
+		name  string
+		t     Target
+		kinds []Kind
+	}
+	var subjects []subject
+	for _, t := range targets {
+		if t.Node != nil && len(nodeKinds) > 0 {
+			subjects = append(subjects, subject{t.Name, t, nodeKinds})
+		}
+	}
+	if e.Clients != nil && len(clientKinds) > 0 {
+		subjects = append(subjects, subject{"clients", Target{}, clientKinds})
+	}
+	healed := make([][]string, len(subjects))
+	errs := make([]error, len(subjects))
+	var wg sync.WaitGroup
+	for i, s := range subjects {
+		wg.Go(func() { healed[i], errs[i] = resetOne(ctx, e, s.kinds, s.t, s.name) })
+	}
+	wg.Wait()
+	out := map[string][]string{}
+	for i, s := range subjects {
+		if len(healed[i]) > 0 {
+			out[s.name] = healed[i]
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// resetOne runs kinds' resets on one node (or the clients), twice for
+// those that failed the first time.
+func resetOne(ctx context.Context, e *Env, kinds []Kind, t Target, name string) ([]string, error) {
+	var healed []string
 	var errs []error
-	for pass := 0; pass < 2 && len(jobs) > 0; pass++ {
-		var failed []job
+	for pass := 0; pass < 2 && len(kinds) > 0; pass++ {
+		var failed []Kind
 		errs = nil
-		for _, j := range jobs {
-			ok, err := j.k.Reset(ctx, e, j.t)
+		for _, k := range kinds {
+			ok, err := k.Reset(ctx, e, t)
 			if err != nil {
-				failed = append(failed, j)
-				errs = append(errs, fmt.Errorf("nemesis: reset %s on %s: %w", j.k.Name(), cmp(j.t.Name, "clients"), err))
+				failed = append(failed, k)
+				errs = append(errs, fmt.Errorf("nemesis: reset %s on %s: %w", k.Name(), name, err))
 				continue
 			}
 			if ok {
-				who := cmp(j.t.Name, "clients")
-				healed[who] = append(healed[who], j.k.Name())
+				healed = append(healed, k.Name())
 			}
 		}
-		jobs = failed
+		kinds = failed
 	}
 	return healed, errors.Join(errs...)
-}
-
-func cmp(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
 }

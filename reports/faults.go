@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -124,6 +126,25 @@ func faultAnnotations(faults []faultView) []porcupine.Annotation {
 		out = append(out, porcupine.Annotation{Tag: "nemesis", Start: f.Start, End: f.End, Description: f.Kind,
 			Details:         fmt.Sprintf("%s %s – %s %s %s", f.Kind, secs(f.Start), secs(f.End), joinNodes(f.Nodes), f.value),
 			BackgroundColor: f.Color})
+	}
+	return out
+}
+
+// activeFault is a fault window named beside an anomaly.
+type activeFault struct {
+	Kind, Color, Text string
+}
+
+// activeFaults are the windows that overlap [start, end] (end checker.Never:
+// open), so that an anomaly says which faults were in effect around it.
+func activeFaults(faults []faultView, start, end int64) []activeFault {
+	var out []activeFault
+	for _, f := range faults {
+		if f.End < start || (end != checker.Never && f.Start > end) {
+			continue
+		}
+		out = append(out, activeFault{Kind: f.Kind, Color: f.Color,
+			Text: strings.TrimSpace(fmt.Sprintf("%s – %s %s", secs(f.Start), secs(f.End), joinNodes(f.Nodes)))})
 	}
 	return out
 }

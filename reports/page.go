@@ -41,14 +41,17 @@ type page struct {
 	Timeline  timeline
 	// FaultLegend names each fault kind of the run in its colour.
 	FaultLegend []legendItem
-	Latency     chart
-	Vis         []visLink
-	ByF         []fRow
-	ByProcess   []pRow
-	MoreProcs   int
-	Files       []string
-	Events      int
-	End         string
+	// HealedBefore is what the run healed before it started, per node
+	// ("n1: pause"): shown beside the fault legends, never "no faults" alone.
+	HealedBefore []string
+	Latency      chart
+	Vis          []visLink
+	ByF          []fRow
+	ByProcess    []pRow
+	MoreProcs    int
+	Files        []string
+	Events       int
+	End          string
 }
 
 type kindCount struct {
@@ -63,6 +66,8 @@ type anomalyView struct {
 	Ops       []opRow
 	MoreOps   int
 	Processes string
+	// Faults are the fault windows active in the anomaly's span.
+	Faults []activeFault
 }
 
 type opRow struct {
@@ -128,7 +133,12 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		case history.FHealLeftover:
 			var l history.HealLeftover
 			if json.Unmarshal(op.Value, &l) == nil {
-				p.Config = append(p.Config, [2]string{"healed before the run", l.Node + ": " + strings.Join(l.Healed, ", ")})
+				h := l.Node + ": " + strings.Join(l.Healed, ", ")
+				if len(l.Found) > 0 {
+					h += " (" + strings.Join(l.Found, ", ") + ")"
+				}
+				p.Config = append(p.Config, [2]string{"healed before the run", h})
+				p.HealedBefore = append(p.HealedBefore, h)
 			}
 		case history.FPhases:
 			var ph history.RunPhases
@@ -137,6 +147,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			}
 		}
 	}
+	faults, marks := faultViews(ops, res.Meta, end)
 	// At most maxPerKind of each kind in full (the checker puts the
 	// likeliest causes first); the rest are counted.
 	perKind := map[string]*kindCount{}
@@ -153,7 +164,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			continue
 		}
 		kc.Shown++
-		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a))
+		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a, faults))
 	}
 	p.Kinds = p.Kinds[:0]
 	for _, a := range res.Anomalies {
@@ -167,9 +178,8 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		if i == maxAnoShow {
 			break
 		}
-		p.Findings = append(p.Findings, viewAnomaly(i+1, a))
+		p.Findings = append(p.Findings, viewAnomaly(i+1, a, faults))
 	}
-	faults, marks := faultViews(ops, res.Meta, end)
 	p.FaultLegend = legend(faults)
 	holds := res.Holds
 	if holds == nil {
@@ -212,8 +222,8 @@ func secs(ns int64) string {
 	return fmt.Sprintf("%.3fs", float64(ns)/1e9)
 }
 
-func viewAnomaly(n int, a checker.Anomaly) anomalyView {
-	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End)}
+func viewAnomaly(n int, a checker.Anomaly, faults []faultView) anomalyView {
+	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End)}
 	var ps []string
 	for _, p := range a.Processes {
 		ps = append(ps, fmt.Sprint(p))
