@@ -55,6 +55,11 @@ func FaultEvent(f string) (kind string, start, ok bool) {
 type HealLeftover struct {
 	Node   string   `json:"node"`
 	Healed []string `json:"healed"` // the fault kinds found and undone
+	// Found is what the node showed before the heal, in `lockcheck cluster
+	// status` words ("container paused", "jvm stopped", "2 iptables rules",
+	// "clock offset +5.000000", "container exited"), when the node can say;
+	// a paused container hides the rest.
+	Found []string `json:"found,omitempty"`
 }
 
 // FaultStyle is how reports draw a fault kind; the meta line carries one per

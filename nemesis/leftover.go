@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -32,6 +33,22 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 			kinds = append(kinds, k)
 		}
 	}
+	// What the nodes show before the kinds reset them says more than a
+	// kind's name ("jvm stopped", not only "pause").
+	found := make(map[string][]string, len(targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		if f, ok := t.Node.(faulter); ok {
+			wg.Go(func() {
+				fs, _ := f.Faults(ctx)
+				mu.Lock()
+				found[t.Name] = fs
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
 	healed, err := resetAll(ctx, &Env{Targets: targets, Log: log}, kinds, targets)
 	errs := []error{err}
 	var out []Leftover
@@ -39,9 +56,9 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 		if len(healed[t.Name]) == 0 {
 			continue
 		}
-		l := Leftover{Node: t.Name, Healed: healed[t.Name]}
+		l := Leftover{Node: t.Name, Healed: healed[t.Name], Found: found[t.Name]}
 		out = append(out, l)
-		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", l.Healed)
+		log.Warn("healed a fault an earlier run left", "node", t.Name, "healed", l.Healed, "found", l.Found)
 		if rec == nil {
 			continue
 		}
@@ -54,4 +71,10 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// faulter is a node that can say what keeps it from its known state
+// (cluster.Node.Faults); HealLeftovers records it beside the kinds it reset.
+type faulter interface {
+	Faults(ctx context.Context) ([]string, error)
 }

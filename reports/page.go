@@ -41,14 +41,17 @@ type page struct {
 	Timeline  timeline
 	// FaultLegend names each fault kind of the run in its colour.
 	FaultLegend []legendItem
-	Latency     chart
-	Vis         []visLink
-	ByF         []fRow
-	ByProcess   []pRow
-	MoreProcs   int
-	Files       []string
-	Events      int
-	End         string
+	// HealedBefore is what the run healed before it started, per node
+	// ("n1: pause"): shown beside the fault legends, never "no faults" alone.
+	HealedBefore []string
+	Latency      chart
+	Vis          []visLink
+	ByF          []fRow
+	ByProcess    []pRow
+	MoreProcs    int
+	Files        []string
+	Events       int
+	End          string
 }
 
 type kindCount struct {
@@ -130,7 +133,12 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		case history.FHealLeftover:
 			var l history.HealLeftover
 			if json.Unmarshal(op.Value, &l) == nil {
-				p.Config = append(p.Config, [2]string{"healed before the run", l.Node + ": " + strings.Join(l.Healed, ", ")})
+				h := l.Node + ": " + strings.Join(l.Healed, ", ")
+				if len(l.Found) > 0 {
+					h += " (" + strings.Join(l.Found, ", ") + ")"
+				}
+				p.Config = append(p.Config, [2]string{"healed before the run", h})
+				p.HealedBefore = append(p.HealedBefore, h)
 			}
 		case history.FPhases:
 			var ph history.RunPhases

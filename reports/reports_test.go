@@ -282,6 +282,38 @@ func TestFaultViews(t *testing.T) {
 	}
 }
 
+// TestLeftoverHealShownInFaultLegends: a run that healed a node an earlier,
+// killed run left frozen has no fault window of its own, yet its report must
+// not say "no fault windows" or "faults: none" alone.
+func TestLeftoverHealShownInFaultLegends(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store", "t", "20260101T000000")
+	heal, _ := json.Marshal(history.HealLeftover{Node: "n1", Healed: []string{"pause", "clock"}})
+	ops := []history.Op{
+		{Process: -1, Type: history.Info, F: history.FHealLeftover, Node: "n1", Value: heal},
+		{Process: 0, Type: history.Invoke, F: "acquire", Lock: "l"}, {Process: 0, Type: history.OK, F: "acquire", Lock: "l"},
+		{Process: 0, Type: history.Invoke, F: "release", Lock: "l"}, {Process: 0, Type: history.OK, F: "release", Lock: "l"},
+	}
+	for i := range ops {
+		ops[i].Time = int64(i) * 10e6
+	}
+	writeHistory(t, dir, ops)
+	if _, err := Build(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	// Both legends (timeline, latency chart) and the configuration table.
+	if n := strings.Count(html, "healed before the run (an earlier run left it): n1: pause, clock;"); n != 2 {
+		t.Errorf("fault legends name the leftover heal %d times, want 2", n)
+	}
+	if !strings.Contains(html, "healed before the run</td>") && !strings.Contains(html, "healed before the run<") {
+		t.Error("configuration lacks the leftover heal")
+	}
+}
+
 func TestActiveFaults(t *testing.T) {
 	faults := []faultView{
 		{FaultWindow: history.FaultWindow{Kind: "partition", Start: 10, End: 20, Nodes: []string{"n1"}}},

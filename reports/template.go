@@ -39,6 +39,7 @@ code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 svg{background:#fff;border:1px solid #ddd;max-width:100%;height:auto}
 svg text{font-size:10px;fill:#444;font-family:system-ui,sans-serif}
 .fault{fill-opacity:.18}
+.leftover{color:#b26a00;font-weight:600}
 .flabel{font-size:9px;fill:#555}
 .mark{stroke:#f28e2b;stroke-width:1}
 .anom{fill:#c62828;fill-opacity:.25;stroke:#c62828;stroke-width:1}
@@ -79,7 +80,7 @@ const reportHTML = `<!DOCTYPE html>
 </details>{{end}}
 
 <h2>Timeline of holds</h2>
-<p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
+<p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}{{with .HealedBefore}}<span class="leftover">healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
 {{with .Timeline}}<svg id="timeline" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline of holds">
 {{range $f := .Faults}}<rect class="fault" x="{{f1 $f.X}}" y="{{f1 $f.Y}}" width="{{f1 $f.W}}" height="{{f1 $f.H}}" fill="{{$f.Fill}}"><title>{{$f.Title}}</title></rect>{{with $f.Label}}<text class="flabel" x="{{f1 (add $f.X 2)}}" y="{{f1 (add $f.Y 9)}}">{{.}}</text>{{end}}
 {{end}}{{range .Marks}}<line class="mark" x1="{{f1 .X}}" x2="{{f1 .X}}" y1="{{f1 .Y}}" y2="{{f1 (add .Y .H)}}"><title>{{.Title}}</title></line>
@@ -92,7 +93,7 @@ const reportHTML = `<!DOCTYPE html>
 <h2>Latency and throughput</h2>
 <p class="muted legend"><span><i class="sw" style="background:#4e79a7"></i>p50</span><span><i class="sw" style="background:#e15759"></i>p99</span><span><i class="sw" style="background:#bbb"></i>max</span> of ok operations by completion time;
 throughput: <span><i class="sw" style="background:#59a14f"></i>ok</span><span><i class="sw" style="background:#bab0ac"></i>fail</span><span><i class="sw" style="background:#f28e2b"></i>info</span>;
-faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}</p>
+faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}</p>
 {{with .Latency}}<svg id="latency" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="latency and throughput">
 {{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>
 {{end}}<text x="{{f1 plotLeft}}" y="12">latency (ms)</text>
