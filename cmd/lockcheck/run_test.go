@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,6 +32,11 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock", "lease", "--quiet", "-1s"}, "quiet and pause-extra must not be negative"},
 		{[]string{"--lock", "lease", "--paxos", "v3"}, "--paxos must be v1 or v2"},
 		{[]string{"--lock", "lease", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--nemesis", "client-pause,kill"}, "--nemesis kill: node faults on --hosts need node access"},
+		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--keyspace", "a-b"}, `--keyspace "a-b": want a plain CQL identifier`},
+		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--nemesis", "pause", "--ssh-key", "/nonexistent/id"}, "--ssh-key: open /nonexistent/id"},
+		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--nemesis", "pause", "--ssh-key", "../../sshnode/testdata/id.pub", "--ssh-insecure-ignore-host-key"}, "ssh: no key found"},
+		{[]string{"--lock", "lease", "--hosts", "127.0.0.1", "--nemesis", "pause", "--ssh-key", "../../sshnode/testdata/id", "--ssh-insecure-ignore-host-key", "--ssh-port", closedTCPPort(t)}, "connection refused"},
 		{[]string{"--bogus"}, "flag provided but not defined"},
 	}
 	for _, tt := range tests {
@@ -46,6 +52,17 @@ func TestRunRejectsBadInput(t *testing.T) {
 			t.Errorf("%v: %d lines on stderr, want one: %q", tt.args, n, errb.String())
 		}
 	}
+}
+
+// closedTCPPort is a local port where nothing listens any more.
+func closedTCPPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
 }
 
 // closedPort is a URL where nothing listens any more.
