@@ -54,6 +54,9 @@ var quickMatrix = []matrixCase{
 	// Leaders: terms of seconds kept by heartbeats (lease's Renew).
 	{lock: "lease", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Invalid, workload: workload.ShapeLeader},
 	{lock: "lease-fenced", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Valid, workload: workload.ShapeLeader},
+	// A paused leader resumes and writes again with its old token after the
+	// next leader's writes were acknowledged: the token rule catches it.
+	{lock: "lease-fenced-broken", nemesis: []string{nemesis.ClientPause}, time: 30 * time.Second, want: checker.Invalid, unsafe: true, workload: workload.ShapeLeader},
 	// Seed 002: leaders keep their term by claiming again; as published a
 	// re-claim does not refresh the TTL, no fault needed.
 	{lock: "election", time: 20 * time.Second, want: checker.Invalid, unsafe: true, workload: workload.ShapeLeader},
@@ -155,7 +158,11 @@ func TestUnsafeCaught(t *testing.T) {
 		if !mc.unsafe {
 			continue
 		}
-		t.Run(mc.lock+"/"+nemesisName(mc.nemesis), func(t *testing.T) {
+		shape := mc.workload
+		if shape == "" {
+			shape = workload.ShapeCycle
+		}
+		t.Run(mc.lock+"/"+nemesisName(mc.nemesis)+"/"+shape, func(t *testing.T) {
 			caught := 0
 			for i := range n {
 				if runCase(t, env, store, mc, int64(2000+i)).Verdict == checker.Invalid {

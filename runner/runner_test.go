@@ -32,15 +32,17 @@ func (s memStore) Build(ctx context.Context, dir string) (checker.Result, error)
 // memLocks is an in-memory lock service. racy: acquire reads the holder and
 // then writes itself without atomicity (the control every checker must
 // catch). lease > 0: a grant expires, as a Cassandra TTL does. fenced: grants
-// carry growing tokens.
+// carry growing tokens. anyToken: the resource accepts any token (the fenced
+// promise's control, as lease-fenced-broken).
 type memLocks struct {
-	mu     sync.Mutex
-	owner  map[string]string
-	exp    map[string]time.Time
-	token  int64
-	racy   bool
-	lease  time.Duration
-	fenced bool
+	mu       sync.Mutex
+	owner    map[string]string
+	exp      map[string]time.Time
+	token    int64
+	racy     bool
+	lease    time.Duration
+	fenced   bool
+	anyToken bool
 }
 
 type memLock struct{ s *memLocks }
@@ -100,9 +102,10 @@ func (l memLock) Release(ctx context.Context, g workload.Grant) error {
 }
 
 type memSet struct {
-	mu    sync.Mutex
-	sets  map[string][]int64
-	fence map[string]int64
+	mu       sync.Mutex
+	sets     map[string][]int64
+	fence    map[string]int64
+	anyToken bool
 }
 
 func (s *memSet) Read(ctx context.Context, lock string) ([]int64, error) {
@@ -112,6 +115,9 @@ func (s *memSet) Read(ctx context.Context, lock string) ([]int64, error) {
 }
 
 func (s *memSet) Add(ctx context.Context, lock string, elem, token int64, before func(context.Context) error) error {
+	if s.anyToken {
+		token = 0
+	}
 	if token > 0 {
 		s.mu.Lock()
 		if token < s.fence[lock] {
@@ -137,7 +143,7 @@ func (s *memSet) Add(ctx context.Context, lock string, elem, token int64, before
 func memRecipe(name string, promise history.Promise, l *memLocks) Recipe {
 	return Recipe{Name: name, Promise: promise, Setup: func(context.Context, Env, *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
 		l.owner, l.exp = map[string]string{}, map[string]time.Time{}
-		res := &memSet{sets: map[string][]int64{}, fence: map[string]int64{}}
+		res := &memSet{sets: map[string][]int64{}, fence: map[string]int64{}, anyToken: l.anyToken}
 		return func(int, workload.Clock) (workload.Lock, error) { return memLock{l}, nil }, res, func() {}, nil
 	}}
 }
@@ -160,9 +166,11 @@ func TestRunVerdicts(t *testing.T) {
 		{"mutex, no faults", memRecipe("mutex", history.PromiseMutex, &memLocks{}), nil, checker.Valid, ""},
 		{"lease, client pause", memRecipe("lease", history.PromiseMutex, &memLocks{lease: 200 * time.Millisecond}), []string{"client-pause"}, checker.Invalid, ""},
 		{"lease fenced, client pause", memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}), []string{"client-pause"}, checker.Valid, ""},
+		{"lease fenced, resource accepts any token, client pause", memRecipe("lease-fenced-broken", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true, anyToken: true}), []string{"client-pause"}, checker.Invalid, ""},
 		{"leader, mutex, no faults", memRecipe("mutex", history.PromiseMutex, &memLocks{}), nil, checker.Valid, workload.ShapeLeader},
 		{"leader, lease, client pause", memRecipe("lease", history.PromiseMutex, &memLocks{lease: 200 * time.Millisecond}), []string{"client-pause"}, checker.Invalid, workload.ShapeLeader},
 		{"leader, lease fenced, client pause", memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}), []string{"client-pause"}, checker.Valid, workload.ShapeLeader},
+		{"leader, lease fenced, resource accepts any token, client pause", memRecipe("lease-fenced-broken", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true, anyToken: true}), []string{"client-pause"}, checker.Invalid, workload.ShapeLeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,6 +186,11 @@ func TestRunVerdicts(t *testing.T) {
 			if out.Verdict != tt.want {
 				t.Errorf("verdict %s, want %s (anomalies %+v)", out.Verdict, tt.want, out.Result.Anomalies)
 			}
+			kinds := map[string]int{}
+			for _, a := range out.Result.Anomalies {
+				kinds[a.Kind]++
+			}
+			t.Logf("%s: %s, anomalies by kind %v", tt.name, out.Verdict, kinds)
 			if len(tt.nemesis) > 0 && out.Faults["client-pause"] == 0 {
 				t.Errorf("no client pause happened: %v", out.Faults)
 			}
