@@ -265,8 +265,9 @@ func (c *Cluster) createKeyspace(ctx context.Context) error {
 }
 
 // Attach returns a handle on the running cluster of the name given with
-// WithName (default "lockcheck"), as `lockcheck cluster up` left it. It
-// wraps ErrNotRunning when no node of that cluster runs.
+// WithName (default "lockcheck"), as `lockcheck cluster up` left it, even
+// when its nodes are all stopped. It wraps ErrNotRunning when no container
+// of that cluster exists.
 func Attach(ctx context.Context, opts ...Option) (*Cluster, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -289,13 +290,12 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	running := 0
-	for _, s := range cs {
-		if s.State == container.StateRunning || s.State == container.StatePaused {
-			running++
-		}
-	}
-	if running == 0 {
+	// Containers that all stopped are still the cluster (its data, its
+	// address plan): a harness killed while the kill fault held a 1-node
+	// cluster down, or a machine reboot, leaves it so. Attach it: the
+	// leftover heal starts the nodes again (Node.Reset) rather than a new
+	// cluster replacing it.
+	if len(cs) == 0 {
 		return nil, fmt.Errorf("%w named %q (start one with `lockcheck cluster up`)", ErrNotRunning, cfg.name)
 	}
 	lb := cs[0].Labels

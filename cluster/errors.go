@@ -5,7 +5,7 @@ import "errors"
 // Errors callers tell apart with errors.Is. The CLI reports all of them as
 // bad input or a failed command with one line.
 var (
-	// ErrNotRunning: Attach found no running cluster of that name.
+	// ErrNotRunning: Attach found no cluster of that name (no container).
 	ErrNotRunning = errors.New("no running lockcheck cluster")
 	// ErrBadOption: an option is out of range.
 	ErrBadOption = errors.New("bad cluster option")
