@@ -135,10 +135,8 @@ func TestHostsOverSSH(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, want := range []string{`"healed":["pause"]`, `"healed":["partition"]`} {
-					if !strings.Contains(string(h), want) {
-						t.Errorf("no heal-leftover line with %s in the history", want)
-					}
+				if n := strings.Count(string(h), `"f":"heal-leftover"`); n != 3 || !strings.Contains(string(h), `"healed":["partition","pause"]`) {
+					t.Errorf("%d heal-leftover lines, want 3, one with partition and pause", n)
 				}
 			}
 		})
@@ -170,19 +168,24 @@ func TestHostsOverSSH(t *testing.T) {
 }
 
 // leaveFaults leaves what a harness killed mid-run would: the first host's
-// JVM stopped, a partition chain on the second.
+// JVM stopped, and every host cutting the harness's clients off (its SSH
+// let through, as lockcheck's chains do), so that no CQL gets through
+// until the next run has healed over SSH.
 func leaveFaults(ctx context.Context, t *testing.T, env *runner.ExternalEnv) {
 	ts := env.Targets()
 	if err := ts[0].Node.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range [][]string{
-		{"iptables", "-w", "-N", "LOCKCHECK-PARTITION"},
-		{"iptables", "-w", "-A", "LOCKCHECK-PARTITION", "-s", ts[0].IP, "-j", "DROP"},
-		{"iptables", "-w", "-I", "INPUT", "-j", "LOCKCHECK-PARTITION"},
-	} {
-		if _, err := ts[1].Node.Exec(ctx, cmd...); err != nil {
-			t.Fatal(err)
+	for _, tg := range ts {
+		for _, cmd := range [][]string{
+			{"iptables", "-w", "-N", "LOCKCHECK-PARTITION"},
+			{"iptables", "-w", "-A", "LOCKCHECK-PARTITION", "-p", "tcp", "--dport", "22", "-j", "RETURN"},
+			{"iptables", "-w", "-A", "LOCKCHECK-PARTITION", "-s", env.GatewayIP(), "-j", "DROP"},
+			{"iptables", "-w", "-I", "INPUT", "-j", "LOCKCHECK-PARTITION"},
+		} {
+			if _, err := tg.Node.Exec(ctx, cmd...); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
