@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,9 +39,13 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		if !ok {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
 		}
+		port := cqlPort
+		if p, ok := env.(interface{ CQLPort() int }); ok {
+			port = strconv.Itoa(p.CQLPort())
+		}
 		var hosts []string
 		for _, h := range he.Hosts() {
-			hosts = append(hosts, net.JoinHostPort(h, cqlPort))
+			hosts = append(hosts, net.JoinHostPort(h, port))
 		}
 		log := t.runLog
 		if log == nil {

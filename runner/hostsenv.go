@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -181,6 +182,9 @@ func (e *ExternalEnv) GatewayIP() string {
 
 // Hosts are the contact points.
 func (e *ExternalEnv) Hosts() []string { return e.cfg.Hosts }
+
+// CQLPort is where the hosts serve CQL (a --lock-cmd plug-in is told).
+func (e *ExternalEnv) CQLPort() int { return cmp.Or(e.cfg.Port, 9042) }
 
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }
