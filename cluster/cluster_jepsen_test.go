@@ -424,11 +424,11 @@ func TestWaitHealthySeesPartition(t *testing.T) {
 	}
 }
 
-// TestResetUndoesLeftovers leaves on a node every fault a harness killed
-// mid-run can leave, stacked (a paused container hides the rest), and checks
-// that Faults names each, Reset undoes each and says so, and the node serves
-// again; then the same for a node left stopped.
-func TestResetUndoesLeftovers(t *testing.T) {
+// TestFaultsNamesLeftovers leaves on a node every fault a harness killed
+// mid-run can leave, one after another, and checks that Faults (what `cluster
+// status` prints) names each, that a paused container hides the rest, and
+// that a stopped node says so; the shared heal then clears it.
+func TestFaultsNamesLeftovers(t *testing.T) {
 	c := clustertest.Get(t)
 	ctx := ctxFor(t, 5*time.Minute)
 	n, err := c.Node("n3")
@@ -436,66 +436,67 @@ func TestResetUndoesLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		_ = n.SignalJVM(context.Background(), "CONT")
+		_, _ = n.Exec(context.Background(), "iptables", "-w", "-D", "INPUT", "-s", "10.199.0.250", "-j", "DROP")
 		if err := clustertest.HealLeftovers(context.Background(), c, nil); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
+	faults := func() string {
+		t.Helper()
+		f, err := n.Faults(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(f, ", ")
+	}
+	if f := faults(); f != "" {
+		t.Fatalf("n3 not clean at the start: %s", f)
+	}
 	steps := []struct {
-		name  string
+		want  string
 		leave func() error
 	}{
-		{"clock offset", func() error { return n.SetClockOffset(ctx, 3*time.Second) }},
-		{"iptables rules", func() error {
+		{"clock offset +3.000000", func() error { return n.SetClockOffset(ctx, 3*time.Second) }},
+		{"1 iptables rules", func() error {
 			_, err := n.Exec(ctx, "iptables", "-w", "-A", "INPUT", "-s", "10.199.0.250", "-j", "DROP")
 			return err
 		}},
 		{"jvm stopped", func() error { return n.SignalJVM(ctx, "STOP") }},
-		{"container paused", func() error { return n.Pause(ctx) }},
 	}
 	for _, s := range steps {
 		if err := s.leave(); err != nil {
-			t.Fatalf("leave %s: %v", s.name, err)
+			t.Fatalf("leave %s: %v", s.want, err)
+		}
+		if f := faults(); !strings.Contains(f, s.want) {
+			t.Errorf("Faults = %q, want it to name %q", f, s.want)
 		}
 	}
-	found, err := n.Faults(ctx)
-	if err != nil {
+	if err := n.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(found) != 1 || found[0] != "container paused" {
-		t.Errorf("Faults of a paused node = %q, want only [container paused] (nothing else can be read)", found)
+	if f := faults(); f != "container paused" {
+		t.Errorf("Faults of a paused node = %q, want only container paused (nothing else can be read)", f)
 	}
-	healed, err := n.Reset(ctx)
-	if err != nil {
-		t.Fatalf("Reset: %v", err)
+	if err := n.Unpause(ctx); err != nil {
+		t.Fatal(err)
 	}
-	joined := strings.Join(healed, "; ")
-	for _, s := range steps {
-		if !strings.Contains(joined, s.name) {
-			t.Errorf("Reset healed %q, which does not name %s", healed, s.name)
-		}
+	if err := n.SignalJVM(ctx, "CONT"); err != nil {
+		t.Fatal(err)
 	}
-	if found, err := n.Faults(ctx); err != nil || len(found) > 0 {
-		t.Errorf("after Reset: Faults = %q, %v; want none", found, err)
-	}
-	if err := c.WaitHealthy(ctx); err != nil {
-		t.Fatalf("not healthy after Reset: %v", err)
-	}
-
-	// A node left stopped: started again, with its offset reset too.
-	if err := n.SetClockOffset(ctx, 2*time.Second); err != nil {
+	if _, err := n.Exec(ctx, "iptables", "-w", "-D", "INPUT", "-s", "10.199.0.250", "-j", "DROP"); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	healed, err = n.Reset(ctx)
-	if err != nil {
-		t.Fatalf("Reset of a stopped node: %v", err)
+	if f := faults(); !strings.HasPrefix(f, "container ") {
+		t.Errorf("Faults of a killed node = %q, want container exited", f)
 	}
-	if len(healed) != 2 || !strings.HasPrefix(healed[0], "container ") || !strings.HasPrefix(healed[1], "clock offset") {
-		t.Errorf("Reset of a stopped, skewed node healed %q, want [container exited, clock offset ...]", healed)
+	if err := clustertest.HealLeftovers(ctx, c, nil); err != nil {
+		t.Fatalf("heal: %v", err)
 	}
-	if err := c.WaitHealthy(ctx); err != nil {
-		t.Fatalf("not healthy after restarting: %v", err)
+	if f := faults(); f != "" {
+		t.Errorf("after the heal: Faults = %q, want none", f)
 	}
 }

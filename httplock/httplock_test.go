@@ -133,7 +133,7 @@ func TestAcquireFailsOrUnknown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, _ := serve(t, tc.steps...)
-			_, err := d.Acquire(ctxFor(t, 150*time.Millisecond), "a", "o")
+			_, err := d.Acquire(ctxFor(t, time.Second), "a", "o")
 			if err == nil || workload.DefaultClassifier(err) != tc.want || !strings.Contains(err.Error(), tc.text) {
 				t.Errorf("acquire: %v, want %s saying %q", err, tc.want, tc.text)
 			}

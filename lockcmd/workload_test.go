@@ -79,7 +79,7 @@ func TestWorkloadReplacesBrokenPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := map[int]history.Op{} // process -> its pending invocation
-	ended := map[int]bool{}       // processes that had an info: they never invoke again
+	ended := map[int]bool{}      // processes that had an info: they never invoke again
 	infos := 0
 	for _, op := range h.ops {
 		if op.Type == history.Invoke {

@@ -250,7 +250,7 @@ func TestLockdServesHTTPLock(t *testing.T) {
 	if g.Lease < 3500*time.Millisecond || g.Lease > 4*time.Second {
 		t.Errorf("lease %v, want the 5 s ttl less the 1.5 s margin", g.Lease)
 	}
-	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
 	defer cancelShort()
 	if _, err := d.Acquire(short, "a", "c1-p1"); workload.DefaultClassifier(err) != history.Fail {
 		t.Errorf("acquire of a held lock: %v, want a failure", err)
