@@ -146,7 +146,7 @@ func TestPausedNodeQuorumServes(t *testing.T) {
 	// Two of three replicas answer: Paxos has its quorum.
 	for i := range 3 {
 		k := key(t)
-		qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		qctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 		applied, err := insertServed(qctx, t, s1, k, "v"+strconv.Itoa(i))
 		cancel()
 		if err != nil || !applied {
@@ -175,13 +175,14 @@ func TestPausedNodeQuorumServes(t *testing.T) {
 	}
 }
 
-// insertServed inserts k=v IF NOT EXISTS and tries again, up to three
-// times, when the Paxos round times out: right after a replica stops, on a
-// loaded machine, the coordinator may wait for it before the failure
-// detector gives up on it. A timeout is an unknown outcome, so a retry that
+// insertServed inserts k=v IF NOT EXISTS and tries again, up to eight
+// times within ctx, when the Paxos round times out: right after a replica
+// stops, on a loaded machine, the coordinator may wait for it until the
+// failure detector gives up on it (seen: three timeouts in a row on a CI
+// machine at load 15). A timeout is an unknown outcome, so a retry that
 // finds our own value means the earlier round applied.
 func insertServed(ctx context.Context, t *testing.T, s *gocql.Session, k, v string) (applied bool, err error) {
-	for try := 1; try <= 3; try++ {
+	for try := 1; try <= 8; try++ {
 		var existing string
 		applied, existing, err = insertIfNotExists(ctx, s, k, v)
 		switch {
@@ -191,6 +192,11 @@ func insertServed(ctx context.Context, t *testing.T, s *gocql.Session, k, v stri
 			return false, err
 		}
 		t.Logf("insert %s try %d: %v (trying again)", k, try, err)
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(time.Second):
+		}
 	}
 	return false, err
 }
