@@ -245,6 +245,7 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	keyspace := fs.String("keyspace", cluster.DefaultKeyspace, "keyspace of the lease table")
 	clusterName := fs.String("cluster", cluster.DefaultName, "name of the cluster started by lockcheck cluster up (used without --hosts)")
 	rf := fs.Int("rf", 0, "with --hosts: replication factor if the keyspace must be created (default: hosts, at most 3)")
+	lockName := fs.String("lock", "lease-fenced", "the lease served: lease-fenced (tokens) or lease (seed 004 as published: IF NOT EXISTS and a TTL, no fencing)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitValid
@@ -253,6 +254,11 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lockcheck lockd: unexpected arguments %q\n", fs.Args())
+		return exitError
+	}
+	newLease, ok := lockdLeases[*lockName]
+	if !ok {
+		fmt.Fprintf(stderr, "lockcheck lockd: --lock %q: want lease-fenced or lease\n", *lockName)
 		return exitError
 	}
 	log := slog.Default()
@@ -274,7 +280,7 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	defer s.Close()
-	lk, err := lease.NewFenced(s, recipe.WithKeyspace(*keyspace), recipe.WithLogger(log))
+	lk, err := newLease(s, recipe.WithKeyspace(*keyspace), recipe.WithLogger(log))
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck lockd: %v\n", err)
 		return exitError
@@ -286,7 +292,7 @@ func runLockd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	srv := &http.Server{Handler: lockdHandler(lk, log), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "lockd: serving lease-fenced locks on http://%s/v1/locks/{name}\n", ln.Addr())
+	fmt.Fprintf(stdout, "lockd: serving %s locks on http://%s/v1/locks/{name}\n", *lockName, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -353,6 +359,13 @@ func lockdSession(ctx context.Context, clusterName, hosts, keyspace string, rf i
 }
 
 var keyspaceRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
+
+// lockdLeases are the leases lockd can serve: the fenced one, and seed
+// 004's as published, so that its flaw can be shown through --lock-url.
+var lockdLeases = map[string]func(*gocql.Session, ...recipe.Option) (*lease.Lease, error){
+	"lease-fenced": lease.NewFenced,
+	"lease":        lease.New,
+}
 
 // attachSession opens a session on the cluster of `lockcheck cluster up`.
 func attachSession(ctx context.Context, name string) (*gocql.Session, string, error) {

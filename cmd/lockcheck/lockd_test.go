@@ -9,14 +9,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -223,6 +227,20 @@ func TestLockdFlags(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "no host") {
 		t.Errorf("stderr %q does not say what is wrong", errb.String())
+	}
+	errb.Reset()
+	if code := runLockd(context.Background(), []string{"--lock", "music"}, &out, &errb); code != exitError {
+		t.Errorf("--lock music: exit %d, want %d", code, exitError)
+	}
+	if got := strings.TrimSpace(errb.String()); strings.Count(got, "\n") > 0 || !strings.Contains(got, `--lock "music"`) {
+		t.Errorf("--lock music: stderr %q, want one line naming the flag", got)
+	}
+	for name, want := range map[string]func(*gocql.Session, ...recipe.Option) (*lease.Lease, error){
+		"lease": lease.New, "lease-fenced": lease.NewFenced,
+	} {
+		if got := lockdLeases[name]; got == nil || reflect.ValueOf(got).Pointer() != reflect.ValueOf(want).Pointer() {
+			t.Errorf("--lock %s does not serve the %s constructor", name, name)
+		}
 	}
 }
 
