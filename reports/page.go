@@ -68,6 +68,8 @@ type anomalyView struct {
 	Processes string
 	// Faults are the fault windows active in the anomaly's span.
 	Faults []activeFault
+	// Cause is the likely cause in words, where the mechanism is known.
+	Cause string
 }
 
 type opRow struct {
@@ -223,7 +225,7 @@ func secs(ns int64) string {
 }
 
 func viewAnomaly(n int, a checker.Anomaly, faults []faultView) anomalyView {
-	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End)}
+	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End), Cause: likelyCause(a, faults)}
 	var ps []string
 	for _, p := range a.Processes {
 		ps = append(ps, fmt.Sprint(p))

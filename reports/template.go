@@ -139,7 +139,7 @@ faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};o
 {{end}}</table>{{if .MoreOps}}<p class="muted">{{.MoreOps}} more operations in results.json.</p>{{end}}{{end}}
 {{define "anomaly"}}<div class="anomaly" id="anomaly-{{.N}}"><b>#{{.N}} {{.A.Kind}}</b> <span class="muted">({{.A.Check}}) lock <code>{{.A.Lock}}</code>, processes {{.Processes}}, {{.Window}}</span>
 <p>{{.A.Message}}</p>{{template "faults" .}}{{template "ops" .}}</div>{{end}}
-{{define "faults"}}{{with .Faults}}<p class="muted legend">fault windows in its span: {{range .}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} {{.Text}}</span>{{end}}</p>{{end}}{{end}}
+{{define "faults"}}{{with .Faults}}<p class="muted legend">fault windows in its span: {{range .}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} {{.Text}}</span>{{end}}</p>{{end}}{{with .Cause}}<p class="cause">likely cause: {{.}}</p>{{end}}{{end}}
 {{define "finding"}}<div class="anomaly finding" id="finding-{{.N}}"><b>{{.A.Kind}}</b> <span class="muted">({{.A.Check}}) lock <code>{{.A.Lock}}</code>, processes {{.Processes}}, {{.Window}}</span>
 <p>{{.A.Message}}</p>{{template "faults" .}}{{template "ops" .}}</div>{{end}}
 `

@@ -1,0 +1,95 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/checker"
+)
+
+// A report says why, not only what: where the mechanism behind an anomaly is
+// known from the fault windows active in its span, the anomaly carries the
+// likely cause in words. Each rule is a fault kind, the anomaly kinds it
+// explains and the sentence; where none applies the report says nothing
+// rather than guess.
+type causeRule struct {
+	fault     string
+	anomalies []string
+	explain   func(w faultView, a checker.Anomaly) (string, bool)
+}
+
+var causeRules = []causeRule{
+	{fault: "client-pause", anomalies: []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindOverlap},
+		explain: func(w faultView, a checker.Anomaly) (string, bool) {
+			var v struct {
+				Process *int  `json:"process"`
+				MS      int64 `json:"ms"`
+			}
+			if json.Unmarshal(w.Value, &v) != nil || v.Process == nil {
+				return "", false
+			}
+			if len(a.Processes) > 0 && !slices.Contains(a.Processes, *v.Process) {
+				return "", false
+			}
+			who := fmt.Sprintf("process %d stalled %.1f s in its critical section (client-pause), past its lease", *v.Process, float64(v.MS)/1000)
+			switch a.Kind {
+			case checker.KindLostAdd:
+				return who + "; another client acquired the expired lease and added, then the stale read-modify-write landed over it", true
+			case checker.KindOverlap:
+				return who + "; another client acquired the expired lease while it still believed it held the lock", true
+			default:
+				return who + "; its write landed after another client had acquired the expired lease", true
+			}
+		}},
+	{fault: "client-clock", anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
+		explain: func(w faultView, a checker.Anomaly) (string, bool) {
+			var v struct {
+				Client *int   `json:"client"`
+				Offset string `json:"offset"`
+			}
+			if json.Unmarshal(w.Value, &v) != nil || v.Client == nil || v.Offset == "" {
+				return "", false
+			}
+			return fmt.Sprintf("client %d's clock was %s off (client-clock): a lock that orders requests by client time "+
+				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside",
+				*v.Client, strings.TrimPrefix(v.Offset, "+")), true
+		}},
+	{fault: "clock", anomalies: []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable},
+		explain: func(w faultView, a checker.Anomaly) (string, bool) {
+			var v struct {
+				Offsets map[string]string `json:"offsets"`
+			}
+			if json.Unmarshal(w.Value, &v) != nil || len(v.Offsets) == 0 {
+				return "", false
+			}
+			var parts []string
+			for n, o := range v.Offsets {
+				parts = append(parts, n+" "+o)
+			}
+			slices.Sort(parts)
+			return "node clocks were moved (" + strings.Join(parts, ", ") + "): a coordinator whose clock runs ahead " +
+				"expires a TTL lease on the server before the holder's deadline, and one behind stamps writes in the past", true
+		}},
+}
+
+// likelyCause is the sentence for a, from the fault windows active in its
+// span, or "" when no rule knows the mechanism.
+func likelyCause(a checker.Anomaly, faults []faultView) string {
+	var causes []string
+	for _, r := range causeRules {
+		if !slices.Contains(r.anomalies, a.Kind) {
+			continue
+		}
+		for _, w := range faults {
+			if w.Kind != r.fault || w.End < a.Start || (a.End != checker.Never && w.Start > a.End) {
+				continue
+			}
+			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) {
+				causes = append(causes, c)
+			}
+		}
+	}
+	return strings.Join(causes, "; or ")
+}

@@ -1,0 +1,73 @@
+package reports
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+func TestLikelyCause(t *testing.T) {
+	window := func(kind string, start, end int64, value string) faultView {
+		return faultView{FaultWindow: history.FaultWindow{Kind: kind, Start: start, End: end, Value: json.RawMessage(value)}}
+	}
+	pause3 := window("client-pause", 10, 50, `{"client":3,"process":3,"lock":"l","ms":6000}`)
+	for _, tc := range []struct {
+		name   string
+		a      checker.Anomaly
+		faults []faultView
+		want   string // a part of the sentence; "" = no cause
+	}{
+		{"paused holder's stale write", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{3, 0}},
+			[]faultView{pause3}, "process 3 stalled 6.0 s in its critical section (client-pause), past its lease; its write landed after"},
+		{"paused holder's lost add", checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 60, Processes: []int{3}},
+			[]faultView{pause3}, "stale read-modify-write landed over it"},
+		{"pause of another process explains nothing", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{1, 2}},
+			[]faultView{pause3}, ""},
+		{"pause outside the span explains nothing", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 60, End: 90, Processes: []int{3}},
+			[]faultView{pause3}, ""},
+		{"client clock behind", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: checker.Never},
+			[]faultView{window("client-clock", 0, 100, `{"client":2,"offset":"-12.3s"}`)}, "client 2's clock was -12.3s off (client-clock)"},
+		{"node clock ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
+			[]faultView{window("clock", 0, 100, `{"kind":"bump","offsets":{"n2":"+4s","n1":"-1.5s"}}`)}, "node clocks were moved (n1 -1.5s, n2 +4s): a coordinator whose clock runs ahead expires a TTL lease"},
+		{"a partition: mechanism not known, nothing said", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
+			[]faultView{window("partition", 0, 100, `{"grudge":{}}`)}, ""},
+		{"a duplicate is not explained by a pause", checker.Anomaly{Kind: checker.KindDuplicate, Start: 20, End: 30, Processes: []int{3}},
+			[]faultView{pause3}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := likelyCause(tc.a, tc.faults)
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("likelyCause = %q, want it to contain %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The cause reaches the page: an overlap under a client clock skew.
+func TestReportShowsLikelyCause(t *testing.T) {
+	ops := overlapping()
+	// Replace the partition window by a client clock skew.
+	ops[1] = history.Op{Process: -1, Type: history.Info, F: "start-client-clock", Value: json.RawMessage(`{"client":1,"offset":"-7s"}`)}
+	ops[8] = history.Op{Process: -1, Type: history.Info, F: "stop-client-clock", Value: json.RawMessage(`{"client":1}`)}
+	for i := range ops {
+		ops[i].Time = int64(i) * 10e6
+	}
+	dir := filepath.Join(t.TempDir(), "store", "t", "20260101T000000")
+	writeHistory(t, dir, ops)
+	if _, err := Build(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "likely cause: client 1&#39;s clock was -7s off (client-clock)") {
+		t.Error("report lacks the likely cause of the overlap")
+	}
+}
