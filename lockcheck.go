@@ -132,8 +132,9 @@ type SSH = sshnode.Config
 func WithHosts(h Hosts) Option { return func(c *config) { c.hosts = &h } }
 
 // WithNemesis names the fault kinds: "partition", "pause", "kill", "clock",
-// "loss" (node faults), "client-pause", "client-clock", or "all" (every kind
-// of nemesis.Kinds).
+// "loss", "power-loss", "rack-power-loss" (node faults; the power kinds need
+// a cluster on the lazy filesystem), "client-pause", "client-clock", or
+// "all" (nemesis.All: every kind that needs nothing of the nodes).
 func WithNemesis(kinds ...string) Option {
 	return func(c *config) { c.nemesis = append(c.nemesis, kinds...) }
 }

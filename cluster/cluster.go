@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,10 @@ const (
 	logDir       = "/var/log/cassandra"
 	faketimeFile = confDir + "/faketime"
 	pidFile      = "/run/cassandra.pid"
+	// The lazy filesystem (WithLazyFS): its binary, and the status it
+	// keeps of what it holds unsynced.
+	lazyFSBin    = binDir + "/lockcheck-lazyfs"
+	lazyFSStatus = "/run/lockcheck-lazyfs.status"
 )
 
 // Start builds the node image if missing, removes what an earlier cluster
@@ -186,6 +191,9 @@ func nodeFiles(yaml []byte) ([]file, error) {
 // nodeEnv is the environment of every node's entrypoint.
 func (c *Cluster) nodeEnv() []string {
 	env := []string{"LOCKCHECK_HEAP=" + c.cfg.heap}
+	if c.cfg.lazyFS != "" {
+		env = append(env, "LOCKCHECK_LAZYFS="+lazyFSBin, "LOCKCHECK_LAZYFS_STATUS="+lazyFSStatus)
+	}
 	if c.cfg.sshKey != "" {
 		env = append(env, "LOCKCHECK_SSH_AUTHORIZED_KEY="+c.cfg.sshKey)
 	}
@@ -202,8 +210,33 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	ip := c.layout.nodes[i-1]
 	init := true
+	hc := &container.HostConfig{
+		// docker-init as PID 1 makes the JVM an ordinary process that
+		// signals sent from inside the container reach.
+		Init:        &init,
+		CapAdd:      []string{"NET_ADMIN"},
+		NetworkMode: container.NetworkMode(c.netName),
+	}
+	if c.cfg.lazyFS != "" {
+		// Copied in rather than built into the image, so that the image's
+		// hash (and a user's --image) does not depend on our Go code.
+		bin, err := os.ReadFile(c.cfg.lazyFS)
+		if err != nil {
+			return nil, fmt.Errorf("lazy filesystem: %w", err)
+		}
+		files = append(files, file{path: lazyFSBin, mode: 0o755, body: bin})
+		// FUSE: mount(2) needs CAP_SYS_ADMIN and the device; Docker's
+		// AppArmor profile (where the host has one) forbids mounts.
+		hc.CapAdd = append(hc.CapAdd, "SYS_ADMIN")
+		hc.Devices = []container.DeviceMapping{{PathOnHost: "/dev/fuse", PathInContainer: "/dev/fuse", CgroupPermissions: "rwm"}}
+		hc.SecurityOpt = []string{"apparmor=unconfined"}
+	}
+	ip := c.layout.nodes[i-1]
+	lazy := ""
+	if c.cfg.lazyFS != "" {
+		lazy = "1"
+	}
 	labels := map[string]string{
 		labelCluster:  c.cfg.name,
 		labelNode:     name,
@@ -214,6 +247,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelHeap:     c.cfg.heap,
 		labelNodes:    strconv.Itoa(c.cfg.nodes),
 		labelImage:    c.cfg.image,
+		labelLazyFS:   lazy,
 	}
 	res, err := c.d.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: c.cfg.name + "-" + name,
@@ -225,13 +259,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 			Labels:     labels,
 			StopSignal: "SIGTERM",
 		},
-		HostConfig: &container.HostConfig{
-			// docker-init as PID 1 makes the JVM an ordinary process that
-			// signals sent from inside the container reach.
-			Init:        &init,
-			CapAdd:      []string{"NET_ADMIN"},
-			NetworkMode: container.NetworkMode(c.netName),
-		},
+		HostConfig: hc,
 		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			c.netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ip}, Aliases: []string{name}},
 		}},
@@ -302,6 +330,10 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.nodes, _ = strconv.Atoi(lb[labelNodes])
 	cfg.rf, _ = strconv.Atoi(lb[labelRF])
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
+	if lb[labelLazyFS] != "" {
+		// The binary is already in the nodes; only "on" matters here.
+		cfg.lazyFS = lazyFSBin
+	}
 	c := &Cluster{cfg: cfg, d: d, log: cfg.logger.With("cluster", cfg.name), netName: cfg.name + "-net", keyspace: lb[labelKeyspace]}
 	if c.keyspace == "" {
 		c.keyspace = DefaultKeyspace
@@ -369,6 +401,13 @@ func (c *Cluster) ReplicationFactor() int { return c.cfg.replicationFactor() }
 
 // Paxos is the nodes' paxos_variant ("v1" or "v2").
 func (c *Cluster) Paxos() string { return c.cfg.paxos }
+
+// CommitlogSync is the nodes' commitlog_sync: periodic or batch.
+func (c *Cluster) CommitlogSync() string { return c.cfg.commitlogSync }
+
+// LazyFS says whether the nodes' data lives on the lazy filesystem
+// (WithLazyFS): only then does Node.PowerOff lose unsynced writes.
+func (c *Cluster) LazyFS() bool { return c.cfg.lazyFS != "" }
 
 // Image is the image the nodes run.
 func (c *Cluster) Image() string { return c.cfg.image }

@@ -35,6 +35,7 @@ const (
 	labelHeap     = "io.lockcheck.heap"
 	labelNodes    = "io.lockcheck.nodes"
 	labelImage    = "io.lockcheck.image"
+	labelLazyFS   = "io.lockcheck.lazyfs"
 )
 
 // docker is the Docker client testcontainers-go provides (it finds the

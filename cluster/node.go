@@ -3,6 +3,7 @@ package cluster
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,21 +83,70 @@ func (n *Node) SignalJVM(ctx context.Context, sig string) error {
 	return err
 }
 
-// Kill kills Cassandra with SIGKILL (no clean shutdown, as in a power loss
-// of the process) and waits until the container has stopped. Its data stays;
-// Restart starts it again.
+// Kill kills Cassandra with SIGKILL (no clean shutdown: a crash of the
+// process) and waits until the container has stopped. Its data stays, with
+// everything the process had written, synced or not, as a crashed process's
+// page cache stays; Restart starts it again. On a node of a lazy filesystem
+// (WithLazyFS) only the JVM is killed, and the node's entrypoint writes the
+// filesystem's unsynced data out before the container stops.
 func (n *Node) Kill(ctx context.Context) error {
+	if n.c.LazyFS() {
+		if err := n.SignalJVM(ctx, "KILL"); err != nil {
+			return fmt.Errorf("kill %s: %w", n.Name, err)
+		}
+		return n.waitStopped(ctx, "kill")
+	}
 	if _, err := n.c.d.ContainerKill(ctx, n.ContainerID, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
 		return fmt.Errorf("kill %s: %w", n.Name, err)
 	}
+	return n.waitStopped(ctx, "kill")
+}
+
+// PowerOff cuts the node's power: every process of its container is killed
+// at once, the lazy filesystem's memory with them, so that the node loses
+// what it had not fsynced (on a node without the lazy filesystem it is the
+// same as Kill of the whole container: nothing is lost). Restart starts it
+// again.
+func (n *Node) PowerOff(ctx context.Context) error {
+	if _, err := n.c.d.ContainerKill(ctx, n.ContainerID, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
+		return fmt.Errorf("power off %s: %w", n.Name, err)
+	}
+	return n.waitStopped(ctx, "power off")
+}
+
+// LazyFS says whether the node's data lives on the lazy filesystem.
+func (n *Node) LazyFS() bool { return n.c.LazyFS() }
+
+// Unsynced reads the lazy filesystem's own count of the bytes and files it
+// holds that were written and not yet fsynced: what a power loss now would
+// throw away. It is at most a quarter of a second old.
+func (n *Node) Unsynced(ctx context.Context) (bytes int64, files int, err error) {
+	if !n.c.LazyFS() {
+		return 0, 0, fmt.Errorf("%s: no lazy filesystem", n.Name)
+	}
+	out, err := n.Exec(ctx, "cat", lazyFSStatus)
+	if err != nil {
+		return 0, 0, err
+	}
+	var st struct {
+		Bytes int64 `json:"unsynced_bytes"`
+		Files int   `json:"unsynced_files"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		return 0, 0, fmt.Errorf("%s: lazy filesystem status %q: %w", n.Name, strings.TrimSpace(out), err)
+	}
+	return st.Bytes, st.Files, nil
+}
+
+func (n *Node) waitStopped(ctx context.Context, what string) error {
 	w := n.c.d.ContainerWait(ctx, n.ContainerID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	select {
 	case <-w.Result:
 		return nil
 	case err := <-w.Error:
-		return fmt.Errorf("kill %s: wait: %w", n.Name, err)
+		return fmt.Errorf("%s %s: wait: %w", what, n.Name, err)
 	case <-ctx.Done():
-		return fmt.Errorf("kill %s: %w", n.Name, ctx.Err())
+		return fmt.Errorf("%s %s: %w", what, n.Name, ctx.Err())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"regexp"
 	"strings"
 )
@@ -34,6 +35,7 @@ type config struct {
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
+	lazyFS        string // path of the lockcheck-lazyfs binary: data on a lazy filesystem
 	logger        *slog.Logger
 }
 
@@ -92,6 +94,15 @@ func WithSSHKey(authorizedKey string) Option {
 	return func(c *config) { c.sshKey = strings.TrimSpace(authorizedKey) }
 }
 
+// WithLazyFS puts every node's data and commitlog (/var/lib/cassandra) on
+// lockcheck's lazy filesystem (the lockcheck-lazyfs binary at path, copied
+// into each node): writes a node has not fsynced live only in that
+// filesystem's memory, so that cutting the node's power (Node.PowerOff)
+// loses them, as a power failure loses a page cache. Killing the JVM alone
+// (Node.Kill) loses nothing, as a process crash keeps the page cache. The
+// nodes need CAP_SYS_ADMIN and /dev/fuse.
+func WithLazyFS(binary string) Option { return func(c *config) { c.lazyFS = binary } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -148,6 +159,14 @@ func (c *config) validate() error {
 	}
 	if strings.ContainsAny(c.sshKey, "\n\r") || (c.sshKey != "" && !strings.HasPrefix(c.sshKey, "ssh-") && !strings.HasPrefix(c.sshKey, "ecdsa-")) {
 		errs = append(errs, "ssh key: want one public key line (ssh-ed25519 AAAA...)")
+	}
+	if c.lazyFS != "" {
+		if st, err := os.Stat(c.lazyFS); err != nil || !st.Mode().IsRegular() {
+			errs = append(errs, fmt.Sprintf("lazy filesystem binary %q: not a file (build it: make build)", c.lazyFS))
+		}
+		if c.sshKey != "" {
+			errs = append(errs, "lazy filesystem and ssh key: not together (a node reached over SSH restarts its JVM itself)")
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s", ErrBadOption, strings.Join(errs, "; "))

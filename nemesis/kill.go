@@ -34,6 +34,12 @@ func (*kill) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 
 // Reset restarts a node whose container is not running.
 func (*kill) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	return restartStopped(ctx, t)
+}
+
+// restartStopped starts a node whose container is not running (killed, or
+// powered off) and says whether it had to.
+func restartStopped(ctx context.Context, t Target) (bool, error) {
 	st, err := t.Node.State(ctx)
 	if err != nil {
 		return false, err

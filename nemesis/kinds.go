@@ -63,6 +63,8 @@ var table = []func() Kind{
 	func() Kind { return &clientPause{} },
 	func() Kind { return &clientClock{} },
 	func() Kind { return &loss{} },
+	func() Kind { return &powerLoss{} },
+	func() Kind { return &rackPowerLoss{} },
 }
 
 // Kinds are the names of every fault kind, in table order.
@@ -73,6 +75,21 @@ var Kinds = func() []string {
 	}
 	return out
 }()
+
+// All is what `all` expands to: every kind that works on any cluster, in
+// table order. Kinds that need something of the nodes (power-loss: a lazy
+// filesystem) are named one by one.
+func All() []string {
+	var out []string
+	for _, mk := range table {
+		if k := mk(); !isNeeder(k) {
+			out = append(out, k.Name())
+		}
+	}
+	return out
+}
+
+func isNeeder(k Kind) bool { _, ok := k.(needer); return ok }
 
 // NewKind makes a fresh kind by name.
 func NewKind(name string) (Kind, error) {
@@ -117,7 +134,7 @@ func ParseKinds(list string) ([]string, error) {
 	case "", "none":
 		return nil, nil
 	case "all":
-		return slices.Clone(Kinds), nil
+		return All(), nil
 	}
 	var out []string
 	for _, k := range strings.Split(list, ",") {

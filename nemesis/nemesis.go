@@ -197,6 +197,13 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 		case k.Scope() == ScopeNode && len(targets) == 0:
 			return nil, fmt.Errorf("nemesis: %s needs nodes", name)
 		}
+		if nd, ok := k.(needer); ok {
+			for _, t := range targets {
+				if err := nd.Needs(t); err != nil {
+					return nil, fmt.Errorf("nemesis: %s: %w", name, err)
+				}
+			}
+		}
 		n.kinds = append(n.kinds, k)
 	}
 	e := &n.env

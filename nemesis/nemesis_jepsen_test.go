@@ -154,7 +154,7 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 	// Rules and clocks first, then what freezes or stops a node: the
 	// later faults hide the earlier from anything but a reset that asks.
 	var kinds []string
-	for _, k := range nemesis.Kinds {
+	for _, k := range nemesis.All() {
 		if nemesis.ScopeOf(k) == nemesis.ScopeNode && k != nemesis.Pause && k != nemesis.Kill {
 			kinds = append(kinds, k)
 		}

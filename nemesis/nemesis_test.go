@@ -27,6 +27,10 @@ type fakeNode struct {
 	killed  bool
 	offset  time.Duration
 	calls   []string
+	// lazy: the node's data lives on a lazy filesystem holding unsynced
+	// bytes; a power cut drops them.
+	lazy     bool
+	unsynced int64
 }
 
 var errDead = errors.New("container not running")
@@ -126,6 +130,18 @@ func (f *fakeNode) SignalJVM(ctx context.Context, sig string) error {
 func (f *fakeNode) Kill(ctx context.Context) error {
 	return f.set("kill", !f.killed, func() { f.killed = true })
 }
+func (f *fakeNode) PowerOff(ctx context.Context) error {
+	return f.set("power off", !f.killed, func() { f.killed, f.unsynced = true, 0 })
+}
+func (f *fakeNode) LazyFS() bool { return f.lazy }
+func (f *fakeNode) Unsynced(ctx context.Context) (int64, int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.killed {
+		return 0, 0, errDead
+	}
+	return f.unsynced, 1, nil
+}
 func (f *fakeNode) Restart(ctx context.Context) error {
 	// A restarted container starts with fresh iptables rules.
 	return f.set("restart", true, func() {
@@ -189,7 +205,7 @@ func fakeCluster(n int) ([]Target, []*fakeNode) {
 	var ts []Target
 	var fs []*fakeNode
 	for i := range n {
-		f := &fakeNode{name: fmt.Sprintf("n%d", i+1)}
+		f := &fakeNode{name: fmt.Sprintf("n%d", i+1), lazy: true, unsynced: 4096}
 		fs = append(fs, f)
 		ts = append(ts, Target{Name: f.name, IP: fmt.Sprintf("10.0.0.%d", i+2), Node: f})
 	}
@@ -234,7 +250,8 @@ func TestParseKinds(t *testing.T) {
 	}{
 		{"none", nil, false},
 		{"", nil, false},
-		{"all", Kinds, false},
+		{"all", []string{Partition, Pause, Kill, Clock, ClientPause, ClientClock, Loss}, false},
+		{"power-loss,rack-power-loss", []string{PowerLoss, RackPowerLoss}, false},
 		{"partition, kill,partition", []string{Partition, Kill}, false},
 		{"client-pause", []string{ClientPause}, false},
 		{"partition,gc", nil, true},
@@ -507,6 +524,8 @@ func TestClientFaults(t *testing.T) {
 
 func TestNewRejects(t *testing.T) {
 	ts, _ := fakeCluster(3)
+	plain, fs := fakeCluster(3)
+	fs[1].lazy = false
 	tests := []struct {
 		name    string
 		targets []Target
@@ -516,6 +535,8 @@ func TestNewRejects(t *testing.T) {
 		{"node fault without nodes", nil, []Option{WithKinds(Kill)}},
 		{"unknown kind", ts, []Option{WithKinds("gc")}},
 		{"zero interval", ts, []Option{WithInterval(0)}},
+		{"power loss without a lazy filesystem", plain, []Option{WithKinds(PowerLoss)}},
+		{"rack power loss without a lazy filesystem", plain, []Option{WithKinds(Partition, RackPowerLoss)}},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.targets, &memRec{}, tt.opts...); err == nil {
@@ -632,5 +653,52 @@ func TestResetFindsLeftovers(t *testing.T) {
 	// A second heal finds nothing.
 	if healed, err := HealLeftovers(ctx, ts, nil, nil); err != nil || len(healed) > 0 {
 		t.Errorf("second reset: healed %v, err %v", healed, err)
+	}
+}
+
+// A power cut records what each node held unsynced, cuts every chosen node
+// (rack: two or more of three) and its stop starts them all again.
+func TestPowerLoss(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{PowerLoss, RackPowerLoss} {
+		for seed := range int64(10) {
+			ts, fs := fakeCluster(3)
+			rec := &memRec{}
+			n, err := New(ts, rec, WithKinds(kind), WithSeed(seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop, err := n.kinds[0].Start(ctx, &n.env, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cut []string
+			for _, f := range fs {
+				if f.killed {
+					cut = append(cut, f.name)
+				}
+			}
+			if want := map[string][2]int{PowerLoss: {1, 1}, RackPowerLoss: {2, 3}}[kind]; len(cut) < want[0] || len(cut) > want[1] {
+				t.Fatalf("%s seed %d: cut %v", kind, seed, cut)
+			}
+			ops := rec.all()
+			var v powerValue
+			if len(ops) != 1 || ops[0].Node != strings.Join(cut, ",") || json.Unmarshal(ops[0].Value, &v) != nil {
+				t.Fatalf("%s seed %d: start lines %+v", kind, seed, ops)
+			}
+			for _, name := range cut {
+				if v.UnsyncedBytes[name] != 4096 || v.UnsyncedFiles[name] != 1 {
+					t.Errorf("%s seed %d: recorded %+v for %s", kind, seed, v, name)
+				}
+			}
+			if err := stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fs {
+				if f.killed {
+					t.Errorf("%s seed %d: %s still down after stop", kind, seed, f.name)
+				}
+			}
+		}
 	}
 }

@@ -31,6 +31,8 @@ type matrixCase struct {
 	unsafe bool
 	// workload is the clients' shape ("": workload.ShapeCycle).
 	workload string
+	// interval is the nemesis's mean time between faults (0: 3 s).
+	interval time.Duration
 }
 
 // The quick matrix. The durations are the shortest at which the known-unsafe
@@ -65,7 +67,7 @@ var quickMatrix = []matrixCase{
 
 // nodeFaults are every node fault kind of the nemesis's table (by its
 // scope), so that a kind added there joins the node-fault rows.
-var nodeFaults = slices.DeleteFunc(slices.Clone(nemesis.Kinds), func(k string) bool { return nemesis.ScopeOf(k) != nemesis.ScopeNode })
+var nodeFaults = slices.DeleteFunc(nemesis.All(), func(k string) bool { return nemesis.ScopeOf(k) != nemesis.ScopeNode })
 
 // envDuration reads a duration from the environment: LOCKCHECK_MATRIX_TIME
 // replaces every case's time (the nightly soak sets it long).
@@ -102,6 +104,9 @@ func runCase(t *testing.T, env ClusterEnv, store string, mc matrixCase, seed int
 	// fault is a chance to catch a flaw, and the node faults must all fit
 	// in a run although a killed node takes a minute to restart here.
 	interval := 3 * time.Second
+	if mc.interval > 0 {
+		interval = mc.interval
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d+10*time.Minute)
 	defer cancel()
 	tc := Defaults()

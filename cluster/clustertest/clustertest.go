@@ -20,6 +20,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +99,71 @@ func HealLeftovers(ctx context.Context, c *cluster.Cluster, log *slog.Logger) er
 		return err
 	}
 	return c.WaitHealthy(ctx)
+}
+
+// Start starts a cluster of the test's own, named after the shared one with
+// suffix (so that parallel runs of `make jepsen` under other names do not
+// collide), and removes it when the test ends. Tests that need another
+// configuration (a lazy filesystem, Paxos v2) use it beside the shared one.
+func Start(t *testing.T, suffix string, opts ...cluster.Option) *cluster.Cluster {
+	t.Helper()
+	name := os.Getenv("LOCKCHECK_CLUSTER")
+	if name == "" {
+		name = cluster.DefaultName
+	}
+	name += "-" + suffix
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	c, err := cluster.Start(ctx, append([]cluster.Option{cluster.WithName(name), cluster.WithLogger(log)}, opts...)...)
+	if err != nil {
+		t.Fatalf("clustertest: start cluster %s: %v", name, err)
+	}
+	t.Logf("clustertest: cluster %s up in %v", name, time.Since(begin).Round(time.Second))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.Stop(ctx, os.Getenv("LOCKCHECK_CLUSTER_LOGS")); err != nil {
+			t.Errorf("clustertest: stop cluster %s: %v", name, err)
+		}
+	})
+	return c
+}
+
+var lazyFS struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// LazyFSBinary builds cmd/lockcheck-lazyfs (static, for the nodes) once per
+// test binary and returns its path, for cluster.WithLazyFS.
+func LazyFSBinary(t *testing.T) string {
+	t.Helper()
+	lazyFS.once.Do(func() {
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+		if err != nil {
+			lazyFS.err = fmt.Errorf("find the module: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "lockcheck-lazyfs-")
+		if err != nil {
+			lazyFS.err = err
+			return
+		}
+		path := filepath.Join(dir, "lockcheck-lazyfs")
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/lockcheck-lazyfs")
+		cmd.Dir = strings.TrimSpace(string(root))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			lazyFS.err = fmt.Errorf("go build ./cmd/lockcheck-lazyfs: %w: %s", err, out)
+			return
+		}
+		lazyFS.path = path
+	})
+	if lazyFS.err != nil {
+		t.Fatalf("clustertest: %v", lazyFS.err)
+	}
+	return lazyFS.path
 }

@@ -19,6 +19,15 @@
 # JVM runs as a detached child, so that a JVM killed over SSH leaves the
 # container up and `entrypoint.sh start` (the start command lockcheck's SSH
 # nodes are given) starts it again.
+#
+# With LOCKCHECK_LAZYFS set (cluster.WithLazyFS: the path of the
+# lockcheck-lazyfs binary), /var/lib/cassandra is that lazy filesystem over
+# /var/lib/cassandra.disk: what Cassandra writes and has not fsynced lives in
+# its memory. This script stays the container's process with the filesystem
+# and the JVM as its children. When the JVM ends (kill -9 of the JVM alone
+# is a process crash: the page cache survives it) the filesystem writes out
+# everything it holds and unmounts before the container stops. A power loss
+# is the container killed at once: the filesystem dies with its memory.
 set -eu
 
 CONF=${LOCKCHECK_CONF:-/etc/lockcheck}
@@ -67,6 +76,34 @@ if [ "${1:-}" != jvm ] && [ -n "${LOCKCHECK_SSH_AUTHORIZED_KEY:-}" ]; then
   # Stay up whatever the JVM does; docker's init reaps the JVM.
   trap 'kill -TERM "$(cat /run/cassandra.pid)" 2>/dev/null; exit 0' TERM INT
   while :; do sleep 3600 & wait $!; done
+fi
+
+if [ "${1:-}" != jvm ] && [ -n "${LOCKCHECK_LAZYFS:-}" ]; then
+  [ -x "$LOCKCHECK_LAZYFS" ] || fail "lazy filesystem binary $LOCKCHECK_LAZYFS not found"
+  [ -c /dev/fuse ] || fail "/dev/fuse missing: a lazy filesystem node needs the device and CAP_SYS_ADMIN"
+  DATA=/var/lib/cassandra
+  mkdir -p "$DATA" "$DATA.disk" /var/log/cassandra
+  STATUS=${LOCKCHECK_LAZYFS_STATUS:-/run/lockcheck-lazyfs.status}
+  rm -f "$STATUS"
+  "$LOCKCHECK_LAZYFS" --backing "$DATA.disk" --mount "$DATA" --status "$STATUS" 2>>/var/log/cassandra/lazyfs.log &
+  FS=$!
+  i=0
+  until grep -q " $DATA fuse" /proc/mounts; do
+    kill -0 "$FS" 2>/dev/null || fail "lazy filesystem exited: $(tail -n 1 /var/log/cassandra/lazyfs.log)"
+    i=$((i + 1))
+    [ "$i" -le 200 ] || fail "lazy filesystem not mounted on $DATA after 20 s"
+    sleep 0.1
+  done
+  "$0" jvm &
+  JVM=$!
+  trap 'kill -TERM "$JVM" 2>/dev/null' TERM INT
+  rc=0
+  while kill -0 "$JVM" 2>/dev/null; do
+    wait "$JVM" && rc=0 || rc=$?
+  done
+  kill -TERM "$FS" 2>/dev/null
+  wait "$FS" || echo "lockcheck entrypoint: lazy filesystem exited $?" >&2
+  exit "$rc"
 fi
 
 [ -f "$FAKETIME_FILE" ] || echo '+0s' > "$FAKETIME_FILE"

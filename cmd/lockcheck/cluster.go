@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -20,6 +22,7 @@ const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
   up      start a Cassandra cluster and leave it running for later commands
           [--name lockcheck] [--nodes 3] [--paxos v1|v2] [--commitlog-sync periodic|batch]
           [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub]
+          [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version  [--name lockcheck]
   down    remove the cluster's containers and network                       [--name lockcheck]
   image   build the node image if missing and print its tag`
@@ -95,6 +98,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	image := fs.String("image", "", "run this local image instead of building lockcheck's own")
 	subnet := fs.String("subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
 	sshKey := fs.String("ssh-authorized-key", "", "public key file: run sshd in every node, root login with this key (for --hosts --ssh-*)")
+	lazy := fs.Bool("lazyfs", false, "keep every node's data on lockcheck-lazyfs, which loses unsynced writes when a power-loss fault cuts the node")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -115,6 +119,13 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		opts = append(opts, cluster.WithSSHKey(string(b)))
 	}
+	if *lazy {
+		bin, err := lazyFSBinary()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, cluster.WithLazyFS(bin))
+	}
 	// Bad input is rejected before anything touches Docker.
 	if err := cluster.ValidateOptions(opts...); err != nil {
 		return err
@@ -123,8 +134,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// A cluster of this name already running is kept when it matches the
 	// flags (other processes may be using it), never silently replaced.
 	if c, err := cluster.Attach(ctx, cluster.WithName(*name), cluster.WithLogger(log)); err == nil {
-		want := fmt.Sprintf("%d nodes, paxos %s", *nodes, *paxos)
-		have := fmt.Sprintf("%d nodes, paxos %s", len(c.Nodes()), c.Paxos())
+		want := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", *nodes, *paxos, *sync, *lazy)
+		have := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", len(c.Nodes()), c.Paxos(), c.CommitlogSync(), c.LazyFS())
 		if want != have || (*image != "" && *image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", *name, have, c.Image(), *name)
 		}
@@ -214,4 +225,23 @@ func healLeftovers(ctx context.Context, c *cluster.Cluster, log *slog.Logger) er
 		return err
 	}
 	return c.WaitHealthy(ctx)
+}
+
+// lazyFSBinary finds the lockcheck-lazyfs binary that `make build` puts
+// beside lockcheck ($LOCKCHECK_LAZYFS_BIN first, then beside this
+// executable, then on PATH).
+func lazyFSBinary() (string, error) {
+	if p := os.Getenv("LOCKCHECK_LAZYFS_BIN"); p != "" {
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "lockcheck-lazyfs")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("lockcheck-lazyfs"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: --lazyfs: lockcheck-lazyfs is neither beside this lockcheck nor on PATH (build both with `make build`, or set LOCKCHECK_LAZYFS_BIN)", cluster.ErrBadOption)
 }
