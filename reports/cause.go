@@ -18,6 +18,9 @@ type causeRule struct {
 	fault     string
 	anomalies []string
 	explain   func(w faultView, a checker.Anomaly) (string, bool)
+	// lasting faults explain anomalies after their window too: what a
+	// power loss threw away stays lost after the node is back.
+	lasting bool
 }
 
 var causeRules = []causeRule{
@@ -72,6 +75,32 @@ var causeRules = []causeRule{
 			return "node clocks were moved (" + strings.Join(parts, ", ") + "): a coordinator whose clock runs ahead " +
 				"expires a TTL lease on the server before the holder's deadline, and one behind stamps writes in the past", true
 		}},
+	{fault: "power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},
+	{fault: "rack-power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},
+}
+
+// powerAnomalies are what forgotten acknowledged writes show as: a lock row
+// or fencing counter gone (a second holder, an old token again), the
+// resource's own rows gone (a lost add, a stale token accepted).
+var powerAnomalies = []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable, checker.KindDuplicate}
+
+func explainPower(w faultView, a checker.Anomaly) (string, bool) {
+	var v struct {
+		Bytes map[string]int64 `json:"unsynced_bytes"`
+	}
+	if json.Unmarshal(w.Value, &v) != nil {
+		return "", false
+	}
+	var nodes []string
+	var lost int64
+	for n, b := range v.Bytes {
+		nodes = append(nodes, n)
+		lost += max(b, 0)
+	}
+	slices.Sort(nodes)
+	return fmt.Sprintf("%s lost power at %.1f s (%s) holding %d bytes written and not yet fsynced: writes they had "+
+		"acknowledged (lock rows, fencing counters, Paxos state, the resource's rows) were lost, so later operations "+
+		"saw the lock as it had been before them", strings.Join(nodes, ", "), float64(w.Start)/1e9, w.Kind, lost), true
 }
 
 // likelyCause is the sentence for a, from the fault windows active in its
@@ -83,7 +112,7 @@ func likelyCause(a checker.Anomaly, faults []faultView) string {
 			continue
 		}
 		for _, w := range faults {
-			if w.Kind != r.fault || w.End < a.Start || (a.End != checker.Never && w.Start > a.End) {
+			if w.Kind != r.fault || (w.End < a.Start && !r.lasting) || (a.End != checker.Never && w.Start > a.End) {
 				continue
 			}
 			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) {

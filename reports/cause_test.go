@@ -37,6 +37,11 @@ func TestLikelyCause(t *testing.T) {
 			[]faultView{window("clock", 0, 100, `{"kind":"bump","offsets":{"n2":"+4s","n1":"-1.5s"}}`)}, "node clocks were moved (n1 -1.5s, n2 +4s): a coordinator whose clock runs ahead expires a TTL lease"},
 		{"a partition: mechanism not known, nothing said", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("partition", 0, 100, `{"grudge":{}}`)}, ""},
+		{"a power loss explains a stale token accepted after the nodes came back", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 200, End: 210, Processes: []int{7, 1}},
+			[]faultView{window("rack-power-loss", 100, 150, `{"how":"power off","unsynced_bytes":{"n3":100,"n1":4096},"unsynced_files":{"n1":2,"n3":1}}`)},
+			"n1, n3 lost power at 0.0 s (rack-power-loss) holding 4196 bytes written and not yet fsynced"},
+		{"a power loss after the anomaly explains nothing", checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 30},
+			[]faultView{window("power-loss", 100, 150, `{"unsynced_bytes":{"n1":1}}`)}, ""},
 		{"a duplicate is not explained by a pause", checker.Anomaly{Kind: checker.KindDuplicate, Start: 20, End: 30, Processes: []int{3}},
 			[]faultView{pause3}, ""},
 	} {

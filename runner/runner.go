@@ -180,6 +180,13 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		if p, ok := env.(interface{ Paxos() string }); ok {
 			meta.Config["paxos"] = p.Paxos()
 		}
+		// What a power loss can lose depends on both.
+		if c, ok := env.(interface{ CommitlogSync() string }); ok {
+			meta.Config["commitlog"] = c.CommitlogSync()
+		}
+		if l, ok := env.(interface{ LazyFS() bool }); ok && l.LazyFS() {
+			meta.Config["lazyfs"] = "on"
+		}
 	}
 	if _, err := w.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta, Value: mustJSON(meta)}); err != nil {
 		w.Close()
