@@ -1,0 +1,93 @@
+//go:build jepsen
+
+package runner
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/nemesis"
+)
+
+// powerFaults cut one node's power or a rack's (two or three nodes) at once.
+var powerFaults = []string{nemesis.PowerLoss, nemesis.RackPowerLoss}
+
+// clusterConfig is a cluster other than the shared one, with the rows that
+// need it.
+type clusterConfig struct {
+	name string // also the cluster's name suffix
+	opts func(t *testing.T) []cluster.Option
+	rows []matrixCase
+}
+
+func lazyFS(commitlog string) func(t *testing.T) []cluster.Option {
+	return func(t *testing.T) []cluster.Option {
+		return []cluster.Option{cluster.WithLazyFS(clustertest.LazyFSBinary(t)), cluster.WithCommitlogSync(commitlog)}
+	}
+}
+
+// configMatrix: the fixed recipes on Paxos v2, and under power loss with
+// the commitlog synced every 10 s (periodic, Cassandra's default) or before
+// every acknowledgement (batch), on clusters whose data lives on the lazy
+// filesystem. Verdicts are what runs here showed (README, Findings).
+var configMatrix = []clusterConfig{
+	{name: "v2", opts: func(*testing.T) []cluster.Option { return []cluster.Option{cluster.WithPaxos("v2")} }, rows: []matrixCase{
+		{lock: "lease-fenced", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
+		{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
+	}},
+	{name: "periodic", opts: lazyFS("periodic"), rows: []matrixCase{
+		{lock: "lease-fenced", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+		{lock: "music-seq", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+	}},
+	{name: "batch", opts: lazyFS("batch"), rows: []matrixCase{
+		{lock: "lease-fenced", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+		{lock: "music-seq", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+	}},
+}
+
+// TestConfigs runs each configuration's rows on a cluster of its own.
+// LOCKCHECK_REPEAT=N runs every row N times and logs how many were
+// invalid; LOCKCHECK_CONFIGS=v2,batch runs only those configurations.
+func TestConfigs(t *testing.T) {
+	repeat, _ := strconv.Atoi(os.Getenv("LOCKCHECK_REPEAT"))
+	repeat = max(repeat, 1)
+	only := os.Getenv("LOCKCHECK_CONFIGS")
+	store := matrixStore(t)
+	for ci, cfg := range configMatrix {
+		if only != "" && !slices.Contains(strings.Split(only, ","), cfg.name) {
+			continue
+		}
+		t.Run(cfg.name, func(t *testing.T) {
+			env := ClusterEnv{clustertest.Start(t, cfg.name, cfg.opts(t)...)}
+			for i, mc := range cfg.rows {
+				name := fmt.Sprintf("%s/%s", mc.lock, nemesisName(mc.nemesis))
+				t.Run(name, func(t *testing.T) {
+					invalid := 0
+					for r := range repeat {
+						out := runCase(t, env, store, mc, int64(3000+1000*ci+100*i+r))
+						for _, k := range mc.nemesis {
+							if out.Faults[k] == 0 {
+								t.Errorf("%s: no %s fault was injected (%v)", name, k, out.Faults)
+							}
+						}
+						if out.Verdict == checker.Invalid {
+							invalid++
+						}
+						if mc.want != "" && out.Verdict != mc.want {
+							t.Errorf("%s on %s: verdict %s, want %s; report %s", name, cfg.name, out.Verdict, mc.want, out.Dir)
+						}
+					}
+					t.Logf("CONFIG %s %s: %d of %d invalid at %v", cfg.name, name, invalid, repeat, mc.time)
+				})
+			}
+		})
+	}
+}
