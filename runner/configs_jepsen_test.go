@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
