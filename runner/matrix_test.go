@@ -48,8 +48,10 @@ var quickMatrix = []matrixCase{
 	{lock: "lease-fenced-broken", nemesis: []string{nemesis.ClientPause}, time: 30 * time.Second, want: checker.Invalid, unsafe: true},
 	{lock: "music", nemesis: []string{nemesis.ClientClock}, time: 30 * time.Second, want: checker.Invalid, unsafe: true},
 	{lock: "music-seq", nemesis: []string{nemesis.ClientClock}, time: 20 * time.Second, want: checker.Valid},
-	{lock: "lease-fenced", nemesis: nodeFaults, time: 120 * time.Second, want: checker.Valid},
-	{lock: "music-seq", nemesis: nodeFaults, time: 120 * time.Second, want: checker.Valid},
+	// Faults every ~4 s so that a round of every node kind, a kill's
+	// restart included, fits in a minute.
+	{lock: "lease-fenced", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
+	{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
 	{lock: "lease-fenced", nemesis: []string{nemesis.Loss}, time: 30 * time.Second, want: checker.Valid},
 	{lock: "bakery", nemesis: []string{nemesis.Partition}, time: 30 * time.Second},
 	{lock: "bakery-one", nemesis: []string{nemesis.Partition}, time: 30 * time.Second},
