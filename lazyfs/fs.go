@@ -234,6 +234,19 @@ func (n *node) handle(fh fs.FileHandle) (*handle, syscall.Errno) {
 	return &handle{LoopbackFile: lf, l: n.l, fd: fd, f: f}, 0
 }
 
+// Lookup tells the kernel the size the application wrote, not the
+// backing's: the kernel appends at the size it was told.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno != 0 {
+		return ch, errno
+	}
+	if f, _ := n.l.lookup(filepath.Join(n.path(), name)); f != nil {
+		out.Size = uint64(f.Size())
+	}
+	return ch, 0
+}
+
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if h, ok := fh.(*handle); ok {
 		return h.Getattr(ctx, out)
