@@ -44,12 +44,12 @@ var configMatrix = []clusterConfig{
 		{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
 	}},
 	{name: "periodic", opts: lazyFS("periodic"), rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
-		{lock: "music-seq", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+		{lock: "lease-fenced", nemesis: powerFaults, time: 30 * time.Second, interval: 4 * time.Second},
+		{lock: "music-seq", nemesis: powerFaults, time: 30 * time.Second, interval: 4 * time.Second},
 	}},
 	{name: "batch", opts: lazyFS("batch"), rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
-		{lock: "music-seq", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+		{lock: "lease-fenced", nemesis: powerFaults, time: 30 * time.Second, interval: 4 * time.Second},
+		{lock: "music-seq", nemesis: powerFaults, time: 30 * time.Second, interval: 4 * time.Second},
 	}},
 }
 
