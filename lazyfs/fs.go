@@ -168,7 +168,8 @@ func (l *FS) forget(st *syscall.Stat_t) {
 	l.mu.Unlock()
 	if ok {
 		f.mu.Lock()
-		f.pages = nil
+		f.gone = true
+		clear(f.pages)
 		if c, ok := f.b.(interface{ Close() error }); ok {
 			c.Close()
 		}

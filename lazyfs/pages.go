@@ -30,6 +30,9 @@ type file struct {
 	b     Backing
 	pages map[int64][]byte // page index -> PageSize bytes
 	size  int64            // the size the application sees
+	// gone: the inode's last name was unlinked and b closed; what is still
+	// written through open descriptors can never reach a disk.
+	gone bool
 }
 
 func newFile(b Backing, size int64) *file {
@@ -43,7 +46,7 @@ func (f *file) page(i int64) ([]byte, error) {
 		return p, nil
 	}
 	p := make([]byte, PageSize)
-	if i*PageSize < f.size {
+	if i*PageSize < f.size && !f.gone {
 		if _, err := f.b.ReadAt(p, i*PageSize); err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
@@ -74,6 +77,9 @@ func (f *file) WriteAt(data []byte, off int64) (int, error) {
 func (f *file) ReadAt(dest []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gone {
+		return 0, io.EOF
+	}
 	if off >= f.size {
 		return 0, io.EOF
 	}
@@ -100,6 +106,9 @@ func (f *file) ReadAt(dest []byte, off int64) (int, error) {
 func (f *file) Truncate(size int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gone {
+		return nil
+	}
 	if err := f.b.Truncate(size); err != nil {
 		return err
 	}
@@ -120,6 +129,10 @@ func (f *file) Truncate(size int64) error {
 func (f *file) Sync() (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gone {
+		clear(f.pages)
+		return 0, nil
+	}
 	var n int64
 	for _, i := range slices.Sorted(maps.Keys(f.pages)) {
 		p := f.pages[i]

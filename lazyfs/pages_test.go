@@ -3,6 +3,8 @@ package lazyfs
 import (
 	"bytes"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -114,4 +116,60 @@ func TestPages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Writers racing a sync and an unlink neither panic nor lose a synced write.
+func TestPagesConcurrent(t *testing.T) {
+	b := &lockedBacking{}
+	f := newFile(b, 0)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				f.WriteAt([]byte{byte('a' + w)}, int64(w*PageSize+i))
+				if i%50 == 0 {
+					f.Sync()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for w := range 4 {
+		got := make([]byte, 200)
+		if _, err := b.ReadAt(got, int64(w*PageSize)); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		if string(got) != strings.Repeat(string(rune('a'+w)), 200) {
+			t.Errorf("writer %d's bytes after the last sync: %q", w, got[:10])
+		}
+	}
+	f.mu.Lock()
+	f.gone = true // what FS.forget does at the last unlink
+	f.mu.Unlock()
+	if _, err := f.WriteAt([]byte("after unlink"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.Sync(); n != 0 {
+		t.Errorf("an unlinked file synced %d bytes", n)
+	}
+}
+
+type lockedBacking struct {
+	mu sync.Mutex
+	memBacking
+}
+
+func (l *lockedBacking) ReadAt(p []byte, off int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.memBacking.ReadAt(p, off)
+}
+
+func (l *lockedBacking) WriteAt(p []byte, off int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.memBacking.WriteAt(p, off)
 }
