@@ -41,7 +41,7 @@ func lazyFS(commitlog string) func(t *testing.T) []cluster.Option {
 var configMatrix = []clusterConfig{
 	{name: "v2", opts: func(*testing.T) []cluster.Option { return []cluster.Option{cluster.WithPaxos("v2")} }, rows: []matrixCase{
 		{lock: "lease-fenced", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
-		{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
+		{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second, full: true},
 	}},
 	{name: "periodic", opts: lazyFS("periodic"), rows: []matrixCase{
 		{lock: "lease-fenced", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second},
@@ -70,6 +70,7 @@ func TestConfigs(t *testing.T) {
 			for i, mc := range cfg.rows {
 				name := fmt.Sprintf("%s/%s", mc.lock, nemesisName(mc.nemesis))
 				t.Run(name, func(t *testing.T) {
+					skipFull(t, mc)
 					invalid := 0
 					for r := range repeat {
 						out := runCase(t, env, store, mc, int64(3000+1000*ci+100*i+r))

@@ -40,6 +40,12 @@ func Main(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// Tests that only start clusters of their own run beside the shared
+	// cluster's tests (make jepsen's second stream): attaching would heal
+	// the faults those tests are injecting.
+	if os.Getenv("LOCKCHECK_SHARED") == "none" {
+		return m.Run()
+	}
 	name := os.Getenv("LOCKCHECK_CLUSTER")
 	if name == "" {
 		name = cluster.DefaultName
@@ -78,7 +84,8 @@ func run(m *testing.M) int {
 }
 
 // Get returns the cluster of the package's tests; it fails the test when
-// TestMain did not call Main.
+// TestMain did not call Main, or LOCKCHECK_SHARED=none kept it from
+// attaching.
 func Get(tb testing.TB) *cluster.Cluster {
 	tb.Helper()
 	if shared == nil {
