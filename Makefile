@@ -48,8 +48,9 @@ unit:
 # One cluster serves every jepsen package (-p 1: they run one after another
 # and attach to it; -count=1: results against a live cluster are never taken
 # from the test cache). Beside them, a second stream runs the tests that
-# start clusters of their own (the configs matrix: Paxos v2 and the lazy
-# filesystem; sshnode), told to leave the shared cluster alone: runs last a
+# start clusters or containers of their own (the configs matrix: Paxos v2
+# and the lazy filesystem; sshnode; the set-up test's clean container),
+# told to leave the shared cluster alone: runs last a
 # fixed time, not a fixed amount of work, so two streams on 2 cores cost
 # little more wall time than the longer one. A cluster this target starts
 # is removed whatever the tests say; one that was already running
@@ -61,11 +62,11 @@ jepsen: build plugins
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
 	  $(GO) test -tags=jepsen -count=1 -timeout 75m -run 'TestConfigs' ./runner/; a=$$?; \
-	  $(GO) test -tags=jepsen -count=1 -timeout 75m ./sshnode/; b=$$?; \
+	  $(GO) test -tags=jepsen -count=1 -timeout 75m ./sshnode/ ./scripts/; b=$$?; \
 	  [ $$a = 0 ] && [ $$b = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1 & own=$$!; \
-	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs' $$($(GO) list ./... | grep -v '/sshnode$$'); rc=$$?; \
+	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs' $$($(GO) list ./... | grep -v -e '/sshnode$$' -e '/scripts$$'); rc=$$?; \
 	wait $$own; orc=$$?; \
-	echo "--- the second stream (configs matrix, sshnode): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
+	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
 	if [ $$started = 1 ]; then $(BIN) cluster down; fi; \
 	[ $$rc = 0 ] && [ $$orc = 0 ]
 
