@@ -1,0 +1,91 @@
+//go:build jepsen
+
+package cluster_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+)
+
+// A node on the lazy filesystem loses what it had not synced when its
+// power is cut, and nothing when only its JVM is killed (the entrypoint
+// writes the filesystem out before the container stops). Files are written
+// beside Cassandra's data, on the same mount, so that the test reads bytes,
+// not database state. make jepsen runs it in its second stream (a cluster
+// of its own).
+func TestLazyFSPowerOffAndKill(t *testing.T) {
+	c := clustertest.Start(t, "lazyfs", cluster.WithNodes(1), cluster.WithLazyFS(clustertest.LazyFSBinary(t)))
+	ctx := ctxFor(t, 8*time.Minute)
+	if !c.LazyFS() {
+		t.Fatal("cluster started with WithLazyFS says it has no lazy filesystem")
+	}
+	n, err := c.Node("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, data string, sync bool) {
+		t.Helper()
+		script := "printf '%s' '" + data + "' > /var/lib/cassandra/" + name
+		if sync {
+			script += " && sync /var/lib/cassandra/" + name // fsync(2) of the file
+		}
+		if _, err := n.Exec(ctx, "sh", "-c", script); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(name string) string {
+		t.Helper()
+		out, err := n.Exec(ctx, "sh", "-c", "cat /var/lib/cassandra/"+name+" 2>/dev/null || true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	write("synced", "kept", true)
+	write("unsynced", "lost", false)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, files, err := n.Unsynced(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if files > 0 && b > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the filesystem's status never showed the unsynced file (%d bytes, %d files)", b, files)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := n.PowerOff(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("synced"); got != "kept" {
+		t.Errorf("after the power loss the synced file holds %q, want kept", got)
+	}
+	if got := read("unsynced"); got != "" {
+		t.Errorf("after the power loss the unsynced file holds %q, want nothing", got)
+	}
+
+	write("crash", "kept by the page cache", false)
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("crash"); got != "kept by the page cache" {
+		t.Errorf("after a JVM kill the unsynced file holds %q, want it whole", got)
+	}
+	log, _ := n.Exec(ctx, "cat", "/var/log/cassandra/lazyfs.log")
+	if strings.Count(log, "mounted") < 3 {
+		t.Errorf("lazyfs log shows fewer than three mounts:\n%s", log)
+	}
+}
