@@ -242,6 +242,10 @@ func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 	return nil
 }
 
+func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration) error {
+	return c.SetClientClock(i, d)
+}
+
 func TestParseKinds(t *testing.T) {
 	tests := []struct {
 		in      string
@@ -350,7 +354,7 @@ func schedule(t *testing.T, seed int64, kinds []string, d time.Duration) ([]hist
 	rec := &memRec{}
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
 	n, err := New(ts, rec, WithKinds(kinds...), WithSeed(seed), WithInterval(10*time.Millisecond),
-		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond))
+		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond), WithPins(testPins))
 	if err != nil {
 		t.Fatal(err)
 	}

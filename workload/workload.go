@@ -131,6 +131,9 @@ type Workload struct {
 	holding map[int]Grant // client -> grant held now
 	process []int         // client -> current process number
 	pause   *pauseReq     // armed client pause, claimed by the next critical section
+	// atRest are clock steps waiting for their client's next rest (between
+	// a cycle's end and the next acquire): client -> offset.
+	atRest map[int]time.Duration
 }
 
 type pauseReq struct {
@@ -205,6 +208,47 @@ func (w *Workload) SetClientClock(i int, d time.Duration) error {
 	if i < 0 || i >= len(w.clocks) {
 		return fmt.Errorf("workload: no client %d", i)
 	}
+	w.mu.Lock()
+	delete(w.atRest, i)
+	w.mu.Unlock()
+	return w.setClock(i, d)
+}
+
+// SetClientClockAtRest moves client i's clock by d at its next rest: after
+// the operation it is in now ends and before its next acquire. A clock that
+// steps in the middle of a recipe's sequence of writes mostly wedges it (a
+// cell written before the step shadows the ones after); a step between
+// operations is what lets a client-timestamp recipe's flaw show (bakery: the
+// client's new ticket sits under its own older tombstone). A SetClientClock
+// before the rest cancels the step.
+func (w *Workload) SetClientClockAtRest(i int, d time.Duration) error {
+	if i < 0 || i >= len(w.clocks) {
+		return fmt.Errorf("workload: no client %d", i)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.atRest == nil {
+		w.atRest = map[int]time.Duration{}
+	}
+	w.atRest[i] = d
+	return nil
+}
+
+// rest applies client i's clock step waiting for its rest, if any.
+func (w *Workload) rest(i int) {
+	w.mu.Lock()
+	d, ok := w.atRest[i]
+	delete(w.atRest, i)
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	if err := w.setClock(i, d); err != nil {
+		w.cfg.log.Warn("client clock not stepped", "client", i, "err", err)
+	}
+}
+
+func (w *Workload) setClock(i int, d time.Duration) error {
 	w.clocks[i].SetOffset(d)
 	w.mu.Lock()
 	cs, ok := w.locks[i].(ClockSetter)
@@ -344,6 +388,7 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 	r := w.rng(i)
 	sleep(ctx, randDur(r, w.cfg.stagger))
 	for ctx.Err() == nil {
+		w.rest(i)
 		name := w.cfg.locks[r.IntN(len(w.cfg.locks))]
 		if w.cfg.pinned {
 			name = w.cfg.locks[i%len(w.cfg.locks)]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -529,5 +530,72 @@ func TestClientFaultsReachLockProcess(t *testing.T) {
 	}
 	if procs[1].offset != -7*time.Second || procs[0].offset != 0 {
 		t.Errorf("process clock offsets %v, %v; want 0, -7s", procs[0].offset, procs[1].offset)
+	}
+}
+
+// steppedLock reads its client's clock at both ends of every Acquire: a
+// step at rest must never fall inside one.
+type steppedLock struct {
+	fakeLock
+	mid *atomic.Int64
+}
+
+func (l steppedLock) Acquire(ctx context.Context, name, owner string) (Grant, error) {
+	before := l.clock.Now().Sub(time.Now())
+	time.Sleep(2 * time.Millisecond)
+	g, err := l.fakeLock.Acquire(ctx, name, owner)
+	if after := l.clock.Now().Sub(time.Now()); (after-before).Abs() > time.Second {
+		l.mid.Add(1)
+	}
+	return g, err
+}
+
+func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
+	var mid atomic.Int64
+	locks := newFakeLocks(0, false)
+	w, err := New(func(i int, c Clock) (Lock, error) {
+		return steppedLock{fakeLock{s: locks, clock: c}, &mid}, nil
+	}, newFakeSet(), &memHistory{start: time.Now()}, WithClients(3), WithHold(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for k := range 20 {
+		if err := w.SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := w.SetClientClockAtRest(1, -10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := mid.Load(); n > 0 {
+		t.Errorf("%d acquires saw their clock step in the middle", n)
+	}
+	if got := w.Clock(1).Offset(); got != -10*time.Second {
+		t.Errorf("client 1's clock offset %v after its rest, want -10s", got)
+	}
+	if got := w.Clock(0).Offset(); got != 0 {
+		t.Errorf("client 0's clock moved: %v", got)
+	}
+	// A step still waiting is cancelled by a direct set.
+	if err := w.SetClientClockAtRest(2, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetClientClock(2, 0); err != nil {
+		t.Fatal(err)
+	}
+	w.rest(2)
+	if got := w.Clock(2).Offset(); got != 0 {
+		t.Errorf("cancelled step applied: %v", got)
+	}
+	if err := w.SetClientClockAtRest(7, time.Second); err == nil {
+		t.Error("no error for a client that does not exist")
 	}
 }
