@@ -32,7 +32,7 @@ func (c *coordClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, 
 	ahead := e.LeaseTTL + time.Second + time.Duration(e.Sched.Int64N(int64(2*time.Second)))
 	ahead = ahead.Round(time.Millisecond)
 	nodes, groups := coordGroups(e)
-	var holders []int
+	holders := []int{}
 	if e.Clients != nil {
 		holders = e.Clients.Holders()
 	}

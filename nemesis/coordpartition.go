@@ -5,18 +5,31 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// CoordPartition cuts the coordinator of one group of clients off from the
-// other nodes, the clients' own links left whole: each side keeps serving
-// its clients, so a write at ONE through one side is not seen by a read at
-// ONE through the other (bakery-one's stale read). Without pinning, token
-// aware routing sends every client's queries of a partition to one replica
-// and no partition can split them.
+// CoordPartition cuts one way the coordinator of one group of clients off
+// from the other nodes, every client's link left whole: the other nodes drop
+// what that node sends them (its messages travel on its own connections to
+// their internode port), while it still hears them. Writes at ONE through
+// that node then reach no other replica, so reads at ONE through the others
+// do not see them, while its clients read the others' writes: bakery-one's
+// stale read. The group is held between operations while the cut is made,
+// so that the others' view of it is clean (no ticket of it frozen there)
+// rather than wedged. Without pinning, token-aware routing sends every
+// client's queries of a partition to one replica and nothing can split them.
 const CoordPartition = "coord-partition"
+
+// InternodePort is Cassandra's storage_port, where a node's own outbound
+// connections (its requests and its responses) arrive.
+const InternodePort = 7000
+
+// restWait bounds how long the group takes to come to rest (an acquire
+// that waits its timeout out, then its release).
+const restWait = 15 * time.Second
 
 type coordPartition struct{}
 
@@ -47,16 +60,27 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 	g := Grudge{}
 	var others []string
 	for _, t := range e.Targets {
-		if t.Name == alone {
-			continue
+		if t.Name != alone {
+			others = append(others, t.Name)
+			g[t.Name] = []string{alone}
 		}
-		others = append(others, t.Name)
-		g[t.Name] = []string{alone}
-		g[alone] = append(g[alone], t.Name)
 	}
-	slices.Sort(g[alone])
+	atRest := false
+	if e.Clients != nil {
+		rctx, cancel := context.WithTimeout(ctx, restWait)
+		release, err := e.Clients.HoldAtRest(rctx, groups[alone])
+		cancel()
+		if err == nil {
+			defer release()
+			atRest = true
+		} else if ctx.Err() != nil {
+			return nil, err
+		} else {
+			e.Log.Warn("nemesis: coord-partition: clients not at rest, cutting anyway", "clients", groups[alone], "err", err)
+		}
+	}
 	c := chainOf(CoordPartition)
-	cut, err := applyGrudge(ctx, e, c, g)
+	cut, err := applyGrudge(ctx, e, c, g, "-p", "tcp", "--dport", strconv.Itoa(InternodePort))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: coord-partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
@@ -66,7 +90,8 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 			otherClients[n] = cs
 		}
 	}
-	value := map[string]any{"node": alone, "clients": groups[alone], "others": otherClients, "grudge": g}
+	value := map[string]any{"node": alone, "clients": groups[alone], "others": otherClients, "grudge": g,
+		"port": InternodePort, "at_rest": atRest}
 	if err := e.Record(history.StartF(CoordPartition), value, cut); err != nil {
 		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
 	}

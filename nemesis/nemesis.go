@@ -52,6 +52,10 @@ type Clients interface {
 	// operations (after the one it is in), so that a step never falls
 	// inside a recipe's sequence of writes.
 	SetClientClockAtRest(i int, d time.Duration) error
+	// HoldAtRest keeps each client of cs between two of its operations
+	// (holding nothing, in no sequence of writes) until release; it
+	// returns once all rest there.
+	HoldAtRest(ctx context.Context, cs []int) (release func(), err error)
 }
 
 // HolderPause is a client stall that has begun.

@@ -219,6 +219,7 @@ type fakeClients struct {
 	n      int
 	clocks map[int]time.Duration
 	pauses int
+	held   [][]int // the groups HoldAtRest was asked for
 }
 
 func (c *fakeClients) Clients() int   { return c.n }
@@ -244,6 +245,13 @@ func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 
 func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration) error {
 	return c.SetClientClock(i, d)
+}
+
+func (c *fakeClients) HoldAtRest(ctx context.Context, cs []int) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = append(c.held, cs)
+	return func() {}, nil
 }
 
 func TestParseKinds(t *testing.T) {

@@ -91,7 +91,9 @@ var causeRules = []causeRule{
 				"ran %s ahead (coord-clock), more than a %s lease has left, so an IF NOT EXISTS through it found the holder's row "+
 				"already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
 		}},
-	{fault: "coord-partition", anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
+	// The writes the cut kept from the other nodes stay missing there after
+	// it, until hints or a read repair bring them: lasting.
+	{fault: "coord-partition", lasting: true, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
 			var v struct {
 				Node    string           `json:"node"`
@@ -106,9 +108,9 @@ var causeRules = []causeRule{
 				others = append(others, fmt.Sprintf("%s (%s)", n, clientList(cs)))
 			}
 			slices.Sort(others)
-			return fmt.Sprintf("node %s, the coordinator of %s, was cut off from %s (coord-partition): a write at a weak "+
-				"consistency level (ONE) through one side was not seen by a read through the other, so both sides "+
-				"took the lock", v.Node, clientList(v.Clients), strings.Join(others, ", ")), true
+			return fmt.Sprintf("node %s, the coordinator of %s, could not reach %s (coord-partition): a write at a weak "+
+				"consistency level (ONE) through it was not seen by a read through them (during the cut, and after it until "+
+				"hints or a repair delivered it), so both sides took the lock", v.Node, clientList(v.Clients), strings.Join(others, ", ")), true
 		}},
 	{fault: "power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},
 	{fault: "rack-power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},

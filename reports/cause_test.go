@@ -40,7 +40,7 @@ func TestLikelyCause(t *testing.T) {
 			"the lease expired on the server before the holder's deadline: node n2, the coordinator of clients 1, 4, ran 5.4 s ahead (coord-clock), more than a 3s lease has left"},
 		{"aimed partition", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("coord-partition", 0, 100, `{"node":"n3","clients":[2],"others":{"n2":[1,4],"n1":[0,3]},"grudge":{}}`)},
-			"node n3, the coordinator of client 2, was cut off from n1 (clients 0, 3), n2 (clients 1, 4) (coord-partition): a write at a weak consistency level (ONE)"},
+			"node n3, the coordinator of client 2, could not reach n1 (clients 0, 3), n2 (clients 1, 4) (coord-partition): a write at a weak consistency level (ONE)"},
 		{"aimed clock over before the anomaly explains nothing", checker.Anomaly{Kind: checker.KindOverlap, Start: 200, End: 300},
 			[]faultView{window("coord-clock", 0, 100, `{"node":"n2","clients":[1],"offset":"+5s","lease":"3s"}`)}, ""},
 		{"a partition: mechanism not known, nothing said", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},

@@ -591,11 +591,63 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 	if err := w.SetClientClock(2, 0); err != nil {
 		t.Fatal(err)
 	}
-	w.rest(2)
+	w.rest(context.Background(), 2)
 	if got := w.Clock(2).Offset(); got != 0 {
 		t.Errorf("cancelled step applied: %v", got)
 	}
 	if err := w.SetClientClockAtRest(7, time.Second); err == nil {
+		t.Error("no error for a client that does not exist")
+	}
+}
+
+func TestHoldAtRestKeepsClientsBetweenOperations(t *testing.T) {
+	locks := newFakeLocks(0, false)
+	h := &memHistory{start: time.Now()}
+	w, err := New(func(i int, c Clock) (Lock, error) { return fakeLock{s: locks, clock: c}, nil },
+		newFakeSet(), h, WithClients(3), WithHold(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	hctx, hcancel := context.WithTimeout(ctx, time.Second)
+	release, err := w.HoldAtRest(hctx, []int{0, 2})
+	hcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs := w.Holders(); slices.Contains(hs, 0) || slices.Contains(hs, 2) {
+		t.Errorf("held clients hold %v", hs)
+	}
+	before := len(h.all())
+	time.Sleep(100 * time.Millisecond)
+	var moved []int
+	for _, op := range h.all()[before:] {
+		if op.Process == 0 || op.Process == 2 {
+			moved = append(moved, op.Process)
+		}
+	}
+	if len(moved) > 0 {
+		t.Errorf("held clients ran operations: %v", moved)
+	}
+	release()
+	release() // harmless twice
+	time.Sleep(100 * time.Millisecond)
+	ran := map[int]bool{}
+	for _, op := range h.all()[before:] {
+		ran[op.Process] = true
+	}
+	if !ran[0] || !ran[2] || !ran[1] {
+		t.Errorf("after the release, clients that ran: %v", ran)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.HoldAtRest(context.Background(), []int{3}); err == nil {
 		t.Error("no error for a client that does not exist")
 	}
 }
