@@ -544,7 +544,7 @@ func (l steppedLock) Acquire(ctx context.Context, name, owner string) (Grant, er
 	before := l.clock.Now().Sub(time.Now())
 	time.Sleep(2 * time.Millisecond)
 	g, err := l.fakeLock.Acquire(ctx, name, owner)
-	if after := l.clock.Now().Sub(time.Now()); (after-before).Abs() > time.Second {
+	if after := l.clock.Now().Sub(time.Now()); (after - before).Abs() > time.Second {
 		l.mid.Add(1)
 	}
 	return g, err
