@@ -11,8 +11,11 @@ BIN := bin/lockcheck
 setup:
 	scripts/setup.sh
 
+# lockcheck-lazyfs goes into the nodes of `cluster up --lazyfs`: static, so
+# that it runs whatever the node image's libc.
 build:
 	$(GO) build -o $(BIN) ./cmd/lockcheck
+	CGO_ENABLED=0 $(GO) build -o bin/lockcheck-lazyfs ./cmd/lockcheck-lazyfs
 
 # The reference plug-ins of --lock-cmd (README, "Your own lock"): Python's
 # cassandra-driver from PyPI in a venv (pure Python: no C build), and the

@@ -17,8 +17,8 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
-// powerFaults cut one node's power or a rack's (two or three nodes) at once.
-var powerFaults = []string{nemesis.PowerLoss, nemesis.RackPowerLoss}
+// rackPower cuts every node's power at once.
+var rackPower = []string{nemesis.RackPowerLoss}
 
 // clusterConfig is a cluster other than the shared one, with the rows that
 // need it.
@@ -44,12 +44,12 @@ var configMatrix = []clusterConfig{
 		{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
 	}},
 	{name: "periodic", opts: lazyFS("periodic"), rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
-		{lock: "music-seq", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+		{lock: "lease-fenced", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second},
+		{lock: "music-seq", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second},
 	}},
 	{name: "batch", opts: lazyFS("batch"), rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
-		{lock: "music-seq", nemesis: powerFaults, time: 40 * time.Second, interval: 8 * time.Second},
+		{lock: "lease-fenced", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second},
+		{lock: "music-seq", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second},
 	}},
 }
 

@@ -255,7 +255,7 @@ func TestLockdServesHTTPLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g, err := d.Acquire(ctx, "a", "c0-p0")
 	if err != nil {
@@ -268,10 +268,26 @@ func TestLockdServesHTTPLock(t *testing.T) {
 	if g.Lease < 3500*time.Millisecond || g.Lease > 4*time.Second {
 		t.Errorf("lease %v, want the 5 s ttl less the 1.5 s margin", g.Lease)
 	}
-	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
-	defer cancelShort()
-	if _, err := d.Acquire(short, "a", "c1-p1"); workload.DefaultClassifier(err) != history.Fail {
-		t.Errorf("acquire of a held lock: %v, want a failure", err)
+	// A conflict polled past until the deadline is a failure; but on a
+	// loaded machine the last poll may still be in flight at the deadline,
+	// and an attempt cut off is rightly unknown. Some attempt must end as a
+	// failure, and none may be granted.
+	failed := false
+	for try := 0; try < 5 && !failed; try++ {
+		short, cancelShort := context.WithTimeout(ctx, time.Second)
+		_, err := d.Acquire(short, "a", "c1-p1")
+		cancelShort()
+		switch workload.DefaultClassifier(err) {
+		case history.Fail:
+			failed = true
+		case history.OK:
+			t.Fatalf("acquire of a held lock granted")
+		default:
+			t.Logf("acquire of a held lock, try %d: %v (cut off at the deadline)", try, err)
+		}
+	}
+	if !failed {
+		t.Error("acquire of a held lock never ended as a failure")
 	}
 	if err := d.Release(ctx, g); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/lazyfs"
+)
+
+// The test binary is the command when this is set: the signal tests run it
+// as a process of its own, as a node runs it.
+func TestMain(m *testing.M) {
+	if os.Getenv("LOCKCHECK_LAZYFS_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"--backing", "/tmp"}, {"--mount", "/tmp"}, {"--backing", "a", "--mount", "b", "extra"}, {"--bogus"}} {
+		var stderr bytes.Buffer
+		if code := run(args, &stderr); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+		if !strings.Contains(stderr.String(), "usage") && !strings.Contains(stderr.String(), "flag provided but not defined") {
+			t.Errorf("%q: stderr %q", args, stderr.String())
+		}
+	}
+}
+
+type mount struct {
+	cmd                  *exec.Cmd
+	dir, backing, status string
+	done                 chan error
+}
+
+func start(t *testing.T) *mount {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
+		t.Skip("FUSE needs /dev/fuse and root here")
+	}
+	d := t.TempDir()
+	m := &mount{dir: filepath.Join(d, "mnt"), backing: filepath.Join(d, "disk"), status: filepath.Join(d, "status"), done: make(chan error, 1)}
+	m.cmd = exec.Command(os.Args[0], "--backing", m.backing, "--mount", m.dir, "--status", m.status)
+	m.cmd.Env = append(os.Environ(), "LOCKCHECK_LAZYFS_MAIN=1")
+	stderr, err := m.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	if !sc.Scan() || !strings.Contains(sc.Text(), "mounted") {
+		m.cmd.Process.Kill()
+		t.Skipf("cannot mount FUSE here: %q", sc.Text())
+	}
+	go func() {
+		for sc.Scan() {
+			t.Log(sc.Text())
+		}
+		m.done <- m.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		m.cmd.Process.Kill()
+		syscall.Unmount(m.dir, syscall.MNT_DETACH)
+	})
+	return m
+}
+
+func (m *mount) write(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(m.dir, name), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m *mount) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-m.done:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("lockcheck-lazyfs did not exit")
+		return nil
+	}
+}
+
+func backed(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// SIGKILL is a power loss: what was not synced is gone. SIGUSR1 writes
+// everything out first, and the status file says what was held.
+func TestKillLosesUnsynced(t *testing.T) {
+	m := start(t)
+	m.write(t, "early", "written out by SIGUSR1")
+	var st lazyfs.Status
+	deadline := time.Now().Add(5 * time.Second)
+	for st.UnsyncedFiles != 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		if b, err := os.ReadFile(m.status); err == nil {
+			json.Unmarshal(b, &st)
+		}
+	}
+	if st.UnsyncedFiles != 1 || st.UnsyncedBytes != lazyfs.PageSize {
+		t.Errorf("status %+v, want one page of one file unsynced", st)
+	}
+	m.cmd.Process.Signal(syscall.SIGUSR1)
+	deadline = time.Now().Add(5 * time.Second)
+	for backed(t, filepath.Join(m.backing, "early")) == "" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	m.write(t, "late", "lost with the power")
+	m.cmd.Process.Signal(syscall.SIGKILL)
+	m.wait(t)
+	syscall.Unmount(m.dir, syscall.MNT_DETACH)
+	if got := backed(t, filepath.Join(m.backing, "early")); got != "written out by SIGUSR1" {
+		t.Errorf("early holds %q", got)
+	}
+	if got := backed(t, filepath.Join(m.backing, "late")); got != "" {
+		t.Errorf("late holds %q after the power loss, want nothing", got)
+	}
+}
+
+// SIGTERM is a clean shutdown: everything written out, unmounted, exit 0.
+func TestTermWritesOut(t *testing.T) {
+	m := start(t)
+	m.write(t, "a", "kept at shutdown")
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	if err := m.wait(t); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+	if got := backed(t, filepath.Join(m.backing, "a")); got != "kept at shutdown" {
+		t.Errorf("a holds %q", got)
+	}
+	if b, _ := os.ReadFile("/proc/mounts"); strings.Contains(string(b), m.dir) {
+		t.Error("still mounted after SIGTERM")
+	}
+}
