@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,6 +66,8 @@ var table = []func() Kind{
 	func() Kind { return &loss{} },
 	func() Kind { return &powerLoss{} },
 	func() Kind { return &rackPowerLoss{} },
+	func() Kind { return &coordPartition{} },
+	func() Kind { return &coordClock{} },
 }
 
 // Kinds are the names of every fault kind, in table order.
@@ -82,7 +85,7 @@ var Kinds = func() []string {
 func All() []string {
 	var out []string
 	for _, mk := range table {
-		if k := mk(); !isNeeder(k) {
+		if k := mk(); !isNeeder(k) && !isAimed(k) {
 			out = append(out, k.Name())
 		}
 	}
@@ -90,6 +93,28 @@ func All() []string {
 }
 
 func isNeeder(k Kind) bool { _, ok := k.(needer); return ok }
+
+// aimed is a kind aimed by the clients' coordinators (Env.Pins): without
+// clients pinned to nodes it has nothing to aim at, so `all` leaves it out
+// and New refuses it with the reason.
+type aimed interface {
+	aim(e *Env) error
+}
+
+func isAimed(k Kind) bool { _, ok := k.(aimed); return ok }
+
+// needPins is the aim check of the kinds aimed by Env.Pins: clients on at
+// least two nodes.
+func needPins(e *Env) error {
+	nodes := map[string]bool{}
+	for _, n := range e.Pins {
+		nodes[n] = true
+	}
+	if len(nodes) < 2 {
+		return errors.New("needs clients pinned to at least two coordinators (`run --pin-clients`, two clients or more, two nodes or more)")
+	}
+	return nil
+}
 
 // NewKind makes a fresh kind by name.
 func NewKind(name string) (Kind, error) {

@@ -48,6 +48,14 @@ type Clients interface {
 	// lease plus extra, and returns once the stall has begun.
 	PauseHolder(ctx context.Context, extra time.Duration) (HolderPause, error)
 	SetClientClock(i int, d time.Duration) error
+	// SetClientClockAtRest moves client i's clock by d between two of its
+	// operations (after the one it is in), so that a step never falls
+	// inside a recipe's sequence of writes.
+	SetClientClockAtRest(i int, d time.Duration) error
+	// HoldAtRest keeps each client of cs between two of its operations
+	// (holding nothing, in no sequence of writes) until release; it
+	// returns once all rest there.
+	HoldAtRest(ctx context.Context, cs []int) (release func(), err error)
 }
 
 // HolderPause is a client stall that has begun.
@@ -77,6 +85,13 @@ type Env struct {
 	PauseExtra       time.Duration // client-pause: stall past the lease by this
 	SkewMin, SkewMax time.Duration // client-clock: the skew's bounds
 	LossMin, LossMax float64       // loss: the drop probability's bounds
+	// Pins are the clients' coordinators (client -> node name) when every
+	// query of a client goes to one node (`run --pin-clients`); the aimed
+	// kinds (coord-partition, coord-clock) need them.
+	Pins map[int]string
+	// LeaseTTL is the lease recipes' TTL: coord-clock skews a coordinator
+	// ahead by more than that, more than any lease has left.
+	LeaseTTL time.Duration
 
 	Log *slog.Logger
 	rec Recorder
@@ -158,6 +173,14 @@ func WithLoss(min, max float64) Option {
 	return func(n *Nemesis) { n.env.LossMin, n.env.LossMax = min, max }
 }
 
+// WithPins tells the nemesis each client's coordinator (client -> node
+// name), for the kinds aimed by it.
+func WithPins(pins map[int]string) Option { return func(n *Nemesis) { n.env.Pins = pins } }
+
+// WithLeaseTTL is the lease recipes' TTL (default 3s): coord-clock skews by
+// more than it.
+func WithLeaseTTL(d time.Duration) Option { return func(n *Nemesis) { n.env.LeaseTTL = d } }
+
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(n *Nemesis) { n.env.Log = l } }
 
@@ -177,7 +200,7 @@ type Nemesis struct {
 func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	n := &Nemesis{seed: 1, interval: DefaultInterval, env: Env{
 		Targets: targets, rec: rec, PauseExtra: DefaultClientPauseExtra,
-		SkewMin: time.Second, SkewMax: 30 * time.Second, LossMin: DefaultLossMin, LossMax: DefaultLossMax,
+		SkewMin: time.Second, SkewMax: 30 * time.Second, LeaseTTL: 3 * time.Second, LossMin: DefaultLossMin, LossMax: DefaultLossMax,
 		Log: slog.Default(),
 	}}
 	for _, o := range opts {
@@ -196,6 +219,11 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 			return nil, fmt.Errorf("nemesis: %s needs the workload's clients", name)
 		case k.Scope() == ScopeNode && len(targets) == 0:
 			return nil, fmt.Errorf("nemesis: %s needs nodes", name)
+		}
+		if a, ok := k.(aimed); ok {
+			if err := a.aim(&n.env); err != nil {
+				return nil, fmt.Errorf("nemesis: %s: %w", name, err)
+			}
 		}
 		if nd, ok := k.(needer); ok {
 			for _, t := range targets {

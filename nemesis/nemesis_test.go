@@ -219,6 +219,7 @@ type fakeClients struct {
 	n      int
 	clocks map[int]time.Duration
 	pauses int
+	held   [][]int // the groups HoldAtRest was asked for
 }
 
 func (c *fakeClients) Clients() int   { return c.n }
@@ -240,6 +241,17 @@ func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 	}
 	c.clocks[i] = d
 	return nil
+}
+
+func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration) error {
+	return c.SetClientClock(i, d)
+}
+
+func (c *fakeClients) HoldAtRest(ctx context.Context, cs []int) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = append(c.held, cs)
+	return func() {}, nil
 }
 
 func TestParseKinds(t *testing.T) {
@@ -350,7 +362,7 @@ func schedule(t *testing.T, seed int64, kinds []string, d time.Duration) ([]hist
 	rec := &memRec{}
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
 	n, err := New(ts, rec, WithKinds(kinds...), WithSeed(seed), WithInterval(10*time.Millisecond),
-		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond))
+		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond), WithPins(testPins))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 )
@@ -75,6 +76,42 @@ var causeRules = []causeRule{
 			return "node clocks were moved (" + strings.Join(parts, ", ") + "): a coordinator whose clock runs ahead " +
 				"expires a TTL lease on the server before the holder's deadline, and one behind stamps writes in the past", true
 		}},
+	{fault: "coord-clock", anomalies: []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable},
+		explain: func(w faultView, a checker.Anomaly) (string, bool) {
+			var v struct {
+				Node    string `json:"node"`
+				Clients []int  `json:"clients"`
+				Offset  string `json:"offset"`
+				Lease   string `json:"lease"`
+			}
+			if json.Unmarshal(w.Value, &v) != nil || v.Node == "" || v.Offset == "" {
+				return "", false
+			}
+			return fmt.Sprintf("the lease expired on the server before the holder's deadline: node %s, the coordinator of %s, "+
+				"ran %s ahead (coord-clock), more than a %s lease has left, so an IF NOT EXISTS through it found the holder's row "+
+				"already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
+		}},
+	// The writes the cut kept from the other nodes stay missing there after
+	// it, until hints or a read repair bring them: lasting.
+	{fault: "coord-partition", lasting: true, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
+		explain: func(w faultView, a checker.Anomaly) (string, bool) {
+			var v struct {
+				Node    string           `json:"node"`
+				Clients []int            `json:"clients"`
+				Others  map[string][]int `json:"others"`
+			}
+			if json.Unmarshal(w.Value, &v) != nil || v.Node == "" {
+				return "", false
+			}
+			var others []string
+			for n, cs := range v.Others {
+				others = append(others, fmt.Sprintf("%s (%s)", n, clientList(cs)))
+			}
+			slices.Sort(others)
+			return fmt.Sprintf("node %s, the coordinator of %s, could not reach %s (coord-partition): a write at a weak "+
+				"consistency level (ONE) through it was not seen by a read through them (during the cut, and after it until "+
+				"hints or a repair delivered it), so both sides took the lock", v.Node, clientList(v.Clients), strings.Join(others, ", ")), true
+		}},
 	{fault: "power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},
 	{fault: "rack-power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},
 }
@@ -121,4 +158,28 @@ func likelyCause(a checker.Anomaly, faults []faultView) string {
 		}
 	}
 	return strings.Join(causes, "; or ")
+}
+
+// clientList says "client 1" or "clients 1, 4".
+func clientList(cs []int) string {
+	if len(cs) == 1 {
+		return fmt.Sprintf("client %d", cs[0])
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprint(c)
+	}
+	if len(parts) == 0 {
+		return "no client"
+	}
+	return "clients " + strings.Join(parts, ", ")
+}
+
+// secondsText writes a Go duration such as "+4.512s" as "4.5 s".
+func secondsText(d string) string {
+	v, err := time.ParseDuration(strings.TrimPrefix(d, "+"))
+	if err != nil {
+		return d
+	}
+	return fmt.Sprintf("%.1f s", v.Seconds())
 }

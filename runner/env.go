@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/nemesis"
 )
@@ -48,4 +50,14 @@ func AttachOrStart(ctx context.Context, opts ...cluster.Option) (c *cluster.Clus
 		return nil, false, err
 	}
 	return c, true, nil
+}
+
+// NodeSession opens a session coordinated by the named node alone.
+func (e ClusterEnv) NodeSession(ctx context.Context, node string) (*gocql.Session, error) {
+	for _, n := range e.Nodes() {
+		if n.Name == node {
+			return e.PinnedSession(ctx, n)
+		}
+	}
+	return nil, fmt.Errorf("no node %q", node)
 }

@@ -35,6 +35,9 @@ const cqlPort = "9042"
 // ended.
 func CmdRecipe(command string, promise history.Promise) Recipe {
 	return Recipe{Name: "plugin", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+		if t.pins != nil {
+			return nil, nil, nil, errPinExternal
+		}
 		he, ok := env.(HostsEnv)
 		if !ok {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
@@ -122,6 +125,9 @@ func startPlugins(ctx context.Context, d *lockcmd.Driver, clients int) ([]*lockc
 // 004's contract (package httplock), shared by every client.
 func URLRecipe(url string, promise history.Promise) Recipe {
 	return Recipe{Name: "http", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+		if t.pins != nil {
+			return nil, nil, nil, errPinExternal
+		}
 		ce, ok := env.(CQLEnv)
 		if !ok {
 			return nil, nil, nil, errors.New("--lock-url needs a Cassandra cluster for the protected resource")
@@ -159,3 +165,7 @@ func cassandraResource(ctx context.Context, ce CQLEnv) (workload.Resource, func(
 	}
 	return res, s.Close, nil
 }
+
+// errPinExternal: a plug-in or a lock service picks its own coordinators, so
+// the harness cannot pin them (nor aim a fault by a pinning it did not make).
+var errPinExternal = errors.New("--pin-clients works with --lock recipes only: a plug-in or lock service chooses its own coordinators")

@@ -241,3 +241,14 @@ func (e *ExternalEnv) WaitHealthy(ctx context.Context) error {
 // CopyLogs copies nothing: a user's hosts keep their logs where their
 // configuration puts them.
 func (e *ExternalEnv) CopyLogs(context.Context, string) error { return nil }
+
+// NodeSession opens a session in the keyspace whose every query goes to the
+// named host alone (`run --pin-clients`).
+func (e *ExternalEnv) NodeSession(ctx context.Context, node string) (*gocql.Session, error) {
+	for _, n := range e.nodes {
+		if n != nil && n.Name == node {
+			return cluster.ConnectHosts(ctx, e.hostsConfig(e.cfg.Keyspace, n.Host))
+		}
+	}
+	return nil, fmt.Errorf("no host %q", node)
+}

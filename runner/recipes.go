@@ -59,16 +59,29 @@ func FromEntry(e recipe.Entry) Recipe {
 			s.Close()
 			return nil, nil, nil, err
 		}
+		closeFn := s.Close
+		sessionOf := func(int) *gocql.Session { return s }
+		if t.pins != nil {
+			// Each client's lock queries through its own coordinator; the
+			// schema and the resource keep the shared session.
+			pinned, closePinned, err := nodeSessions(ctx, env, t.pins)
+			if err != nil {
+				s.Close()
+				return nil, nil, nil, err
+			}
+			closeFn = func() { closePinned(); s.Close() }
+			sessionOf = func(client int) *gocql.Session { return pinned[t.pins[client]] }
+		}
 		nl := func(client int, clock workload.Clock) (workload.Lock, error) {
-			return e.New(s, recipe.WithKeyspace(ks), recipe.WithClock(clock), recipe.WithTTL(t.TTL), recipe.WithLogger(t.Log))
+			return e.New(sessionOf(client), recipe.WithKeyspace(ks), recipe.WithClock(clock), recipe.WithTTL(t.TTL), recipe.WithLogger(t.Log))
 		}
 		// A constructor that refuses these options refuses them for every
 		// client: say so before the clients start.
 		if _, err := nl(0, workload.SystemClock{}); err != nil {
-			s.Close()
+			closeFn()
 			return nil, nil, nil, fmt.Errorf("recipe %s: %w", e.Name, err)
 		}
-		return nl, res, s.Close, nil
+		return nl, res, closeFn, nil
 	}}
 }
 

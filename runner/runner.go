@@ -67,11 +67,19 @@ type Test struct {
 	TTL         time.Duration // the lease recipes' TTL
 	PauseExtra  time.Duration // a paused holder stalls its lease plus this
 	HealTimeout time.Duration
+	// PinClients sends every query of client i through node i mod nodes
+	// (`run --pin-clients`) instead of the token-aware replica every client
+	// shares: clients then read through different coordinators, which the
+	// aimed faults (coord-partition, coord-clock) split.
+	PinClients bool
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
 
 	runID string // the run directory's name: lock names are fresh each run
+	// pins are the clients' coordinators (client -> node name) when
+	// PinClients is set.
+	pins map[int]string
 	// runLog writes to the run's lockcheck.log only: plug-ins' stderr and
 	// process lines go there, not to the terminal.
 	runLog *slog.Logger
@@ -145,6 +153,16 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if err := t.Validate(); err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
+	if t.PinClients {
+		var targets []nemesis.Target
+		if env != nil {
+			targets = env.Targets()
+		}
+		if len(targets) == 0 {
+			return Outcome{}, errors.New("runner: --pin-clients needs the cluster's nodes (with --hosts: --ssh-key)")
+		}
+		t.pins = PinRoundRobin(targets, t.Clients)
+	}
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
@@ -172,6 +190,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			"workload": t.Workload, "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
 			"time": t.Time.String(), "ttl": t.TTL.String(), "interval": t.Interval.String(),
 		},
+	}
+	if t.pins != nil {
+		meta.Config["pins"] = pinsString(t.pins)
 	}
 	// What the cluster is, not what was asked for: a reused cluster keeps
 	// its own size and Paxos variant.
@@ -246,7 +267,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithClients(nemesisClients{wl}), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithLogger(log))
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}

@@ -131,6 +131,11 @@ type Workload struct {
 	holding map[int]Grant // client -> grant held now
 	process []int         // client -> current process number
 	pause   *pauseReq     // armed client pause, claimed by the next critical section
+	// atRest are clock steps waiting for their client's next rest (between
+	// a cycle's end and the next acquire): client -> offset.
+	atRest map[int]time.Duration
+	// gates hold clients at their rest (HoldAtRest): client -> gate.
+	gates map[int]*restGate
 }
 
 type pauseReq struct {
@@ -205,6 +210,112 @@ func (w *Workload) SetClientClock(i int, d time.Duration) error {
 	if i < 0 || i >= len(w.clocks) {
 		return fmt.Errorf("workload: no client %d", i)
 	}
+	w.mu.Lock()
+	delete(w.atRest, i)
+	w.mu.Unlock()
+	return w.setClock(i, d)
+}
+
+// SetClientClockAtRest moves client i's clock by d at its next rest: after
+// the operation it is in now ends and before its next acquire. A clock that
+// steps in the middle of a recipe's sequence of writes mostly wedges it (a
+// cell written before the step shadows the ones after); a step between
+// operations is what lets a client-timestamp recipe's flaw show (bakery: the
+// client's new ticket sits under its own older tombstone). A SetClientClock
+// before the rest cancels the step.
+func (w *Workload) SetClientClockAtRest(i int, d time.Duration) error {
+	if i < 0 || i >= len(w.clocks) {
+		return fmt.Errorf("workload: no client %d", i)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.atRest == nil {
+		w.atRest = map[int]time.Duration{}
+	}
+	w.atRest[i] = d
+	return nil
+}
+
+// restGate keeps one client at its rest until opened.
+type restGate struct {
+	arrived, open chan struct{}
+}
+
+// HoldAtRest stops each client of cs at its next rest (between two of its
+// operations, when it holds nothing and is in no recipe's sequence of
+// writes) and returns once all rest there, or when ctx ends (then with
+// ctx's error, the clients let go). The clients stay until release is
+// called: a fault that needs them between operations (the aimed
+// partition) takes effect meanwhile.
+func (w *Workload) HoldAtRest(ctx context.Context, cs []int) (release func(), err error) {
+	gates := make([]*restGate, 0, len(cs))
+	w.mu.Lock()
+	if w.gates == nil {
+		w.gates = map[int]*restGate{}
+	}
+	for _, i := range cs {
+		if i < 0 || i >= w.cfg.clients {
+			w.mu.Unlock()
+			return nil, fmt.Errorf("workload: no client %d", i)
+		}
+		if w.gates[i] == nil {
+			w.gates[i] = &restGate{arrived: make(chan struct{}), open: make(chan struct{})}
+		}
+		gates = append(gates, w.gates[i])
+	}
+	w.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			w.mu.Lock()
+			for _, i := range cs {
+				if g := w.gates[i]; g != nil {
+					close(g.open)
+					delete(w.gates, i)
+				}
+			}
+			w.mu.Unlock()
+		})
+	}
+	for _, g := range gates {
+		select {
+		case <-g.arrived:
+		case <-ctx.Done():
+			release()
+			return nil, fmt.Errorf("workload: clients %v not at rest: %w", cs, ctx.Err())
+		}
+	}
+	return release, nil
+}
+
+// rest applies client i's clock step waiting for its rest, if any, and
+// waits at its gate while one holds it (or until ctx ends).
+func (w *Workload) rest(ctx context.Context, i int) {
+	w.mu.Lock()
+	d, ok := w.atRest[i]
+	delete(w.atRest, i)
+	g := w.gates[i]
+	w.mu.Unlock()
+	if ok {
+		if err := w.setClock(i, d); err != nil {
+			w.cfg.log.Warn("client clock not stepped", "client", i, "err", err)
+		}
+	}
+	if g == nil {
+		return
+	}
+	select {
+	case <-g.arrived:
+	default:
+		close(g.arrived)
+	}
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+	}
+}
+
+func (w *Workload) setClock(i int, d time.Duration) error {
 	w.clocks[i].SetOffset(d)
 	w.mu.Lock()
 	cs, ok := w.locks[i].(ClockSetter)
@@ -344,6 +455,7 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 	r := w.rng(i)
 	sleep(ctx, randDur(r, w.cfg.stagger))
 	for ctx.Err() == nil {
+		w.rest(ctx, i)
 		name := w.cfg.locks[r.IntN(len(w.cfg.locks))]
 		if w.cfg.pinned {
 			name = w.cfg.locks[i%len(w.cfg.locks)]

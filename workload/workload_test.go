@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -529,5 +530,124 @@ func TestClientFaultsReachLockProcess(t *testing.T) {
 	}
 	if procs[1].offset != -7*time.Second || procs[0].offset != 0 {
 		t.Errorf("process clock offsets %v, %v; want 0, -7s", procs[0].offset, procs[1].offset)
+	}
+}
+
+// steppedLock reads its client's clock at both ends of every Acquire: a
+// step at rest must never fall inside one.
+type steppedLock struct {
+	fakeLock
+	mid *atomic.Int64
+}
+
+func (l steppedLock) Acquire(ctx context.Context, name, owner string) (Grant, error) {
+	before := l.clock.Now().Sub(time.Now())
+	time.Sleep(2 * time.Millisecond)
+	g, err := l.fakeLock.Acquire(ctx, name, owner)
+	if after := l.clock.Now().Sub(time.Now()); (after - before).Abs() > time.Second {
+		l.mid.Add(1)
+	}
+	return g, err
+}
+
+func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
+	var mid atomic.Int64
+	locks := newFakeLocks(0, false)
+	w, err := New(func(i int, c Clock) (Lock, error) {
+		return steppedLock{fakeLock{s: locks, clock: c}, &mid}, nil
+	}, newFakeSet(), &memHistory{start: time.Now()}, WithClients(3), WithHold(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for k := range 20 {
+		if err := w.SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := w.SetClientClockAtRest(1, -10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := mid.Load(); n > 0 {
+		t.Errorf("%d acquires saw their clock step in the middle", n)
+	}
+	if got := w.Clock(1).Offset(); got != -10*time.Second {
+		t.Errorf("client 1's clock offset %v after its rest, want -10s", got)
+	}
+	if got := w.Clock(0).Offset(); got != 0 {
+		t.Errorf("client 0's clock moved: %v", got)
+	}
+	// A step still waiting is cancelled by a direct set.
+	if err := w.SetClientClockAtRest(2, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetClientClock(2, 0); err != nil {
+		t.Fatal(err)
+	}
+	w.rest(context.Background(), 2)
+	if got := w.Clock(2).Offset(); got != 0 {
+		t.Errorf("cancelled step applied: %v", got)
+	}
+	if err := w.SetClientClockAtRest(7, time.Second); err == nil {
+		t.Error("no error for a client that does not exist")
+	}
+}
+
+func TestHoldAtRestKeepsClientsBetweenOperations(t *testing.T) {
+	locks := newFakeLocks(0, false)
+	h := &memHistory{start: time.Now()}
+	w, err := New(func(i int, c Clock) (Lock, error) { return fakeLock{s: locks, clock: c}, nil },
+		newFakeSet(), h, WithClients(3), WithHold(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	hctx, hcancel := context.WithTimeout(ctx, time.Second)
+	release, err := w.HoldAtRest(hctx, []int{0, 2})
+	hcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs := w.Holders(); slices.Contains(hs, 0) || slices.Contains(hs, 2) {
+		t.Errorf("held clients hold %v", hs)
+	}
+	before := len(h.all())
+	time.Sleep(100 * time.Millisecond)
+	var moved []int
+	for _, op := range h.all()[before:] {
+		if op.Process == 0 || op.Process == 2 {
+			moved = append(moved, op.Process)
+		}
+	}
+	if len(moved) > 0 {
+		t.Errorf("held clients ran operations: %v", moved)
+	}
+	release()
+	release() // harmless twice
+	time.Sleep(100 * time.Millisecond)
+	ran := map[int]bool{}
+	for _, op := range h.all()[before:] {
+		ran[op.Process] = true
+	}
+	if !ran[0] || !ran[2] || !ran[1] {
+		t.Errorf("after the release, clients that ran: %v", ran)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.HoldAtRest(context.Background(), []int{3}); err == nil {
+		t.Error("no error for a client that does not exist")
 	}
 }

@@ -31,7 +31,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	lockCmd := fs.String("lock-cmd", "", "your lock as a plug-in command (sh -c), one process per client, JSON lines on stdin/stdout (README: Your own lock)")
 	lockURL := fs.String("lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (README: Your own lock)")
 	promise := fs.String("promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
-	nem := fs.String("nemesis", "none", "none, all (every kind but the power kinds, which need `cluster up --lazyfs`), or a comma list of "+fmt.Sprint(nemesis.Kinds))
+	nem := fs.String("nemesis", "none", "none, all (every kind but the power kinds, which need `cluster up --lazyfs`, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	nodes := fs.Int("nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2")
 	clusterName := fs.String("cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
@@ -46,6 +46,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes (at least 1s)")
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
+	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
 	hosts := fs.String("hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
 	x := runner.External{}
 	fs.IntVar(&x.Port, "port", 9042, "with --hosts: CQL port")
@@ -61,7 +62,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&ssh.StartCmd, "ssh-start-cmd", "", "with --hosts: starts Cassandra after a kill, e.g. \"systemctl start cassandra\" (kill needs it)")
 	fs.BoolVar(&ssh.ClockStep, "ssh-clock-step", false, "with --hosts: clock faults step the host's real clock when the JVM has no libfaketime (README: the risk)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2] [--workload cycle|leader]")
+		fmt.Fprintln(stderr, "usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]")
 		fmt.Fprintln(stderr, "       [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]")
 		fs.PrintDefaults()
 	}

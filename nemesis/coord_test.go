@@ -1,0 +1,170 @@
+package nemesis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// testPins are four clients round-robin on three nodes, as the runner pins
+// them.
+var testPins = map[int]string{0: "n1", 1: "n2", 2: "n3", 3: "n1"}
+
+func TestAimedKindsNeedPins(t *testing.T) {
+	ts, _ := fakeCluster(3)
+	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
+	for _, k := range []string{CoordPartition, CoordClock} {
+		for _, tc := range []struct {
+			name string
+			pins map[int]string
+			ok   bool
+		}{
+			{"no pins", nil, false},
+			{"every client on one node", map[int]string{0: "n1", 1: "n1"}, false},
+			{"round-robin", testPins, true},
+		} {
+			_, err := New(ts, &memRec{}, WithKinds(k), WithClients(cl), WithPins(tc.pins))
+			if (err == nil) != tc.ok {
+				t.Errorf("%s, %s: err %v, want ok %v", k, tc.name, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "--pin-clients") {
+				t.Errorf("%s: %v does not say how to pin", k, err)
+			}
+		}
+		if slices.Contains(All(), k) {
+			t.Errorf("all holds %s, which needs pinned clients", k)
+		}
+	}
+}
+
+// startOne starts one fault of kind k on fake nodes and returns its start
+// line's value, the nodes and the stop.
+func startOne(t *testing.T, k string, seed int64, cl *fakeClients) (map[string]json.RawMessage, []*fakeNode, Stop, *memRec) {
+	t.Helper()
+	ts, fs := fakeCluster(3)
+	rec := &memRec{}
+	n, err := New(ts, rec, WithKinds(k), WithSeed(seed), WithClients(cl), WithPins(testPins), WithGateway("10.0.0.1"), WithLeaseTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := n.kinds[0].Start(context.Background(), &n.env, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := rec.all()
+	if len(ops) != 1 || ops[0].F != history.StartF(k) {
+		t.Fatalf("lines %+v, want one start-%s", ops, k)
+	}
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(ops[0].Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v, fs, stop, rec
+}
+
+func TestCoordPartitionCutsOneCoordinatorOffOneWay(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range int64(12) {
+		cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
+		v, fs, stop, _ := startOne(t, CoordPartition, seed, cl)
+		var alone string
+		var clients []int
+		json.Unmarshal(v["node"], &alone)
+		json.Unmarshal(v["clients"], &clients)
+		seen[alone] = true
+		var want []int
+		for c, n := range testPins {
+			if n == alone {
+				want = append(want, c)
+			}
+		}
+		slices.Sort(want)
+		if !slices.Equal(clients, want) {
+			t.Errorf("seed %d: clients of %s recorded %v, want %v", seed, alone, clients, want)
+		}
+		if len(cl.held) != 1 || !slices.Equal(cl.held[0], want) {
+			t.Errorf("seed %d: clients held at rest %v, want %v", seed, cl.held, want)
+		}
+		var aloneIP string
+		for i, f := range fs {
+			if f.name == alone {
+				aloneIP = fmt.Sprintf("10.0.0.%d", i+2)
+			}
+		}
+		for _, f := range fs {
+			rules := f.rules()
+			if f.name == alone {
+				if len(rules) > 0 {
+					t.Errorf("seed %d: the cut node %s drops %v: it must still hear the others", seed, f.name, rules)
+				}
+				continue
+			}
+			want := "LOCKCHECK-COORD-PARTITION: -s " + aloneIP + " -p tcp --dport 7000 -j DROP"
+			if !slices.Equal(rules, []string{want}) {
+				t.Errorf("seed %d: %s rules %v, want [%s]", seed, f.name, rules, want)
+			}
+		}
+		if err := stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if len(f.chains) > 0 || len(f.jumps) > 0 {
+				t.Errorf("seed %d: %s keeps %v %v after the stop", seed, f.name, f.chains, f.jumps)
+			}
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("cut nodes over 12 seeds: %v, want all three", seen)
+	}
+}
+
+// The aimed clock skips the holder's coordinator: client 0 holds (on n1),
+// so the skew goes to n2 or n3, ahead by more than the lease TTL.
+func TestCoordClockSkewsAContendersCoordinatorPastTheLease(t *testing.T) {
+	for seed := range int64(8) {
+		cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
+		v, fs, stop, rec := startOne(t, CoordClock, seed, cl)
+		var node, offset string
+		json.Unmarshal(v["node"], &node)
+		json.Unmarshal(v["offset"], &offset)
+		if node != "n2" && node != "n3" {
+			t.Errorf("seed %d: skewed %s, the holder's coordinator or none", seed, node)
+		}
+		d, err := time.ParseDuration(offset)
+		if err != nil || d <= 2*time.Second || d > 10*time.Second {
+			t.Errorf("seed %d: offset %q, want more than the 2s lease, seconds only", seed, offset)
+		}
+		for _, f := range fs {
+			if (f.name == node) != (f.offset == d) || (f.name != node && f.offset != 0) {
+				t.Errorf("seed %d: %s offset %v", seed, f.name, f.offset)
+			}
+		}
+		if err := stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if f.offset != 0 {
+				t.Errorf("seed %d: %s offset %v after the stop", seed, f.name, f.offset)
+			}
+		}
+		if ops := rec.all(); ops[len(ops)-1].F != history.StopF(CoordClock) {
+			t.Errorf("seed %d: last line %s", seed, ops[len(ops)-1].F)
+		}
+	}
+}
+
+// iptables takes chain names of at most 28 characters: every kind's chain
+// must fit, the longest names included.
+func TestChainNamesFitIptables(t *testing.T) {
+	for _, k := range Kinds {
+		if c := chainOf(k); len(c) > 28 {
+			t.Errorf("chain %s of %s: %d characters, iptables takes 28", c, k, len(c))
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// CoordClock moves the clock of the coordinator serving the contenders ahead
+// by more than a lease has left (more than the lease TTL): Cassandra
+// computes a TTL's expiry from the coordinator's clock, so that node's
+// IF NOT EXISTS finds a lease written through another node already expired
+// while its holder still holds it. Aimed by the clients' pinning: the node
+// chosen serves a client that holds nothing now and, where one does, none
+// that holds.
+const CoordClock = "coord-clock"
+
+type coordClock struct{}
+
+func (*coordClock) Name() string     { return CoordClock }
+func (*coordClock) Scope() Scope     { return ScopeNode }
+func (*coordClock) Color() string    { return "#9c755f" }
+func (*coordClock) aim(e *Env) error { return needPins(e) }
+
+func (c *coordClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+	// Seconds, not minutes: Cassandra's timestamps stay ahead after the
+	// reset until real time catches up (DEVELOPERS.md).
+	ahead := e.LeaseTTL + time.Second + time.Duration(e.Sched.Int64N(int64(2*time.Second)))
+	ahead = ahead.Round(time.Millisecond)
+	nodes, groups := coordGroups(e)
+	holders := []int{}
+	if e.Clients != nil {
+		holders = e.Clients.Holders()
+	}
+	serves := func(n string, holding bool) bool {
+		return slices.ContainsFunc(groups[n], func(c int) bool { return slices.Contains(holders, c) == holding })
+	}
+	// Best: contenders and no holder; then any contender; then any node.
+	cands := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return !serves(n, false) || serves(n, true) })
+	if len(cands) == 0 {
+		cands = slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return !serves(n, false) })
+	}
+	if len(cands) == 0 {
+		cands = nodes
+	}
+	node := cands[e.Pick.IntN(len(cands))]
+	var t Target
+	for _, x := range e.Targets {
+		if x.Name == node {
+			t = x
+		}
+	}
+	if err := t.Node.SetClockOffset(ctx, ahead); err != nil {
+		return nil, errors.Join(fmt.Errorf("nemesis: coord-clock of %s: %w", node, err), t.Node.SetClockOffset(context.WithoutCancel(ctx), 0))
+	}
+	value := map[string]any{"node": node, "clients": groups[node], "offset": "+" + ahead.String(), "lease": e.LeaseTTL.String(), "holders": holders}
+	if err := e.Record(history.StartF(CoordClock), value, []string{node}); err != nil {
+		return nil, errors.Join(err, t.Node.SetClockOffset(context.WithoutCancel(ctx), 0))
+	}
+	return func(ctx context.Context) error {
+		err := t.Node.SetClockOffset(ctx, 0)
+		if err != nil {
+			err = fmt.Errorf("nemesis: coord-clock of %s: %w", node, err)
+		}
+		return errors.Join(err, e.Record(history.StopF(CoordClock), map[string]any{"node": node}, []string{node}))
+	}, nil
+}
+
+// Reset sets the node's clock offset to 0 if it is not (as clock's reset).
+func (c *coordClock) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	d, err := t.Node.ClockOffset(ctx)
+	if err != nil || d == 0 {
+		return false, err
+	}
+	return true, t.Node.SetClockOffset(ctx, 0)
+}

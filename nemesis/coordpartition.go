@@ -1,0 +1,109 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// CoordPartition cuts one way the coordinator of one group of clients off
+// from the other nodes, every client's link left whole: the other nodes drop
+// what that node sends them (its messages travel on its own connections to
+// their internode port), while it still hears them. Writes at ONE through
+// that node then reach no other replica, so reads at ONE through the others
+// do not see them, while its clients read the others' writes: bakery-one's
+// stale read. The group is held between operations while the cut is made,
+// so that the others' view of it is clean (no ticket of it frozen there)
+// rather than wedged. Without pinning, token-aware routing sends every
+// client's queries of a partition to one replica and nothing can split them.
+const CoordPartition = "coord-partition"
+
+// InternodePort is Cassandra's storage_port, where a node's own outbound
+// connections (its requests and its responses) arrive.
+const InternodePort = 7000
+
+// restWait bounds how long the group takes to come to rest (an acquire
+// that waits its timeout out, then its release).
+const restWait = 15 * time.Second
+
+type coordPartition struct{}
+
+func (*coordPartition) Name() string     { return CoordPartition }
+func (*coordPartition) Scope() Scope     { return ScopeNode }
+func (*coordPartition) Color() string    { return "#d37295" }
+func (*coordPartition) aim(e *Env) error { return needPins(e) }
+
+// coordGroups are the pinned nodes in target order and each one's clients.
+func coordGroups(e *Env) ([]string, map[string][]int) {
+	groups := map[string][]int{}
+	for c, n := range e.Pins {
+		groups[n] = append(groups[n], c)
+	}
+	var nodes []string
+	for _, t := range e.Targets {
+		if cs, ok := groups[t.Name]; ok {
+			slices.Sort(cs)
+			nodes = append(nodes, t.Name)
+		}
+	}
+	return nodes, groups
+}
+
+func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+	nodes, groups := coordGroups(e)
+	alone := nodes[e.Sched.IntN(len(nodes))]
+	g := Grudge{}
+	var others []string
+	for _, t := range e.Targets {
+		if t.Name != alone {
+			others = append(others, t.Name)
+			g[t.Name] = []string{alone}
+		}
+	}
+	atRest := false
+	if e.Clients != nil {
+		rctx, cancel := context.WithTimeout(ctx, restWait)
+		release, err := e.Clients.HoldAtRest(rctx, groups[alone])
+		cancel()
+		if err == nil {
+			defer release()
+			atRest = true
+		} else if ctx.Err() != nil {
+			return nil, err
+		} else {
+			e.Log.Warn("nemesis: coord-partition: clients not at rest, cutting anyway", "clients", groups[alone], "err", err)
+		}
+	}
+	c := chainOf(CoordPartition)
+	cut, err := applyGrudge(ctx, e, c, g, "-p", "tcp", "--dport", strconv.Itoa(InternodePort))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("nemesis: coord-partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
+	}
+	otherClients := map[string][]int{}
+	for _, n := range others {
+		if cs := groups[n]; len(cs) > 0 {
+			otherClients[n] = cs
+		}
+	}
+	value := map[string]any{"node": alone, "clients": groups[alone], "others": otherClients, "grudge": g,
+		"port": InternodePort, "at_rest": atRest}
+	if err := e.Record(history.StartF(CoordPartition), value, cut); err != nil {
+		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
+	}
+	return func(ctx context.Context) error {
+		err := removeChain(ctx, e, c)
+		if err != nil {
+			err = fmt.Errorf("nemesis: heal coord-partition: %w", err)
+		}
+		return errors.Join(err, e.Record(history.StopF(CoordPartition), map[string]any{"node": alone}, cut))
+	}, nil
+}
+
+func (p *coordPartition) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
+	return resetChain(ctx, chainOf(CoordPartition), t)
+}

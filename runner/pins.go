@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/nemesis"
+)
+
+// PinEnv is a CQLEnv that opens a session coordinated by one node alone
+// (`run --pin-clients`).
+type PinEnv interface {
+	CQLEnv
+	NodeSession(ctx context.Context, node string) (*gocql.Session, error)
+}
+
+// PinRoundRobin pins client i to node i mod len(targets).
+func PinRoundRobin(targets []nemesis.Target, clients int) map[int]string {
+	pins := make(map[int]string, clients)
+	for i := range clients {
+		pins[i] = targets[i%len(targets)].Name
+	}
+	return pins
+}
+
+// pinsString is the meta line's form of the pins: "0=n1 1=n2 2=n3".
+func pinsString(pins map[int]string) string {
+	parts := make([]string, len(pins))
+	for i := range parts {
+		parts[i] = fmt.Sprintf("%d=%s", i, pins[i])
+	}
+	return strings.Join(parts, " ")
+}
+
+// nodeSessions opens one session per node that a client is pinned to.
+func nodeSessions(ctx context.Context, env Env, pins map[int]string) (map[string]*gocql.Session, func(), error) {
+	pe, ok := env.(PinEnv)
+	if !ok {
+		return nil, nil, fmt.Errorf("--pin-clients needs a Cassandra cluster whose nodes lockcheck reaches one by one")
+	}
+	out := map[string]*gocql.Session{}
+	closeAll := func() {
+		for _, s := range out {
+			s.Close()
+		}
+	}
+	for i := range len(pins) {
+		n := pins[i]
+		if out[n] != nil {
+			continue
+		}
+		s, err := pe.NodeSession(ctx, n)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("session pinned to %s: %w", n, err)
+		}
+		out[n] = s
+	}
+	return out, closeAll, nil
+}
