@@ -117,19 +117,9 @@ func TestMountedMmap(t *testing.T) {
 	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)
 	}
-	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copy(m, "synced")
-	if err := unix.Msync(m, unix.MS_SYNC); err != nil {
-		t.Fatal(err)
-	}
-	copy(m[2*PageSize:], "not synced")
-	if err := unix.Munmap(m); err != nil {
-		t.Fatal(err)
-	}
 	f.Close()
+	mapWrite(t, filepath.Join(mnt, "segment"), 0, "synced", true)
+	mapWrite(t, filepath.Join(mnt, "segment"), 2*PageSize, "not synced", false)
 	crash(t, srv)
 	got := backed(t, filepath.Join(backing, "segment"))
 	if len(got) != size {
