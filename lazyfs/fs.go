@@ -27,6 +27,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // key names a backing inode: unsynced data belongs to the inode, whatever
@@ -75,6 +76,9 @@ func Mount(backing, dir string) (*FS, *fuse.Server, error) {
 		DirectMount: os.Geteuid() == 0,
 		// The database runs as any user; it must see its files.
 		AllowOther: os.Geteuid() == 0,
+		// A kernel passthrough would bypass the pages (the handles refuse
+		// it too).
+		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
 	}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("lazyfs: mount %s: %w", dir, err)
@@ -102,6 +106,18 @@ func (l *FS) Status() Status {
 		}
 	}
 	return s
+}
+
+// WriteOut writes everything to the backing, including the pages the kernel
+// still holds dirty for the mount at dir: a shared mapping whose process died
+// without msync (a killed JVM's commitlog) reaches the filesystem only when
+// the kernel writes it back, which syncfs(2) on the mount forces.
+func (l *FS) WriteOut(dir string) error {
+	if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		unix.Syncfs(fd)
+		unix.Close(fd)
+	}
+	return l.SyncAll()
 }
 
 // SyncAll writes every unsynced page to the backing: what a clean shutdown
@@ -245,6 +261,25 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		out.Size = uint64(f.Size())
 	}
 	return ch, 0
+}
+
+// Statx answers the kernel's statx (sent when a caller asks for more than
+// the basic fields, e.g. the birth time) with the written size too: the
+// loopback's would report the backing's.
+func (n *node) Statx(ctx context.Context, fh fs.FileHandle, flags, mask uint32, out *fuse.StatxOut) syscall.Errno {
+	if errno := n.LoopbackNode.Statx(ctx, fh, flags, mask, out); errno != 0 {
+		return errno
+	}
+	var f *file
+	if h, ok := fh.(*handle); ok {
+		f, _ = h.state(false)
+	} else {
+		f, _ = n.l.lookup(n.path())
+	}
+	if f != nil {
+		out.Size = uint64(f.Size())
+	}
+	return 0
 }
 
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

@@ -1,9 +1,7 @@
 package lazyfs
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -109,20 +107,23 @@ func TestMountedPowerLoss(t *testing.T) {
 
 // Cassandra's commitlog writes through a shared mapping and syncs it with
 // msync (MappedByteBuffer.force): what was msynced survives, the rest not.
-// The mapping is written by a child process: a page fault on our own mount
-// in this process could stop the world while the server that must answer
-// it waits for the garbage collector.
 func TestMountedMmap(t *testing.T) {
 	_, srv, mnt, backing := mounted(t)
-	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), "LAZYFS_MMAP_CHILD="+filepath.Join(mnt, "segment"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mmap child: %v: %s", err, out)
+	f, err := os.OpenFile(filepath.Join(mnt, "segment"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
 	}
+	const size = 3 * PageSize
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mapWrite(t, filepath.Join(mnt, "segment"), 0, "synced", true)
+	mapWrite(t, filepath.Join(mnt, "segment"), 2*PageSize, "not synced", false)
 	crash(t, srv)
 	got := backed(t, filepath.Join(backing, "segment"))
-	if len(got) != mmapSize {
-		t.Fatalf("segment is %d bytes, want %d (the truncate is durable)", len(got), mmapSize)
+	if len(got) != size {
+		t.Fatalf("segment is %d bytes, want %d (the truncate is durable)", len(got), size)
 	}
 	if got[:6] != "synced" {
 		t.Errorf("msynced page lost: %q", got[:6])
@@ -130,43 +131,6 @@ func TestMountedMmap(t *testing.T) {
 	if got[2*PageSize:2*PageSize+10] != string(make([]byte, 10)) {
 		t.Errorf("unsynced page survived: %q", got[2*PageSize:2*PageSize+10])
 	}
-}
-
-const mmapSize = 3 * PageSize
-
-// TestMain is also the mmap child of TestMountedMmap.
-func TestMain(m *testing.M) {
-	if path := os.Getenv("LAZYFS_MMAP_CHILD"); path != "" {
-		if err := mmapWrites(path); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// mmapWrites writes a page through a shared mapping and msyncs it, then
-// writes another and unmaps without a sync.
-func mmapWrites(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Truncate(mmapSize); err != nil {
-		return err
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, mmapSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return err
-	}
-	copy(m, "synced")
-	if err := unix.Msync(m, unix.MS_SYNC); err != nil {
-		return err
-	}
-	copy(m[2*PageSize:], "not synced")
-	return unix.Munmap(m)
 }
 
 // Writing everything out (a clean shutdown, or the process above crashing)

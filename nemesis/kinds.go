@@ -103,6 +103,13 @@ type aimed interface {
 
 func isAimed(k Kind) bool { _, ok := k.(aimed); return ok }
 
+// Aimed says whether the kind of that name is aimed by the clients'
+// coordinators (it needs `run --pin-clients`).
+func Aimed(name string) bool {
+	k, err := NewKind(name)
+	return err == nil && isAimed(k)
+}
+
 // needPins is the aim check of the kinds aimed by Env.Pins: clients on at
 // least two nodes.
 func needPins(e *Env) error {

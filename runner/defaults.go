@@ -92,6 +92,11 @@ func (t Test) Validate() error {
 	if t.Quiet < 0 || t.PauseExtra < 0 {
 		bad("quiet and pause-extra must not be negative, got %v and %v", t.Quiet, t.PauseExtra)
 	}
+	for _, k := range t.Nemesis {
+		if nemesis.Aimed(k) && !t.PinClients {
+			bad("nemesis %s is aimed by the clients' coordinators: it needs --pin-clients", k)
+		}
+	}
 	if t.HealTimeout <= 0 {
 		bad("heal timeout must be positive, got %v", t.HealTimeout)
 	}

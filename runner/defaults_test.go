@@ -32,6 +32,7 @@ func TestValidate(t *testing.T) {
 		{"time", func(t *Test) { t.Time = -time.Second }, "time must be positive"},
 		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "ttl must be at least 1s"},
 		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "must not be negative"},
+		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
 	}
 	for _, tt := range tests {
 		tc := Defaults()

@@ -70,16 +70,16 @@ var quickMatrix = []matrixCase{
 	{lock: "lease-fenced", nemesis: []string{nemesis.Loss}, time: 30 * time.Second, want: checker.Valid, full: true},
 	// Seed 003: a client clock stepped back between operations hides the
 	// client's new ticket under its own older tombstone, even at QUORUM.
-	{lock: "bakery", nemesis: []string{nemesis.ClientClock}, time: 30 * time.Second, want: checker.Invalid, unsafe: true},
+	{lock: "bakery", nemesis: []string{nemesis.ClientClock}, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
 	// Clients pinned to coordinators and one coordinator's writes kept
 	// from the others: a read at ONE misses a ticket written at ONE.
 	// QUORUM under the same cut: safe (20 runs, README Findings).
-	{lock: "bakery-one", nemesis: []string{nemesis.CoordPartition}, pin: true, time: 30 * time.Second, want: checker.Invalid, unsafe: true},
-	{lock: "bakery", nemesis: []string{nemesis.CoordPartition}, pin: true, time: 30 * time.Second, want: checker.Valid},
+	{lock: "bakery-one", nemesis: []string{nemesis.CoordPartition}, pin: true, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
+	{lock: "bakery", nemesis: []string{nemesis.CoordPartition}, pin: true, time: 20 * time.Second, want: checker.Valid},
 	// Seed 000: the coordinator serving the contenders runs ahead by more
 	// than a lease has left, so its IF NOT EXISTS finds the lease expired.
-	{lock: "lease", nemesis: []string{nemesis.CoordClock}, pin: true, time: 30 * time.Second, want: checker.Invalid, unsafe: true},
-	{lock: "lease-fenced", nemesis: []string{nemesis.CoordClock}, pin: true, time: 30 * time.Second, want: checker.Valid},
+	{lock: "lease", nemesis: []string{nemesis.CoordClock}, pin: true, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
+	{lock: "lease-fenced", nemesis: []string{nemesis.CoordClock}, pin: true, time: 20 * time.Second, want: checker.Valid},
 	// Leaders: terms of seconds kept by heartbeats (lease's Renew).
 	{lock: "lease", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Invalid, workload: workload.ShapeLeader},
 	{lock: "lease-fenced", nemesis: []string{nemesis.ClientPause}, time: 20 * time.Second, want: checker.Valid, workload: workload.ShapeLeader, full: true},

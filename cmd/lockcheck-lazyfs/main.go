@@ -47,15 +47,17 @@ func run(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
+	// Before mounting: a signal right after the mount line must not kill
+	// the process with the default action, losing everything.
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+
 	l, srv, err := lazyfs.Mount(*backing, *mount)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck-lazyfs: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "lockcheck-lazyfs: mounted %s over %s\n", *mount, *backing)
-
-	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	served := make(chan struct{})
 	go func() { srv.Wait(); close(served) }()
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -73,7 +75,7 @@ func run(args []string, stderr io.Writer) int {
 				}
 			}
 		case s := <-sig:
-			err := l.SyncAll()
+			err := l.WriteOut(*mount)
 			if err != nil {
 				fmt.Fprintf(stderr, "lockcheck-lazyfs: write out: %v\n", err)
 			}
@@ -86,6 +88,11 @@ func run(args []string, stderr io.Writer) int {
 				// process.
 				uerr = errors.Join(uerr, syscall.Unmount(*mount, syscall.MNT_DETACH))
 				fmt.Fprintf(stderr, "lockcheck-lazyfs: unmount: %v\n", uerr)
+			}
+			// The unmount made the kernel write back what it still held.
+			if werr := l.SyncAll(); werr != nil {
+				fmt.Fprintf(stderr, "lockcheck-lazyfs: write out: %v\n", werr)
+				err = werr
 			}
 			if err != nil {
 				return 1

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/lazyfs"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary is the command when this is set: the signal tests run it
@@ -149,5 +150,32 @@ func TestTermWritesOut(t *testing.T) {
 	}
 	if b, _ := os.ReadFile("/proc/mounts"); strings.Contains(string(b), m.dir) {
 		t.Error("still mounted after SIGTERM")
+	}
+}
+
+// SIGTERM while a process still maps a file with pages it never msynced (the
+// kernel holds them dirty): they are written out too, as a clean shutdown
+// writes back the page cache.
+func TestTermWritesOutLiveMapping(t *testing.T) {
+	m := start(t)
+	m.write(t, "segment", string(make([]byte, 2*lazyfs.PageSize)))
+	f, err := os.OpenFile(filepath.Join(m.dir, "segment"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := unix.Mmap(int(f.Fd()), 0, 2*lazyfs.PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	copy(mem[lazyfs.PageSize:], "mapped, never msynced")
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	if err := m.wait(t); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+	got := backed(t, filepath.Join(m.backing, "segment"))
+	if len(got) != 2*lazyfs.PageSize || got[lazyfs.PageSize:lazyfs.PageSize+21] != "mapped, never msynced" {
+		t.Errorf("segment after SIGTERM: %d bytes, page 2 starts %q", len(got), got[lazyfs.PageSize:min(len(got), lazyfs.PageSize+21)])
 	}
 }
