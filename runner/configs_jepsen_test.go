@@ -40,8 +40,8 @@ func lazyFS(commitlog string) func(t *testing.T) []cluster.Option {
 // filesystem. Verdicts are what runs here showed (README, Findings).
 var configMatrix = []clusterConfig{
 	{name: "v2", opts: func(*testing.T) []cluster.Option { return []cluster.Option{cluster.WithPaxos("v2")} }, rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second},
-		{lock: "music-seq", nemesis: nodeFaults, time: 60 * time.Second, want: checker.Valid, interval: 2 * time.Second, full: true},
+		{lock: "lease-fenced", nemesis: nodeFaults, time: 90 * time.Second, want: checker.Valid, interval: 2 * time.Second},
+		{lock: "music-seq", nemesis: nodeFaults, time: 90 * time.Second, want: checker.Valid, interval: 2 * time.Second, full: true},
 	}},
 	// Every replica forgets the commitlog's unsynced tail at once: 20 of 20
 	// runs invalid (acknowledged adds lost, fencing tokens issued again).
