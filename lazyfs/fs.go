@@ -441,3 +441,24 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 	}
 	return 0
 }
+
+// Lseek answers SEEK_DATA and SEEK_HOLE from the written size, the whole
+// file as data: the backing's answer would miss unsynced data past its end
+// (and cp or tar, which skip holes, would drop it).
+func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	f, err := h.state(false)
+	if err != nil {
+		return 0, fs.ToErrno(err)
+	}
+	if f == nil || (whence != unix.SEEK_DATA && whence != unix.SEEK_HOLE) {
+		return h.LoopbackFile.Lseek(ctx, off, whence)
+	}
+	size := uint64(f.Size())
+	if off >= size {
+		return 0, syscall.ENXIO
+	}
+	if whence == unix.SEEK_DATA {
+		return off, 0
+	}
+	return size, 0
+}
