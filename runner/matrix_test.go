@@ -74,8 +74,9 @@ var quickMatrix = []matrixCase{
 	{lock: "bakery", nemesis: []string{nemesis.ClientClock}, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
 	// Clients pinned to coordinators and one coordinator's writes kept
 	// from the others: a read at ONE misses a ticket written at ONE.
-	// QUORUM under the same cut: safe (20 runs, README Findings).
-	{lock: "bakery-one", nemesis: []string{nemesis.CoordPartition}, pin: true, time: 20 * time.Second, want: checker.Invalid, unsafe: true},
+	// QUORUM under the same cut: safe (20 runs, README Findings). A window
+	// catches bakery-one about 7 times in 10: 2-3 windows per run.
+	{lock: "bakery-one", nemesis: []string{nemesis.CoordPartition}, pin: true, time: 25 * time.Second, want: checker.Invalid, unsafe: true, interval: 2 * time.Second},
 	{lock: "bakery", nemesis: []string{nemesis.CoordPartition}, pin: true, time: 20 * time.Second, want: checker.Valid},
 	// Seed 000: the coordinator serving the contenders runs ahead by more
 	// than a lease has left, so its IF NOT EXISTS finds the lease expired.
