@@ -17,8 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -95,12 +97,7 @@ type Status struct {
 
 // Status reads the filesystem's counts.
 func (l *FS) Status() Status {
-	l.mu.Lock()
-	files := make([]*file, 0, len(l.files))
-	for _, f := range l.files {
-		files = append(files, f)
-	}
-	l.mu.Unlock()
+	files := l.snapshot()
 	s := Status{Fsyncs: l.fsyncs.Load(), WrittenBytes: l.written.Load()}
 	for _, f := range files {
 		if b := f.Unsynced(); b > 0 {
@@ -126,19 +123,21 @@ func (l *FS) WriteOut(dir string) error {
 // SyncAll writes every unsynced page to the backing: what a clean shutdown
 // does, and what a crash of a process above leaves to the page cache.
 func (l *FS) SyncAll() error {
-	l.mu.Lock()
-	files := make([]*file, 0, len(l.files))
-	for _, f := range l.files {
-		files = append(files, f)
-	}
-	l.mu.Unlock()
 	var errs []error
-	for _, f := range files {
+	for _, f := range l.snapshot() {
 		if _, err := f.Sync(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// snapshot lists the files with state, so that each is then locked on its
+// own rather than under the map's lock.
+func (l *FS) snapshot() []*file {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Collect(maps.Values(l.files))
 }
 
 // state is the unsynced state of the inode open as fd, made on first need:

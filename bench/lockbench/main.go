@@ -37,12 +37,16 @@ func main() {
 	recipes := flag.String("recipes", "lease,lease-fenced,racy,music,music-seq,bakery,bakery-one", "recipes to measure")
 	plugins := flag.String("plugins", "", "instead: NAME=COMMAND,... --lock-cmd plug-ins, each alternated with the built-in lease")
 	clusterName := flag.String("cluster", cluster.DefaultName, "the running cluster to attach to")
+	vs := flag.String("vs", "", "instead: a second running cluster (e.g. one started with --lazyfs): the recipes alternate between the two")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var err error
-	if *plugins != "" {
+	switch {
+	case *vs != "":
+		err = runVs(*clusterName, *vs, *dur, *rounds, *clients, strings.Split(*recipes, ","), log)
+	case *plugins != "":
 		err = runPlugins(*clusterName, *dur, *rounds, *clients, strings.Split(*plugins, ","), log)
-	} else {
+	default:
 		err = run(*clusterName, *dur, *rounds, *clients, strings.Split(*recipes, ","), log)
 	}
 	if err != nil {
@@ -262,4 +266,42 @@ func rawLoop(ctx context.Context, s *gocql.Session, ks, tag string, clients int,
 		}
 	}
 	return float64(n.Load()) / el, nil
+}
+
+// runVs compares two clusters (the same shape, one on the lazy filesystem):
+// each round runs every recipe on one, then on the other, for d each, and
+// the sums give the ratio; alternating keeps a shared machine's drift out of
+// it.
+func runVs(a, b string, d time.Duration, rounds, clients int, recipes []string, log *slog.Logger) error {
+	ctx := context.Background()
+	var envs []runner.ClusterEnv
+	for _, name := range []string{a, b} {
+		c, err := cluster.Attach(ctx, cluster.WithName(name))
+		if err != nil {
+			return err
+		}
+		envs = append(envs, runner.ClusterEnv{Cluster: c})
+	}
+	sums := make([][2]float64, len(recipes))
+	for i := range rounds {
+		for j, name := range recipes {
+			r, err := runner.LookupRecipe(name)
+			if err != nil {
+				return err
+			}
+			for k, env := range envs {
+				cycles, _, err := harness(ctx, env, r, clients, d, log)
+				if err != nil {
+					return fmt.Errorf("%s on %s: %w", name, []string{a, b}[k], err)
+				}
+				sums[j][k] += cycles
+			}
+			fmt.Fprintf(os.Stderr, "round %d %s: %s %.1f, %s %.1f cycles/s\n", i, name, a, sums[j][0]/float64(i+1), b, sums[j][1]/float64(i+1))
+		}
+	}
+	fmt.Printf("| recipe (%d rounds of %v, alternating) | %s cycles/s | %s cycles/s | ratio |\n| --- | --- | --- | --- |\n", rounds, d, a, b)
+	for j, name := range recipes {
+		fmt.Printf("| %s | %.1f | %.1f | %.2f |\n", name, sums[j][0]/float64(rounds), sums[j][1]/float64(rounds), sums[j][1]/sums[j][0])
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,6 +12,10 @@ import (
 // Bad input to `lockcheck cluster` gets one error line and exit code 2,
 // before anything touches Docker (these run without one).
 func TestClusterBadInput(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "id.pub")
+	if err := os.WriteFile(key, []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -30,7 +36,11 @@ func TestClusterBadInput(t *testing.T) {
 		{"stray argument", []string{"up", "now"}, `unexpected argument "now"`},
 		{"status flag", []string{"status", "--nodes", "3"}, "nodes"},
 		{"down stray", []string{"down", "all"}, `unexpected argument "all"`},
+		{"lazyfs binary missing", []string{"up", "--lazyfs"}, "lazy filesystem binary"},
+		{"lazyfs with ssh", []string{"up", "--lazyfs", "--ssh-authorized-key", key}, "not together"},
 	}
+	// --lazyfs finds its binary here first: a path that is not there.
+	t.Setenv("LOCKCHECK_LAZYFS_BIN", "/nonexistent/lockcheck-lazyfs")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
