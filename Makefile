@@ -5,6 +5,10 @@ SHELL := /bin/bash
 export TESTCONTAINERS_RYUK_DISABLED := true
 GO ?= go
 BIN := bin/lockcheck
+# The shared cluster of the jepsen tests; LOCKCHECK_CLUSTER=NAME keeps a
+# second checkout's tests off the default cluster.
+CLUSTER := $(or $(LOCKCHECK_CLUSTER),lockcheck)
+export LOCKCHECK_CLUSTER := $(CLUSTER)
 
 .PHONY: setup build plugins run test unit jepsen clean
 
@@ -57,8 +61,8 @@ unit:
 # (`lockcheck cluster up`) is kept. LOCKCHECK_FULL=1 adds the full tier.
 JEPSEN_OWN_LOG := .cache/jepsen-own.log
 jepsen: build plugins
-	@if $(BIN) cluster status >/dev/null 2>&1; then started=0; else started=1; fi; \
-	$(BIN) cluster up || exit $$?; \
+	@if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
+	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
 	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS' ./runner/ ./cluster/; a=$$?; \
@@ -67,7 +71,7 @@ jepsen: build plugins
 	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs|TestLazyFS' $$($(GO) list ./... | grep -v -e '/sshnode$$' -e '/scripts$$'); rc=$$?; \
 	wait $$own; orc=$$?; \
 	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
-	if [ $$started = 1 ]; then $(BIN) cluster down; fi; \
+	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
 	[ $$rc = 0 ] && [ $$orc = 0 ]
 
 test: setup unit jepsen
