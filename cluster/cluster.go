@@ -85,7 +85,7 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		d.Close()
 		return nil, err
 	}
-	if err := d.checkSubnet(ctx, subnet); err != nil {
+	if subnet, err = freeSubnet(ctx, d, subnet, cfg.subnet == ""); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -659,4 +659,24 @@ func (n *Node) releaseVersion(ctx context.Context) (string, error) {
 	var v string
 	err = s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ScanContext(ctx, &v)
 	return v, err
+}
+
+// freeSubnet checks subnet against the machine's networks. A subnet derived
+// from the name (not chosen with WithSubnet) that clashes moves on to the
+// next /24 of 10.199.0.0/16: two names can hash to one subnet, and the
+// jepsen tests run several clusters at once.
+func freeSubnet(ctx context.Context, d *docker, subnet netip.Prefix, derived bool) (netip.Prefix, error) {
+	err := d.checkSubnet(ctx, subnet)
+	if err == nil || !derived || !errors.Is(err, ErrNetworkClash) {
+		return subnet, err
+	}
+	for range 254 {
+		b := subnet.Addr().As4()
+		b[2] = 1 + b[2]%254 // 1..254: 10.199.0.0/24 is the default cluster's
+		subnet = netip.PrefixFrom(netip.AddrFrom4(b), 24)
+		if d.checkSubnet(ctx, subnet) == nil {
+			return subnet, nil
+		}
+	}
+	return subnet, err
 }

@@ -289,7 +289,10 @@ func runVs(a, b string, d time.Duration, rounds, clients int, recipes []string, 
 			if err != nil {
 				return err
 			}
-			for k, env := range envs {
+			// Odd rounds run the second cluster first: a drift within a
+			// round then favours neither.
+			for _, k := range [][]int{{0, 1}, {1, 0}}[i%2] {
+				env := envs[k]
 				cycles, _, err := harness(ctx, env, r, clients, d, log)
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", name, []string{a, b}[k], err)
