@@ -14,9 +14,10 @@ const Kill = "kill"
 
 type kill struct{}
 
-func (*kill) Name() string  { return Kill }
-func (*kill) Scope() Scope  { return ScopeNode }
-func (*kill) Color() string { return "#b07aa1" }
+func (*kill) restartsNodes() {}
+func (*kill) Name() string   { return Kill }
+func (*kill) Scope() Scope   { return ScopeNode }
+func (*kill) Color() string  { return "#b07aa1" }
 
 func (*kill) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	t := e.Targets[e.Sched.IntN(len(e.Targets))]

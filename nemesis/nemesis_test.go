@@ -429,6 +429,14 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 		if !slices.Equal(round, want) {
 			t.Errorf("round %d of faults %v is not one of each kind", i/len(Kinds), order[i:i+len(Kinds)])
 		}
+		// The kinds that restart nodes close the round.
+		slow := []string{Kill, PowerLoss, RackPowerLoss}
+		dealt := order[i : i+len(Kinds)]
+		if first := slices.IndexFunc(dealt, func(k string) bool { return slices.Contains(slow, k) }); first >= 0 {
+			if slices.ContainsFunc(dealt[first:], func(k string) bool { return !slices.Contains(slow, k) }) {
+				t.Errorf("round %d of faults %v deals a quick kind after a restarting one", i/len(Kinds), dealt)
+			}
+		}
 	}
 	if last := ops[len(ops)-1]; last.F != "heal" {
 		t.Errorf("last line %q, want heal", last.F)

@@ -36,9 +36,10 @@ type needer interface {
 
 type powerLoss struct{}
 
-func (*powerLoss) Name() string  { return PowerLoss }
-func (*powerLoss) Scope() Scope  { return ScopeNode }
-func (*powerLoss) Color() string { return "#2f2f2f" }
+func (*powerLoss) restartsNodes() {}
+func (*powerLoss) Name() string   { return PowerLoss }
+func (*powerLoss) Scope() Scope   { return ScopeNode }
+func (*powerLoss) Color() string  { return "#2f2f2f" }
 
 func (*powerLoss) Needs(t Target) error { return needsLazyFS(t) }
 

@@ -13,9 +13,10 @@ const RackPowerLoss = "rack-power-loss"
 
 type rackPowerLoss struct{}
 
-func (*rackPowerLoss) Name() string  { return RackPowerLoss }
-func (*rackPowerLoss) Scope() Scope  { return ScopeNode }
-func (*rackPowerLoss) Color() string { return "#8c564b" }
+func (*rackPowerLoss) restartsNodes() {}
+func (*rackPowerLoss) Name() string   { return RackPowerLoss }
+func (*rackPowerLoss) Scope() Scope   { return ScopeNode }
+func (*rackPowerLoss) Color() string  { return "#8c564b" }
 
 func (*rackPowerLoss) Needs(t Target) error { return needsLazyFS(t) }
 

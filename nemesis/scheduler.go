@@ -1,8 +1,10 @@
 package nemesis
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -33,6 +35,10 @@ func (n *Nemesis) Run(ctx context.Context) error {
 			for _, j := range n.env.Sched.Perm(len(n.kinds)) {
 				deck = append(deck, n.kinds[j])
 			}
+			// Kinds whose undo restarts nodes (a minute on a loaded
+			// machine) come last in the round, so that a short run
+			// still sees the quick ones.
+			slices.SortStableFunc(deck, func(a, b Kind) int { return cmp.Compare(restarts(a), restarts(b)) })
 		}
 		kind := deck[0]
 		deck = deck[1:]
@@ -68,6 +74,16 @@ func (n *Nemesis) Run(ctx context.Context) error {
 			return errors.Join(errs...)
 		}
 	}
+}
+
+// restarter is a kind whose stop restarts nodes.
+type restarter interface{ restartsNodes() }
+
+func restarts(k Kind) int {
+	if _, ok := k.(restarter); ok {
+		return 1
+	}
+	return 0
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
