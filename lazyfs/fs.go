@@ -140,19 +140,18 @@ func (l *FS) snapshot() []*file {
 	return slices.Collect(maps.Values(l.files))
 }
 
-// state is the unsynced state of the inode open as fd, made on first need:
-// its backing is a dup of fd, kept open while the inode lives, so that a
-// sync reaches it after close(2) and renames.
-func (l *FS) state(fd int, create bool) (*file, error) {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	k := keyOf(&st)
+// state is the unsynced state of inode k, open as fd, made on first need
+// when create: its backing is a dup of fd, kept open while the inode
+// lives, so that a sync reaches it after close(2) and renames.
+func (l *FS) state(fd int, k key, create bool) (*file, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if f, ok := l.files[k]; ok || !create {
 		return f, nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, err
 	}
 	dup, err := syscall.Dup(fd)
 	if err != nil {
@@ -243,11 +242,18 @@ func (n *node) handle(fh fs.FileHandle) (*handle, syscall.Errno) {
 	if !ok {
 		return nil, syscall.EBADF
 	}
-	f, err := n.l.state(fd, false)
+	// The inode is read once here: reads and writes then find its state
+	// by key, with no stat of their own.
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	k := keyOf(&st)
+	f, err := n.l.state(fd, k, false)
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
-	return &handle{LoopbackFile: lf, l: n.l, fd: fd, f: f}, 0
+	return &handle{LoopbackFile: lf, l: n.l, fd: fd, key: k, f: f}, 0
 }
 
 // Lookup tells the kernel the size the application wrote, not the
@@ -341,8 +347,9 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 // fsync makes them durable. Everything else is the loopback's.
 type handle struct {
 	*fs.LoopbackFile
-	l  *FS
-	fd int
+	l   *FS
+	fd  int
+	key key // the backing inode
 
 	mu sync.Mutex
 	f  *file // nil until the inode has unsynced state
@@ -352,7 +359,7 @@ func (h *handle) state(create bool) (*file, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.f == nil {
-		f, err := h.l.state(h.fd, create)
+		f, err := h.l.state(h.fd, h.key, create)
 		if err != nil {
 			return nil, err
 		}
