@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -131,16 +130,12 @@ func onNodes(e *Env, names []string, f func(Target) error) ([]string, error) {
 			ts = append(ts, t)
 		}
 	}
-	errs := make([]error, len(ts))
-	var wg sync.WaitGroup
-	for i, t := range ts {
-		wg.Go(func() {
-			if err := f(t); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", t.Name, err)
-			}
-		})
-	}
-	wg.Wait()
+	errs := parallel(ts, func(t Target) error {
+		if err := f(t); err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+		return nil
+	})
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = t.Name

@@ -107,8 +107,9 @@ func cutPower(ctx context.Context, e *Env, kind string, targets []Target) (Stop,
 	}, nil
 }
 
-// parallel runs f on every target at once: a rack's nodes lose power
-// together, and a node takes a minute to start here.
+// parallel runs f on every target at once (a rack's nodes lose power
+// together, a node takes a minute to start here, a cut goes in on every
+// node at once) and returns each target's error.
 func parallel(targets []Target, f func(Target) error) []error {
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
