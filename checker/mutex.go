@@ -59,8 +59,15 @@ func token(v json.RawMessage) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	t, err := strconv.ParseInt(string(v), 10, 64)
-	return t, err == nil
+	if t, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		return t, true
+	}
+	// Tokens are compared as JSON values too: 1e1 and 10.0 are token 10.
+	if v[0] == '"' || v[0] == '[' || v[0] == '{' {
+		return 0, false
+	}
+	i, k := elemID(v)
+	return i, k == ""
 }
 
 // granted: an ok acquire or renew starts a hold or extends it.

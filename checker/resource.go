@@ -165,7 +165,16 @@ func elemID(raw json.RawMessage) (int64, string) {
 			return i, ""
 		}
 	}
-	return 0, elemKey(raw)
+	k := elemKey(raw)
+	// A whole number written another way (1e1, 10.0) has the canonical text
+	// of its plain form: it must land on the same integer identity, or 10
+	// and 1e1 would be two elements.
+	if n := len(k); n > 0 && n < 20 && k[0] != '"' && isCanonicalScalar([]byte(k)) {
+		if i, err := strconv.ParseInt(k, 10, 64); err == nil {
+			return i, ""
+		}
+	}
+	return 0, k
 }
 
 func (r *resState) lookup(raw json.RawMessage) (int32, bool, int64, string) {

@@ -1,0 +1,105 @@
+package checker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// The three classes of issue 19, each violation beside its near misses,
+// judged in memory and streamed. Times are in milliseconds.
+
+// raw is an element or token written as the given JSON text.
+func raw(s string) func(*history.Op) {
+	return func(o *history.Op) { o.Value = json.RawMessage(s) }
+}
+
+func (h *b) addRaw(p int, l string, inv, ret float64, elem string, typ history.Type) *b {
+	return h.op(inv, p, I, "add", l, raw(elem)).op(ret, p, typ, "add", l, raw(elem))
+}
+
+func (h *b) readRaw(p int, l string, inv, ret float64, set string) *b {
+	return h.op(inv, p, I, "read", l).op(ret, p, K, "read", l, raw(set))
+}
+
+func (h *b) grantRaw(p int, l string, inv, ret float64, leaseMS int64, tok string) *b {
+	return h.op(inv, p, I, "acquire", l).op(ret, p, K, "acquire", l, lease(leaseMS), raw(tok))
+}
+
+type classCase struct {
+	name      string
+	h         *b
+	verdict   Verdict
+	anomalies string // kinds judged, in order
+	findings  string
+}
+
+func runClassCases(t *testing.T, tests []classCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := tt.h.list()
+			res, err := Check(context.Background(), ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			for _, op := range ops {
+				if err := enc.Encode(op); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sres, err := CheckReader(context.Background(), &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for how, r := range map[string]Result{"in memory": res, "streamed": sres} {
+				if r.Verdict != tt.verdict {
+					t.Errorf("%s: verdict %s, want %s (%+v)", how, r.Verdict, tt.verdict, r.Checks)
+				}
+				if k := kinds(r.Anomalies); k != tt.anomalies {
+					t.Errorf("%s: anomalies %q, want %q", how, k, tt.anomalies)
+				}
+				if k := kinds(r.Findings); k != tt.findings {
+					t.Errorf("%s: findings %q, want %q", how, k, tt.findings)
+				}
+			}
+			for _, a := range append(res.Anomalies, res.Findings...) {
+				if a.Lock == "" || len(a.Processes) == 0 || len(a.Ops) == 0 || a.End < a.Start || a.Message == "" {
+					t.Errorf("anomaly lacks lock, processes, ops or window: %+v", a)
+				}
+				t.Logf("%s: %s", a.Kind, a.Message)
+			}
+		})
+	}
+}
+
+// 1. An element is a JSON value: a whole number written another way is the
+// same element as its plain form, in either direction.
+func TestElementIdentityIsJSONValueEquality(t *testing.T) {
+	held := func() *b { return (&b{}).grant(0, "l", 0, 1, 1000, 0) }
+	runClassCases(t, []classCase{
+		{name: "1e1 added, 10 read", h: held().addRaw(0, "l", 2, 3, `1e1`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[10]`),
+			verdict: Valid},
+		{name: "10 added, 1e1 read", h: held().addRaw(0, "l", 2, 3, `10`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[1e1]`),
+			verdict: Valid},
+		{name: "10.0 added, 10 read", h: held().addRaw(0, "l", 2, 3, `10.0`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[10]`),
+			verdict: Valid},
+		{name: "10 added, 100e-1 and -0 read", h: held().addRaw(0, "l", 2, 3, `10`, K).addRaw(0, "l", 3, 4, `0`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[100e-1, -0]`),
+			verdict: Valid},
+		{name: "an integer past 64 bits written two ways", h: held().addRaw(0, "l", 2, 3, `18446744073709551616`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[1.8446744073709551616e19]`),
+			verdict: Valid},
+		{name: "10 and 1e1 in one read are one element twice", h: held().addRaw(0, "l", 2, 3, `10`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[10, 1e1]`),
+			verdict: Invalid, anomalies: "duplicate-element"},
+		{name: "near miss: 1e1 is not 1", h: held().addRaw(0, "l", 2, 3, `1e1`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[1]`),
+			verdict: Invalid, anomalies: "phantom-element,lost-add"},
+		{name: "near miss: 10.5 is not 10", h: held().addRaw(0, "l", 2, 3, `10`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `[10.5]`),
+			verdict: Invalid, anomalies: "phantom-element,lost-add"},
+		{name: "near miss: \"10\" is a string, not 10", h: held().addRaw(0, "l", 2, 3, `10`, K).release(0, "l", 4, 5).readRaw(1, "l", 6, 7, `["10"]`),
+			verdict: Invalid, anomalies: "phantom-element,lost-add"},
+	})
+}
