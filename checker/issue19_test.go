@@ -103,3 +103,38 @@ func TestElementIdentityIsJSONValueEquality(t *testing.T) {
 			verdict: Invalid, anomalies: "phantom-element,lost-add"},
 	})
 }
+
+// 3. Set-full: an element a read has seen is known, whatever its add's
+// outcome; a later read (the final one too) must hold it.
+func TestSeenElementCannotVanish(t *testing.T) {
+	held := func() *b { return (&b{}).grant(0, "l", 0, 1, 1000, 0) }
+	runClassCases(t, []classCase{
+		{name: "info add seen, then missing from the final read",
+			h:       held().add(0, "l", 2, 3, 1, N).read(1, "l", 4, 5, 1).read(2, "l", 6, 7),
+			verdict: Invalid, anomalies: "lost-add"},
+		{name: "add seen while running (then info), then missing from a later read",
+			h: held().op(2, 0, I, "add", "l", val(1)).read(1, "l", 3, 4, 1).op(5, 0, N, "add", "l", val(1)).
+				read(2, "l", 6, 7).read(3, "l", 8, 9, 1),
+			verdict: Invalid, anomalies: "lost-add"},
+		{name: "add seen while running (then ok later), missing from a read between",
+			h: held().op(2, 0, I, "add", "l", val(1)).read(1, "l", 3, 4, 1).read(2, "l", 5, 6).
+				op(7, 0, K, "add", "l", val(1)).release(0, "l", 8, 9).read(3, "l", 10, 11, 1),
+			verdict: Invalid, anomalies: "lost-add"},
+		{name: "near miss: an unknown add never seen and absent",
+			h:       held().add(0, "l", 2, 3, 1, N).read(1, "l", 4, 5).read(2, "l", 6, 7),
+			verdict: Valid},
+		{name: "near miss: an element seen and later present",
+			h:       held().add(0, "l", 2, 3, 1, N).read(1, "l", 4, 5, 1).read(2, "l", 6, 7, 1),
+			verdict: Valid},
+		{name: "near miss: a read concurrent with the seeing read may lack it",
+			h: held().add(0, "l", 2, 3, 1, N).op(4, 1, I, "read", "l").op(4.5, 2, I, "read", "l").
+				op(5, 1, K, "read", "l", val([]int{1})).op(6, 2, K, "read", "l", val([]int{})).read(3, "l", 8, 9, 1),
+			verdict: Valid},
+		{name: "near miss: the element seen on another lock",
+			h:       held().add(0, "l", 2, 3, 1, N).read(1, "m", 4, 5, 1).read(2, "l", 6, 7),
+			verdict: Invalid, anomalies: "phantom-element"},
+		{name: "written 1e0, seen as 1, then missing: lost",
+			h:       held().addRaw(0, "l", 2, 3, `1e0`, N).read(1, "l", 4, 5, 1).read(2, "l", 6, 7),
+			verdict: Invalid, anomalies: "lost-add"},
+	})
+}

@@ -15,9 +15,13 @@ import (
 // checker): each lock guards a set. An add (invoke value: the element) is one
 // read-modify-write critical section; a read returns the set (ok value: an
 // array). The rules:
-//   - every ok read holds every element whose ok add returned before the
+//   - every ok read holds every element known to be in the set before the
 //     read was invoked (lost-add, reported once per element, at the first
-//     read that lacks it); an info add may or may not be there;
+//     read that lacks it). An element is known from the return of its first
+//     ok add, or from the return of the first ok read that held it (an info
+//     add, or one still running, that a read saw has taken effect, as in
+//     Jepsen's set-full), whichever comes first; an info add that no read
+//     has seen may or may not be there;
 //   - no read holds an element twice (duplicate-element);
 //   - no read holds an element whose every add attempt invoked before the
 //     read returned was refused (failed-add-present), nor one that no process
@@ -118,6 +122,10 @@ type elemInfo struct {
 	key                      string // canonical JSON text; "" for an integer (ikey)
 	ikey                     int64
 	okRet                    int64 // return of its first ok add; Never if none
+	known                    int64 // min(okRet, return of the first read that held it)
+	seenRd                   int32 // process of that read, when it came first
+	seenInv                  int64 // that read's invocation
+	seenIdx                  [2]int64
 	attempts, fails, running int32
 	stamp                    uint32 // the last read that held it
 	missing                  bool   // reported lost
@@ -242,8 +250,8 @@ type resState struct {
 	iidx     map[int64]int32
 	idx      map[string]int32
 	elems    []elemInfo
-	okRets   []int64 // okRet of the elements, in order of return
-	missRets []int64 // okRet of the elements reported lost, sorted
+	knownAt  []int64 // known of the elements, in order (lines come in time order)
+	missRets []int64 // known of the elements reported lost or failed, sorted
 	running  map[int]*call
 	runIdx   map[int]int32
 	deferred map[int32][]*call // reads that held an element whose attempts were all refused or running
@@ -288,7 +296,7 @@ func (r *resState) invoke(c *call) {
 		} else {
 			r.idx[sk] = i
 		}
-		r.elems = append(r.elems, elemInfo{key: sk, ikey: ik, okRet: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
+		r.elems = append(r.elems, elemInfo{key: sk, ikey: ik, okRet: Never, known: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
 			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'})
 	}
 	el := &r.elems[i]
@@ -327,7 +335,7 @@ func (r *resState) complete(c *call) {
 		r.okAdds++
 		if el.okRet == Never {
 			el.okRet = c.ret
-			r.okRets = append(r.okRets, c.ret)
+			r.learn(el, c.ret)
 			el.proc, el.inv, el.ret, el.invIdx, el.retIdx, el.typ = int32(c.proc), c.inv, c.ret, c.invOp.Index, c.retOp.Index, 'o'
 		}
 	}
@@ -340,6 +348,7 @@ func (r *resState) complete(c *call) {
 			for _, rd := range reads {
 				r.failedPresent(el, rd)
 			}
+			r.exclude(el)
 		}
 	} else if typ != history.Fail {
 		delete(r.deferred, i)
@@ -396,18 +405,25 @@ func (r *resState) read(rd *call) {
 			continue
 		}
 		el.stamp = seq
-		if el.okRet < rd.inv && !el.missing {
+		if el.known < rd.inv && !el.missing {
 			present++
 		}
 		if el.fails+el.running == el.attempts {
 			if el.running == 0 {
 				r.failedPresent(el, rd)
+				continue // refused: never known, never required
 			} else {
 				if r.deferred == nil {
 					r.deferred = map[int32][]*call{}
 				}
 				r.deferred[i] = append(r.deferred[i], rd)
 			}
+		}
+		if el.known == Never {
+			// Seen: from now on every read must hold it, whatever its add's
+			// outcome was (set-full).
+			el.seenRd, el.seenInv, el.seenIdx = int32(rd.proc), rd.inv, [2]int64{rd.invOp.Index, rd.retOp.Index}
+			r.learn(el, rd.ret)
 		}
 	}
 	for _, k := range sortedStrings(phantoms) {
@@ -432,26 +448,67 @@ func (r *resState) read(rd *call) {
 			Message: fmt.Sprintf("read of lock %q holds element %s %d times", l, k, dups[k]),
 			Ops:     ops})
 	}
-	required := countBefore(r.okRets, rd.inv) - countBefore(r.missRets, rd.inv)
+	required := countBefore(r.knownAt, rd.inv) - countBefore(r.missRets, rd.inv)
 	if present >= required {
 		return
 	}
 	for i := range r.elems {
 		el := &r.elems[i]
-		if el.okRet >= rd.inv || el.stamp == seq || el.missing {
+		if el.known >= rd.inv || el.stamp == seq || el.missing {
 			continue
 		}
-		el.missing = true
-		j := sort.Search(len(r.missRets), func(j int) bool { return r.missRets[j] > el.okRet })
-		r.missRets = append(r.missRets, 0)
-		copy(r.missRets[j+1:], r.missRets[j:])
-		r.missRets[j] = el.okRet
-		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), rd.proc},
+		r.exclude(el)
+		if el.okRet < rd.inv {
+			r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), rd.proc},
+				Start: el.inv, End: rd.ret,
+				Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the read invoked at %s (returned at %s) lacks it",
+					el.text(), l, el.proc, fmtTime(el.okRet), fmtTime(rd.inv), fmtTime(rd.ret)),
+				Ops: append(el.ops(l), opsOf(rd)...)})
+			continue
+		}
+		seen := []history.Op{
+			{Index: el.seenIdx[0], Time: el.seenInv, Process: int(el.seenRd), Type: history.Invoke, F: history.FRead, Lock: l},
+			{Index: el.seenIdx[1], Time: el.known, Process: int(el.seenRd), Type: history.OK, F: history.FRead, Lock: l},
+		}
+		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), int(el.seenRd), rd.proc},
 			Start: el.inv, End: rd.ret,
-			Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the read invoked at %s (returned at %s) lacks it",
-				el.text(), l, el.proc, fmtTime(el.okRet), fmtTime(rd.inv), fmtTime(rd.ret)),
-			Ops: append(el.ops(l), opsOf(rd)...)})
+			Message: fmt.Sprintf("add of %s to lock %q by process %d (outcome %s) was seen by process %d's read returned at %s, but the later read invoked at %s (returned at %s) lacks it",
+				el.text(), l, el.proc, outcome(el), el.seenRd, fmtTime(el.known), fmtTime(rd.inv), fmtTime(rd.ret)),
+			Ops: append(append(el.ops(l), seen...), opsOf(rd)...)})
 	}
+}
+
+func outcome(el *elemInfo) string {
+	if el.running > 0 {
+		return "still running"
+	}
+	return string(byteTyp(el.typ))
+}
+
+// learn records that el is in the set from t on: t is the time of the line
+// being read, so knownAt stays sorted.
+func (r *resState) learn(el *elemInfo, t int64) {
+	if el.known != Never {
+		return
+	}
+	el.known = t
+	r.knownAt = append(r.knownAt, t)
+}
+
+// exclude takes el out of the required count: it was reported lost (once is
+// enough) or every attempt to add it was refused.
+func (r *resState) exclude(el *elemInfo) {
+	if el.missing {
+		return
+	}
+	el.missing = true
+	if el.known == Never {
+		return
+	}
+	j := sort.Search(len(r.missRets), func(j int) bool { return r.missRets[j] > el.known })
+	r.missRets = append(r.missRets, 0)
+	copy(r.missRets[j+1:], r.missRets[j:])
+	r.missRets[j] = el.known
 }
 
 func countBefore(sorted []int64, t int64) int {
