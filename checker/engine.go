@@ -32,6 +32,10 @@ type call struct {
 	done    bool         // its completion was read
 	invOp   history.Op
 	retOp   history.Op // valid when done
+	// What the lock had acknowledged when this call was invoked (fencing.go):
+	// for an acquire, the greatest token granted; for an add, the write of
+	// the newest grant and the write of the greatest token.
+	snapGrant, snapNewest, snapToken *fenceRef
 }
 
 // ops returns the invoke and completion lines of calls, for an anomaly.
@@ -86,13 +90,15 @@ type engine struct {
 	st    statsAcc
 	holds []Hold
 
-	mutex, resource checkOutput
-	mutexKinds      map[string]int
-	resKinds        map[string]int
-	nOverlap        int
-	nHolds          int
-	nResAnom        int
-	noFinal         int
+	mutex, resource, fencing checkOutput
+	mutexKinds               map[string]int
+	resKinds                 map[string]int
+	fenceKinds               map[string]int
+	nFence                   int
+	nOverlap                 int
+	nHolds                   int
+	nResAnom                 int
+	noFinal                  int
 
 	lin *linRunner
 }
@@ -104,7 +110,8 @@ func newEngine(ctx context.Context, cfg config) *engine {
 		st:         newStatsAcc(),
 		mutex:      checkOutput{result: CheckResult{Name: CheckMutex, Verdict: Valid}},
 		resource:   checkOutput{result: CheckResult{Name: CheckResource, Verdict: Valid}},
-		mutexKinds: map[string]int{}, resKinds: map[string]int{},
+		fencing:    checkOutput{result: CheckResult{Name: CheckFencing, Verdict: Valid}},
+		mutexKinds: map[string]int{}, resKinds: map[string]int{}, fenceKinds: map[string]int{},
 	}
 	return e
 }
@@ -234,14 +241,15 @@ func (e *engine) finish() Result {
 	stats := checkOutput{result: CheckResult{Name: CheckStatistics, Verdict: Valid, Detail: res.Stats.summary()}}
 	e.finishMutex(len(names))
 	e.finishResource(names)
+	e.finishFencing()
 	if e.keepHolds {
 		sortHolds(e.holds)
 		res.Holds = e.holds
 	}
 	res.Verdict = Valid
-	for _, out := range []*checkOutput{&e.mutex, &linear, &e.resource, &stats} {
+	for _, out := range []*checkOutput{&e.mutex, &linear, &e.fencing, &e.resource, &stats} {
 		cr := out.result
-		cr.Judged = cr.Name != CheckStatistics
+		cr.Judged = cr.Name != CheckStatistics && !cr.Skipped
 		if e.fenced && (cr.Name == CheckMutex || cr.Name == CheckLinear) {
 			cr.Judged = false
 		}
@@ -286,6 +294,9 @@ type lockSt struct {
 
 	// The protected set (resource.go).
 	res *resState
+
+	// What the fencing rules compare against (fencing.go).
+	fence fenceSt
 }
 
 func newLockSt(e *engine, name string) *lockSt {
@@ -300,6 +311,9 @@ func isLockObjF(f string) bool {
 
 func (l *lockSt) invoke(c *call) {
 	l.expire(c.inv)
+	if !l.e.holdsOnly {
+		l.fence.invoke(c)
+	}
 	switch {
 	case c.f == history.FRelease:
 		l.releaseInvoked(c)

@@ -138,3 +138,70 @@ func TestSeenElementCannotVanish(t *testing.T) {
 			verdict: Invalid, anomalies: "lost-add"},
 	})
 }
+
+// 2. Under the fenced promise tokens grow with grants, and a superseded
+// holder's write after the newer holder's acknowledged write is stale
+// whatever the tokens say.
+func TestFencedTokensGrowWithGrants(t *testing.T) {
+	runClassCases(t, []classCase{
+		{name: "two successive grants with the same token",
+			h:       fenced().grant(0, "l", 0, 1, 1000, 3).release(0, "l", 2, 3).grant(1, "l", 4, 5, 1000, 3).release(1, "l", 6, 7),
+			verdict: Invalid, anomalies: "token-not-increasing"},
+		{name: "a lower token after a higher one (a counter that went back)",
+			h:       fenced().grant(0, "l", 0, 1, 10, 7).grant(1, "l", 20, 21, 1000, 2).release(1, "l", 22, 23),
+			verdict: Invalid, anomalies: "token-not-increasing"},
+		{name: "a token written 3.0 after token 3",
+			h:       fenced().grant(0, "l", 0, 1, 1000, 3).release(0, "l", 2, 3).grantRaw(1, "l", 4, 5, 1000, `3.0`).release(1, "l", 6, 7),
+			verdict: Invalid, anomalies: "token-not-increasing"},
+		{name: "a released holder handed its own token again",
+			h:       fenced().grant(0, "l", 0, 1, 1000, 3).release(0, "l", 2, 3).grant(0, "l", 4, 5, 1000, 3).release(0, "l", 6, 7),
+			verdict: Invalid, anomalies: "token-not-increasing"},
+		{name: "superseded holder writes after the newer holder's write, equal tokens",
+			// p0's lease (10 ms) ran out; p1 got the same token 2; p1
+			// wrote; then p0 wrote, and the resource took it.
+			h: fenced().grant(0, "l", 0, 1, 10, 2).grant(1, "l", 20, 21, 1000, 2).
+				add(1, "l", 22, 23, 2, K).add(0, "l", 25, 26, 1, K).read(2, "l", 40, 41, 1, 2),
+			verdict: Invalid, anomalies: "token-not-increasing,stale-holder-write"},
+		{name: "superseded holder writes after the newer holder's write, lower newer token",
+			h: fenced().grant(0, "l", 0, 1, 10, 5).grant(1, "l", 20, 21, 1000, 4).
+				add(1, "l", 22, 23, 2, K).add(0, "l", 25, 26, 1, K).read(2, "l", 40, 41, 1, 2),
+			verdict: Invalid, anomalies: "token-not-increasing,stale-holder-write"},
+		{name: "superseded holder inside its own (overlapping) hold, no tokens",
+			h: fenced().grant(0, "l", 0, 1, 1000, 0).grant(1, "l", 2, 3, 1000, 0).
+				add(1, "l", 4, 5, 2, K).add(0, "l", 6, 7, 1, K).read(2, "l", 20, 21, 1, 2),
+			verdict: Invalid, anomalies: "stale-holder-write", findings: "overlapping-holds,non-linearizable"},
+		{name: "near miss: equal tokens on different locks",
+			h:       fenced().grant(0, "l", 0, 1, 1000, 3).release(0, "l", 2, 3).grant(1, "m", 4, 5, 1000, 3).release(1, "m", 6, 7),
+			verdict: Valid},
+		{name: "near miss: a token reset on another lock",
+			h: fenced().grant(0, "l", 0, 1, 1000, 9).release(0, "l", 2, 3).grant(1, "m", 4, 5, 1000, 1).release(1, "m", 6, 7).
+				grant(2, "l", 8, 9, 1000, 10).release(2, "l", 10, 11),
+			verdict: Valid},
+		{name: "near miss: concurrent grants are not ordered",
+			// Both invoked before either returned: no grant came before
+			// the other, so equal-or-lower is not judged (the overlap is
+			// a finding under this promise).
+			h: fenced().op(0, 0, I, "acquire", "l").op(0.5, 1, I, "acquire", "l").
+				op(1, 1, K, "acquire", "l", lease(1000), val(4)).op(2, 0, K, "acquire", "l", lease(1000), val(3)).
+				release(0, "l", 3, 4).release(1, "l", 5, 6),
+			verdict: Valid, findings: "overlapping-holds,non-linearizable"},
+		{name: "near miss: the holder's re-entrant acquire hands back its own token",
+			h: fenced().grant(0, "l", 0, 1, 1000, 3).grant(0, "l", 2, 3, 1000, 3).release(0, "l", 4, 5).
+				grant(1, "l", 6, 7, 1000, 4).release(1, "l", 8, 9),
+			verdict: Valid},
+		{name: "near miss: the holder re-acquires its token after its lease_ms, nobody else held",
+			h:       fenced().grant(0, "l", 0, 1, 10, 3).grant(0, "l", 12, 13, 1000, 3).release(0, "l", 14, 15),
+			verdict: Valid},
+		{name: "near miss: the superseded holder's write was invoked before the newer write returned",
+			h: fenced().grant(0, "l", 0, 1, 10, 2).grant(1, "l", 20, 21, 1000, 3).
+				add(1, "l", 22, 24, 2, K).add(0, "l", 23, 26, 1, K).read(2, "l", 40, 41, 1, 2),
+			verdict: Valid, findings: "late-write"},
+		{name: "near miss: the superseded holder wrote before the newer holder wrote",
+			h: fenced().grant(0, "l", 0, 1, 10, 2).grant(1, "l", 20, 21, 1000, 3).
+				add(0, "l", 22, 23, 1, K).add(1, "l", 24, 25, 2, K).read(2, "l", 40, 41, 1, 2),
+			verdict: Valid, findings: "late-write"},
+		{name: "near miss: under the mutex promise tokens are not judged",
+			h:       (&b{}).grant(0, "l", 0, 1, 1000, 3).release(0, "l", 2, 3).grant(1, "l", 4, 5, 1000, 3).release(1, "l", 6, 7),
+			verdict: Valid},
+	})
+}

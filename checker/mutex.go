@@ -35,9 +35,10 @@ type holdRec struct {
 	expiry   int64
 	open     bool
 	released bool  // its process invoked a release since it began
-	token    int64 // the fencing token of the grant that started it
+	token    int64 // the fencing token of its latest grant
 	hasToken bool
 	acq, rel *call
+	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire
 }
 
 // Holds computes every hold of a (valid) history, ordered by start.
@@ -73,11 +74,28 @@ func token(v json.RawMessage) (int64, bool) {
 // granted: an ok acquire or renew starts a hold or extends it.
 func (l *lockSt) granted(c *call) {
 	exp := expiry(c.inv, c.leaseMS)
+	var tok int64
+	var hasTok bool
+	if c.f == history.FAcquire {
+		tok, hasTok = token(c.retOp.Value)
+		if !l.e.holdsOnly {
+			// A holder's own acquire is a grant too; handing it back the
+			// token it holds (a re-entrant acquire, perhaps after the
+			// lease_ms the client counts but before the lock's own TTL)
+			// is no regression, unless it released since.
+			last := l.last[c.proc]
+			same := hasTok && last != nil && !last.released && last.hasToken && last.token == tok
+			l.fence.granted(l, c, tok, hasTok, same)
+		}
+	}
 	if h := l.openHolds[c.proc]; h != nil {
 		if c.inv < h.expiry {
 			h.expiry = exp // the last ok acquire or renew sets the lease
-			if t, ok := token(c.retOp.Value); ok && c.f == history.FAcquire {
-				h.token, h.hasToken = t, true
+			if c.f == history.FAcquire {
+				h.grant = c
+				if hasTok {
+					h.token, h.hasToken = tok, true
+				}
 			}
 			return
 		}
@@ -91,10 +109,8 @@ func (l *lockSt) granted(c *call) {
 		return
 	}
 	h := &holdRec{Hold: Hold{Lock: l.name, Process: c.proc, Start: c.ret, AcquireIdx: int(c.retOp.Index)},
-		expiry: exp, open: true, acq: c}
-	if c.f == history.FAcquire {
-		h.token, h.hasToken = token(c.retOp.Value)
-	}
+		expiry: exp, open: true, acq: c, grant: c}
+	h.token, h.hasToken = tok, hasTok
 	l.openHolds[c.proc] = h
 	if _, ok := l.last[c.proc]; !ok {
 		l.e.procLocks[c.proc] = append(l.e.procLocks[c.proc], l)

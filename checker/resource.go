@@ -214,36 +214,6 @@ func (el *elemInfo) ops(lock string) []history.Op {
 	return out
 }
 
-// prefixMax answers "the largest value among entries that returned before
-// t": entries come in order of return.
-type prefixMax struct {
-	ret []int64
-	max []int64
-	who []int32 // index in by of the entry that set max
-	by  []*call
-}
-
-func (p *prefixMax) add(ret, v int64, c *call) {
-	if n := len(p.max); n > 0 && p.max[n-1] >= v {
-		p.ret = append(p.ret, ret)
-		p.max = append(p.max, p.max[n-1])
-		p.who = append(p.who, p.who[n-1])
-		return
-	}
-	p.by = append(p.by, c)
-	p.ret = append(p.ret, ret)
-	p.max = append(p.max, v)
-	p.who = append(p.who, int32(len(p.by)-1))
-}
-
-func (p *prefixMax) before(t int64) (int64, *call, bool) {
-	i := sort.Search(len(p.ret), func(i int) bool { return p.ret[i] >= t }) - 1
-	if i < 0 {
-		return 0, nil, false
-	}
-	return p.max[i], p.by[p.who[i]], true
-}
-
 // resState is one lock's protected set.
 type resState struct {
 	l        *lockSt
@@ -259,8 +229,6 @@ type resState struct {
 	okReads  int
 	hasOps   bool
 	readSeq  uint32
-	tokens   prefixMax // token of each ok add in a hold with a token
-	starts   prefixMax // hold start of each ok add in a hold
 }
 
 func (l *lockSt) resState() *resState {
@@ -548,58 +516,83 @@ func (r *resState) judge(a *call) {
 		end = h.expiry
 	}
 	inside := a.ret <= end
-	if e.fenced && h.hasToken {
-		t, by, ok := r.tokens.before(a.inv)
-		r.tokens.add(a.ret, h.token, a)
-		if ok && t > h.token {
-			r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, by.proc},
-				Start: a.inv, End: a.ret,
-				Message: fmt.Sprintf("add by process %d to lock %q with fencing token %d was acknowledged at %s, but the resource had already acknowledged token %d (process %d's add returned at %s, before this add was invoked at %s): a stale token accepted",
-					a.proc, l.name, h.token, fmtTime(a.ret), t, by.proc, fmtTime(by.ret), fmtTime(a.inv)),
-				Ops: opsOf(h.acq, a, by)})
-			return
-		}
-	}
-	var newerByStart bool
-	if e.fenced && !h.hasToken {
-		s, _, ok := r.starts.before(a.inv)
-		newerByStart = ok && s > h.Start
-		r.starts.add(a.ret, h.Start, a)
-	}
-	if inside {
-		return
-	}
-	o := l.overlapping(a.proc, a.inv, a.ret)
 	how := fmt.Sprintf("%s at %s", h.Ended, fmtTime(end))
 	if h.open {
 		how = "expired at " + fmtTime(end)
 	}
-	switch {
-	case o != nil && (!e.fenced || newerByStart):
+	if e.fenced {
+		l.fence.wrote(h, a)
+		if r.staleFenced(a, h) || inside {
+			return
+		}
+		// Outlived its hold, but no newer holder had written: a fenced
+		// resource may order it before whatever comes next.
+		if o := l.overlapping(a.proc, a.inv, a.ret); o != nil {
+			r.finding(Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, o.Process},
+				Start: max(end, a.inv), End: a.ret,
+				Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s after its hold ended (%s) while process %d held the lock, but the resource had acknowledged no write of a newer grant or a greater token before it was invoked: a fenced resource may order it first",
+					a.proc, l.name, fmtTime(a.ret), how, o.Process),
+				Ops: opsOf(a)})
+			return
+		}
+		r.lateWrite(a, end, how)
+		return
+	}
+	if inside {
+		return
+	}
+	if o := l.overlapping(a.proc, a.inv, a.ret); o != nil {
 		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, o.Process},
 			Start: max(end, a.inv), End: a.ret,
 			Message: fmt.Sprintf("add by process %d to lock %q ran from %s to %s, after its hold ended (%s), while process %d held the lock (from %s to %s)",
 				a.proc, l.name, fmtTime(a.inv), fmtTime(a.ret), how, o.Process, fmtTime(o.Start), fmtTime(o.holdEnd())),
 			Ops: opsOf(h.acq, a, o.acq)})
-	case o != nil:
-		r.finding(Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, o.Process},
-			Start: max(end, a.inv), End: a.ret,
-			Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s after its hold ended (%s) while process %d held the lock, but the resource had acknowledged no newer token before it was invoked: a fenced resource may order it first",
-				a.proc, l.name, fmtTime(a.ret), how, o.Process),
-			Ops: opsOf(a)})
-	case e.fenced && newerByStart:
-		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc},
-			Start: max(end, a.inv), End: a.ret,
-			Message: fmt.Sprintf("add by process %d to lock %q was invoked at %s after its hold ended (%s) and after an add of a newer hold had returned: a stale write accepted",
-				a.proc, l.name, fmtTime(a.inv), how),
-			Ops: opsOf(h.acq, a)})
-	default:
-		r.finding(Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc},
-			Start: max(end, a.inv), End: a.ret,
-			Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s, after its hold ended (%s); no other process held the lock while it ran",
-				a.proc, l.name, fmtTime(a.ret), how),
-			Ops: opsOf(a)})
+		return
 	}
+	r.lateWrite(a, end, how)
+}
+
+func (r *resState) lateWrite(a *call, end int64, how string) {
+	l := r.l
+	r.finding(Anomaly{Kind: KindLateWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc},
+		Start: max(end, a.inv), End: a.ret,
+		Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s, after its hold ended (%s); no other process held the lock while it ran",
+			a.proc, l.name, fmtTime(a.ret), how),
+		Ops: opsOf(a)})
+}
+
+// staleFenced applies the fenced promise's rules to an acknowledged write a
+// by the holder of h (fencing.go): by grant order first, then by token.
+func (r *resState) staleFenced(a *call, h *holdRec) bool {
+	l := r.l
+	if w := a.snapNewest; w != nil && w.grantInv > h.grant.ret && w.write.proc != a.proc {
+		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, w.write.proc},
+			Start: a.inv, End: a.ret,
+			Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s, but its holder was superseded: process %d's grant, invoked at %s after this holder's grant returned at %s, wrote first (acknowledged at %s, before this add was invoked at %s)%s: a stale holder's write accepted",
+				a.proc, l.name, fmtTime(a.ret), w.write.proc, fmtTime(w.grantInv), fmtTime(h.grant.ret), fmtTime(w.write.ret), fmtTime(a.inv), tokens(h, w)),
+			Ops: opsOf(h.grant, a, w.grant, w.write)})
+		return true
+	}
+	if w := a.snapToken; w != nil && h.hasToken && w.tok > h.token {
+		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, w.write.proc},
+			Start: a.inv, End: a.ret,
+			Message: fmt.Sprintf("add by process %d to lock %q with fencing token %d was acknowledged at %s, but the resource had already acknowledged token %d (process %d's add returned at %s, before this add was invoked at %s): a stale token accepted",
+				a.proc, l.name, h.token, fmtTime(a.ret), w.tok, w.write.proc, fmtTime(w.write.ret), fmtTime(a.inv)),
+			Ops: opsOf(h.grant, a, w.write)})
+		return true
+	}
+	return false
+}
+
+// tokens says what the tokens of a stale write and the newer one were.
+func tokens(h *holdRec, w *fenceRef) string {
+	switch {
+	case h.hasToken && w.hasTok:
+		return fmt.Sprintf(" (tokens %d and %d)", h.token, w.tok)
+	case w.hasTok:
+		return fmt.Sprintf(" (the newer token %d)", w.tok)
+	}
+	return ""
 }
 
 // holdEnd is the hold's end, or its expiry while it is open.
