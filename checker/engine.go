@@ -36,6 +36,9 @@ type call struct {
 	// for an acquire, the greatest token granted; for an add, the write of
 	// the newest grant and the write of the greatest token.
 	snapGrant, snapNewest, snapToken *fenceRef
+	l                                *lockSt // of lock
+	elem                             int32   // an add's element (resource.go)
+	ps                               *procSt
 }
 
 // ops returns the invoke and completion lines of calls, for an anomaly.
@@ -62,9 +65,72 @@ func expiry(inv, leaseMS int64) int64 {
 	return inv + leaseMS*1e6
 }
 
-type procLock struct {
-	proc int
-	lock string
+// procSt is what the checks keep of one process: its call in flight and its
+// latest hold on each of the last few locks it held. A process that took
+// many locks over time forgets the oldest of its closed holds (keeping a bit
+// that it held that lock), so that memory does not grow with processes times
+// locks.
+type procSt struct {
+	open   *call
+	recent []*holdRec // its latest hold per lock, oldest first
+	held   []uint64   // by lock id: it held that lock (its hold may be forgotten)
+	// forgotAt bounds the ends of its forgotten holds (and so their grants'
+	// returns).
+	forgotAt int64
+}
+
+// keepClosed is how many closed holds a process remembers (one per lock):
+// its later calls on those locks are judged against them exactly.
+const keepClosed = 8
+
+// latest returns p's latest hold on l, if remembered.
+func (p *procSt) latest(l *lockSt) *holdRec {
+	for i := len(p.recent) - 1; i >= 0; i-- {
+		if h := p.recent[i]; h.l == l {
+			return h
+		}
+	}
+	return nil
+}
+
+// forgot tells whether p held l once but no longer remembers that hold.
+func (p *procSt) forgot(l *lockSt) bool {
+	w := l.id / 64
+	return w < len(p.held) && p.held[w]&(1<<(l.id%64)) != 0 && p.latest(l) == nil
+}
+
+// remember makes h p's latest hold on its lock, forgetting the oldest
+// closed holds beyond keepClosed.
+func (p *procSt) remember(h *holdRec) {
+	l := h.l
+	kept := p.recent[:0]
+	closed := 0
+	for _, o := range p.recent {
+		if o.l != l {
+			kept = append(kept, o)
+			if !o.open {
+				closed++
+			}
+		}
+	}
+	clear(p.recent[len(kept):])
+	p.recent = append(kept, h)
+	for closed > keepClosed {
+		for i, o := range p.recent {
+			if !o.open {
+				p.forgotAt = max(p.forgotAt, o.End)
+				p.recent = append(p.recent[:i], p.recent[i+1:]...)
+				p.recent[len(p.recent):cap(p.recent)][0] = nil
+				closed--
+				break
+			}
+		}
+	}
+	w := l.id / 64
+	for len(p.held) <= w {
+		p.held = append(p.held, 0)
+	}
+	p.held[w] |= 1 << (l.id % 64)
 }
 
 // engine runs every check over one pass of the history.
@@ -78,14 +144,13 @@ type engine struct {
 	meta   *history.Meta
 	fenced bool
 	end    int64 // time of the last line
-	open   map[int]*call
+	procs  map[int]*procSt
 	locks  map[string]*lockSt
-	grant  map[procLock]int64 // lease_ms of each process's latest ok acquire
-	// procLocks lists the locks that keep something of a process, so that
-	// it is dropped when the process retires (completes with info: it may
-	// invoke nothing more).
-	procLocks map[int][]*lockSt
-	pending   int
+	nlocks int
+	// lastLock caches the latest lock looked up: lines of one lock come in
+	// runs.
+	lastLock *lockSt
+	pending  int
 
 	st    statsAcc
 	holds []Hold
@@ -106,7 +171,7 @@ type engine struct {
 func newEngine(ctx context.Context, cfg config) *engine {
 	e := &engine{
 		ctx: ctx, cfg: cfg,
-		open: map[int]*call{}, locks: map[string]*lockSt{}, grant: map[procLock]int64{}, procLocks: map[int][]*lockSt{},
+		procs: map[int]*procSt{}, locks: map[string]*lockSt{},
 		st:         newStatsAcc(),
 		mutex:      checkOutput{result: CheckResult{Name: CheckMutex, Verdict: Valid}},
 		resource:   checkOutput{result: CheckResult{Name: CheckResource, Verdict: Valid}},
@@ -123,12 +188,35 @@ func (e *engine) start() {
 }
 
 func (e *engine) lock(name string) *lockSt {
+	if l := e.lastLock; l != nil && l.name == name {
+		return l
+	}
 	l := e.locks[name]
 	if l == nil {
 		l = newLockSt(e, name)
+		l.id = e.nlocks
+		e.nlocks++
 		e.locks[name] = l
 	}
+	e.lastLock = l
 	return l
+}
+
+func (e *engine) proc(p int) *procSt {
+	ps := e.procs[p]
+	if ps == nil {
+		ps = &procSt{}
+		e.procs[p] = ps
+	}
+	return ps
+}
+
+// openCall is p's call in flight, if any.
+func (e *engine) openCall(p int) *call {
+	if ps := e.procs[p]; ps != nil {
+		return ps.open
+	}
+	return nil
 }
 
 // feed takes the next op of a validated history.
@@ -142,55 +230,52 @@ func (e *engine) feed(op history.Op) {
 		}
 		return
 	}
+	ps := e.proc(op.Process)
 	if op.Type == history.Invoke {
 		c := &call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
-			inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op}
-		e.open[op.Process] = c
+			inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op, ps: ps}
+		ps.open = c
 		if c.lock != "" {
-			e.lock(c.lock).invoke(c)
+			c.l = e.lock(c.lock)
+			c.l.invoke(c)
 		}
 		return
 	}
-	c := e.open[op.Process]
+	c := ps.open
 	if c == nil {
 		return // refused by validation
 	}
-	delete(e.open, op.Process)
+	ps.open = nil
 	c.typ, c.ret, c.retOp, c.done = op.Type, op.Time, op, true
 	if op.LeaseMS > 0 {
 		c.leaseMS = op.LeaseMS
 	}
-	if c.typ == history.OK && c.lock != "" {
+	if c.typ == history.OK && c.l != nil && c.f == history.FRenew && c.leaseMS <= 0 {
 		// An ok renew without lease_ms renews for the lease its process's
-		// grant had, rather than forever.
-		pl := procLock{c.proc, c.lock}
-		switch c.f {
-		case history.FAcquire:
-			e.grant[pl] = c.leaseMS
-		case history.FRenew:
-			if c.leaseMS <= 0 {
-				c.leaseMS = e.grant[pl]
-			}
+		// latest grant had, rather than forever.
+		if h := ps.latest(c.l); h != nil {
+			c.leaseMS = h.grantLease
 		}
 	}
 	e.st.complete(c)
-	if c.lock != "" {
-		e.lock(c.lock).complete(c)
+	if c.l != nil {
+		c.l.complete(c)
 	}
 	if c.typ == history.Info {
 		e.retireProc(c.proc)
 	}
 }
 
-// retireProc forgets what the locks keep of a process that will invoke
-// nothing more. Its open holds stay: they last until their lease runs out.
+// retireProc forgets a process that will invoke nothing more (it completed
+// with info). Its open holds stay with their locks: they last until their
+// lease runs out.
 func (e *engine) retireProc(p int) {
-	for _, l := range e.procLocks[p] {
-		delete(l.last, p)
-		delete(e.grant, procLock{p, l.name})
-		delete(l.lq.lease, p)
+	if ps := e.procs[p]; ps != nil {
+		for _, h := range ps.recent {
+			delete(h.l.lq.lease, p)
+		}
+		delete(e.procs, p)
 	}
-	delete(e.procLocks, p)
 }
 
 func (e *engine) feedMeta(op history.Op) {
@@ -208,15 +293,16 @@ func (e *engine) feedMeta(op history.Op) {
 // result.
 func (e *engine) finish() Result {
 	// Invocations without completion (a killed run) are info calls.
-	procs := make([]int, 0, len(e.open))
-	for p := range e.open {
-		procs = append(procs, p)
+	var procs []int
+	for p, ps := range e.procs {
+		if ps.open != nil {
+			procs = append(procs, p)
+		}
 	}
 	sort.Ints(procs)
 	e.pending = len(procs)
 	for _, p := range procs {
-		c := e.open[p]
-		e.st.pendingCall(c)
+		e.st.pendingCall(e.procs[p].open)
 	}
 	names := make([]string, 0, len(e.locks))
 	for n := range e.locks {
@@ -283,11 +369,11 @@ func sortHolds(hs []Hold) {
 type lockSt struct {
 	e    *engine
 	name string
+	id   int // dense, in order of first use
 
 	// Holds (mutex.go).
 	openHolds map[int]*holdRec // process -> its open hold
 	closed    []*holdRec       // closed holds that may still overlap something
-	last      map[int]*holdRec // process -> its latest hold
 
 	// Operations of the lock object, in invocation order (linear.go).
 	lq linQueue
@@ -300,7 +386,7 @@ type lockSt struct {
 }
 
 func newLockSt(e *engine, name string) *lockSt {
-	l := &lockSt{e: e, name: name, openHolds: map[int]*holdRec{}, last: map[int]*holdRec{}}
+	l := &lockSt{e: e, name: name, openHolds: map[int]*holdRec{}}
 	l.lq.setup(l)
 	return l
 }
@@ -364,8 +450,8 @@ func (l *lockSt) finish() {
 // pendingCalls are the lock's calls still without completion at the end.
 func (l *lockSt) pendingCalls() []*call {
 	var out []*call
-	for _, c := range l.e.open {
-		if c.lock == l.name {
+	for _, ps := range l.e.procs {
+		if c := ps.open; c != nil && c.l == l {
 			out = append(out, c)
 		}
 	}

@@ -39,6 +39,10 @@ type holdRec struct {
 	hasToken bool
 	acq, rel *call
 	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire
+	// grantLease is the lease_ms of its latest ok acquire: an ok renew
+	// without lease_ms renews for that long.
+	grantLease int64
+	l          *lockSt
 }
 
 // Holds computes every hold of a (valid) history, ordered by start.
@@ -83,7 +87,7 @@ func (l *lockSt) granted(c *call) {
 			// token it holds (a re-entrant acquire, perhaps after the
 			// lease_ms the client counts but before the lock's own TTL)
 			// is no regression, unless it released since.
-			last := l.last[c.proc]
+			last := c.ps.latest(l)
 			same := hasTok && last != nil && !last.released && last.hasToken && last.token == tok
 			l.fence.granted(l, c, tok, hasTok, same)
 		}
@@ -92,7 +96,7 @@ func (l *lockSt) granted(c *call) {
 		if c.inv < h.expiry {
 			h.expiry = exp // the last ok acquire or renew sets the lease
 			if c.f == history.FAcquire {
-				h.grant = c
+				h.grant, h.grantLease = c, c.leaseMS
 				if hasTok {
 					h.token, h.hasToken = tok, true
 				}
@@ -103,23 +107,25 @@ func (l *lockSt) granted(c *call) {
 		// then, and another process may have held the lock in between. The
 		// new grant starts a new hold.
 		l.closeHold(h, h.expiry, "expired", nil)
-	} else if last := l.last[c.proc]; c.f == history.FRenew && (last == nil || last.released) {
+	} else if last := c.ps.latest(l); c.f == history.FRenew && (last == nil || last.released) {
 		// A renew ok without a hold starts nothing; after a lease that
 		// ran out (and no release), it starts a new hold.
 		return
 	}
 	h := &holdRec{Hold: Hold{Lock: l.name, Process: c.proc, Start: c.ret, AcquireIdx: int(c.retOp.Index)},
-		expiry: exp, open: true, acq: c, grant: c}
+		expiry: exp, open: true, acq: c, grant: c, l: l}
+	if c.f == history.FAcquire {
+		h.grantLease = c.leaseMS
+	} else if last := c.ps.latest(l); last != nil {
+		h.grantLease = last.grantLease
+	}
 	h.token, h.hasToken = tok, hasTok
 	l.openHolds[c.proc] = h
-	if _, ok := l.last[c.proc]; !ok {
-		l.e.procLocks[c.proc] = append(l.e.procLocks[c.proc], l)
-	}
-	l.last[c.proc] = h
+	c.ps.remember(h)
 }
 
 func (l *lockSt) releaseInvoked(c *call) {
-	if h := l.last[c.proc]; h != nil {
+	if h := c.ps.latest(l); h != nil {
 		h.released = true
 	}
 	if h := l.openHolds[c.proc]; h != nil {
@@ -134,7 +140,7 @@ func (l *lockSt) expire(now int64) {
 		if h.expiry >= now {
 			continue
 		}
-		if c := l.e.open[p]; c != nil && c.lock == l.name && (c.f == history.FAcquire || c.f == history.FRenew) && c.inv < h.expiry {
+		if c := l.e.openCall(p); c != nil && c.l == l && (c.f == history.FAcquire || c.f == history.FRenew) && c.inv < h.expiry {
 			continue
 		}
 		l.closeHold(h, h.expiry, "expired", nil)

@@ -34,6 +34,7 @@ type linQueue struct {
 	maxRet int64 // of the settled operations taken so far
 	info   []*lockOp
 	lease  map[int]int64 // process -> expiry of its latest ok grant
+	leaseN int           // len(lease) after its last pruning
 	nops   int
 	vis    []*lockOp // the first operations, when this lock may be visualized
 	visOn  bool
@@ -88,6 +89,7 @@ func isModel(c *call) bool {
 // advance takes the calls at the head of the queue that are settled. now is
 // the time of the line being read: every later invocation is at or after it.
 func (lq *linQueue) advance(now int64, final bool) {
+	defer lq.pruneLeases(now)
 	segMin := lq.l.e.cfg.segmentMin
 	for lq.head < len(lq.q) {
 		c := lq.q[lq.head]
@@ -123,10 +125,30 @@ func (lq *linQueue) advance(now int64, final bool) {
 	}
 }
 
+// pruneLeases drops the leases that ran out before any release still to be
+// taken was invoked: for such a release an expired lease is the same as none
+// (its window ends at its invocation either way). Without it the map would
+// hold every process that ever took the lock.
+func (lq *linQueue) pruneLeases(now int64) {
+	if len(lq.lease) < 64 || len(lq.lease) < 2*lq.leaseN {
+		return
+	}
+	t := now
+	if lq.head < len(lq.q) {
+		t = min(t, lq.q[lq.head].inv)
+	}
+	for p, exp := range lq.lease {
+		if exp <= t {
+			delete(lq.lease, p)
+		}
+	}
+	lq.leaseN = len(lq.lease)
+}
+
 func (lq *linQueue) pop() {
 	lq.q[lq.head] = nil
 	lq.head++
-	if lq.head > 1024 && lq.head*2 > len(lq.q) {
+	if lq.head > 32 && lq.head*2 > len(lq.q) {
 		n := copy(lq.q, lq.q[lq.head:])
 		clear(lq.q[n:])
 		lq.q, lq.head = lq.q[:n], 0

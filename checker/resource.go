@@ -117,24 +117,42 @@ func canonicalNumbers(v any) any {
 	return v
 }
 
-// elemInfo is what the checks keep of one element of a lock's set.
+// elemInfo is what the checks keep of one element of a lock's set. It holds
+// no pointer, so that the garbage collector never scans the elements (the
+// bulk of the memory of a long history).
 type elemInfo struct {
-	key                      string // canonical JSON text; "" for an integer (ikey)
-	ikey                     int64
-	okRet                    int64 // return of its first ok add; Never if none
-	known                    int64 // min(okRet, return of the first read that held it)
-	seenRd                   int32 // process of that read, when it came first
-	seenInv                  int64 // that read's invocation
-	seenIdx                  [2]int64
+	ikey  int64 // the element when an integer (skey 0)
+	known int64 // in the set from: min(its first ok add's return, the return of the first read that held it); Never if not yet
+	// The attempt shown in anomalies: the first ok one, else the first.
+	inv, ret                 int64
+	invIdx, retIdx           int64
 	attempts, fails, running int32
 	stamp                    uint32 // the last read that held it
-	missing                  bool   // reported lost
-	// The attempt shown in anomalies: the first ok one, else the first.
-	proc           int32
-	typ            byte // 'o'k, 'f'ail, 'i'nfo
-	inv, ret       int64
-	invIdx, retIdx int64
+	proc                     int32
+	skey                     int32 // 1 + its canonical text's index in resState.keys; 0 for an integer
+	typ                      byte  // of the shown attempt: 'o'k, 'f'ail, 'i'nfo
+	missing                  bool  // reported lost, or every attempt refused
+	acked                    bool  // an add of it returned ok (the shown attempt: its return is okRet)
 }
+
+// okRet is the return of the element's first ok add, or Never.
+func (el *elemInfo) okRet() int64 {
+	if el.acked {
+		return el.ret
+	}
+	return Never
+}
+
+// seenRec is the read that made an element known before any ok add did.
+type seenRec struct {
+	proc     int32
+	inv, ret int64
+	idx      [2]int64
+}
+
+// elemChunk is how many elements are allocated at once: a lock's set grows
+// by chunks, never copied, with little slack.
+const elemChunk = 64
 
 func typByte(t history.Type) byte {
 	switch t {
@@ -157,12 +175,14 @@ func byteTyp(b byte) history.Type {
 }
 
 // text is the element's canonical JSON text.
-func (el *elemInfo) text() string {
-	if el.key == "" {
+func (r *resState) text(el *elemInfo) string {
+	if el.skey == 0 {
 		return strconv.FormatInt(el.ikey, 10)
 	}
-	return el.key
+	return r.keys[el.skey-1]
 }
+
+func (r *resState) el(i int32) *elemInfo { return &r.chunks[i/elemChunk][i%elemChunk] }
 
 // elemID is an element's identity: an integer that fits int64 (what clients
 // write; kept without its text), else its canonical text (elemKey).
@@ -205,8 +225,9 @@ func (r *resState) key(ik int64, sk string) string {
 }
 
 // ops rebuilds the lines of the element's shown attempt.
-func (el *elemInfo) ops(lock string) []history.Op {
-	v := json.RawMessage(el.text())
+func (r *resState) ops(el *elemInfo) []history.Op {
+	lock := r.l.name
+	v := json.RawMessage(r.text(el))
 	out := []history.Op{{Index: el.invIdx, Time: el.inv, Process: int(el.proc), Type: history.Invoke, F: history.FAdd, Lock: lock, Value: v}}
 	if el.retIdx >= 0 {
 		out = append(out, history.Op{Index: el.retIdx, Time: el.ret, Process: int(el.proc), Type: byteTyp(el.typ), F: history.FAdd, Lock: lock, Value: v})
@@ -219,11 +240,13 @@ type resState struct {
 	l        *lockSt
 	iidx     map[int64]int32
 	idx      map[string]int32
-	elems    []elemInfo
+	chunks   [][]elemInfo // the elements, by index
+	nelems   int32
+	keys     []string // canonical texts of the elements that are not integers
+	seen     map[int32]seenRec
 	knownAt  []int64 // known of the elements, in order (lines come in time order)
 	missRets []int64 // known of the elements reported lost or failed, sorted
 	running  map[int]*call
-	runIdx   map[int]int32
 	deferred map[int32][]*call // reads that held an element whose attempts were all refused or running
 	okAdds   int
 	okReads  int
@@ -233,7 +256,7 @@ type resState struct {
 
 func (l *lockSt) resState() *resState {
 	if l.res == nil {
-		l.res = &resState{l: l, iidx: map[int64]int32{}, idx: map[string]int32{}, running: map[int]*call{}, runIdx: map[int]int32{}}
+		l.res = &resState{l: l, iidx: map[int64]int32{}, idx: map[string]int32{}, running: map[int]*call{}}
 	}
 	return l.res
 }
@@ -258,20 +281,27 @@ func (r *resState) invoke(c *call) {
 	r.hasOps = true
 	i, ok, ik, sk := r.lookup(c.invOp.Value)
 	if !ok {
-		i = int32(len(r.elems))
+		i = r.nelems
+		r.nelems++
+		nel := elemInfo{ikey: ik, known: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
+			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'}
 		if sk == "" {
 			r.iidx[ik] = i
 		} else {
 			r.idx[sk] = i
+			r.keys = append(r.keys, sk)
+			nel.skey = int32(len(r.keys))
 		}
-		r.elems = append(r.elems, elemInfo{key: sk, ikey: ik, okRet: Never, known: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
-			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'})
+		if int(i/elemChunk) == len(r.chunks) {
+			r.chunks = append(r.chunks, make([]elemInfo, 0, elemChunk))
+		}
+		r.chunks[i/elemChunk] = append(r.chunks[i/elemChunk], nel)
 	}
-	el := &r.elems[i]
+	el := r.el(i)
 	el.attempts++
 	el.running++
 	r.running[c.proc] = c
-	r.runIdx[c.proc] = i
+	c.elem = i
 }
 
 // complete takes a completed read or add, or (at the end) one that never
@@ -284,13 +314,12 @@ func (r *resState) complete(c *call) {
 		}
 		return
 	}
-	i, ok := r.runIdx[c.proc]
-	if !ok || r.running[c.proc] != c {
+	if r.running[c.proc] != c {
 		return
 	}
+	i := c.elem
 	delete(r.running, c.proc)
-	delete(r.runIdx, c.proc)
-	el := &r.elems[i]
+	el := r.el(i)
 	el.running--
 	typ := c.typ
 	if !c.done {
@@ -301,8 +330,8 @@ func (r *resState) complete(c *call) {
 		el.fails++
 	case history.OK:
 		r.okAdds++
-		if el.okRet == Never {
-			el.okRet = c.ret
+		if !el.acked {
+			el.acked = true
 			r.learn(el, c.ret)
 			el.proc, el.inv, el.ret, el.invIdx, el.retIdx, el.typ = int32(c.proc), c.inv, c.ret, c.invOp.Index, c.retOp.Index, 'o'
 		}
@@ -330,8 +359,8 @@ func (r *resState) failedPresent(el *elemInfo, rd *call) {
 	l := r.l.name
 	r.anomaly(Anomaly{Kind: KindFailedAddPresent, Check: CheckResource, Lock: l, Processes: []int{int(el.proc)},
 		Start: min(el.inv, rd.inv), End: rd.ret,
-		Message: fmt.Sprintf("read of lock %q holds %s, whose add failed (a refused write took effect)", l, el.text()),
-		Ops:     append(el.ops(l), opsOf(rd)...)})
+		Message: fmt.Sprintf("read of lock %q holds %s, whose add failed (a refused write took effect)", l, r.text(el)),
+		Ops:     append(r.ops(el), opsOf(rd)...)})
 }
 
 // read checks one ok read as Jepsen's set-full does.
@@ -360,12 +389,12 @@ func (r *resState) read(rd *call) {
 			phantoms[r.key(ik, sk)]++
 			continue
 		}
-		el := &r.elems[i]
+		el := r.el(i)
 		if el.stamp == seq {
 			if dups == nil {
 				dups = map[string]int{}
 			}
-			k := el.text()
+			k := r.text(el)
 			if dups[k] == 0 {
 				dups[k] = 1
 			}
@@ -390,7 +419,10 @@ func (r *resState) read(rd *call) {
 		if el.known == Never {
 			// Seen: from now on every read must hold it, whatever its add's
 			// outcome was (set-full).
-			el.seenRd, el.seenInv, el.seenIdx = int32(rd.proc), rd.inv, [2]int64{rd.invOp.Index, rd.retOp.Index}
+			if r.seen == nil {
+				r.seen = map[int32]seenRec{}
+			}
+			r.seen[i] = seenRec{proc: int32(rd.proc), inv: rd.inv, ret: rd.ret, idx: [2]int64{rd.invOp.Index, rd.retOp.Index}}
 			r.learn(el, rd.ret)
 		}
 	}
@@ -409,7 +441,7 @@ func (r *resState) read(rd *call) {
 	for _, k := range sortedStrings(dups) {
 		ops := opsOf(rd)
 		if i, ok, _, _ := r.lookup(json.RawMessage(k)); ok {
-			ops = append(ops, r.elems[i].ops(l)...)
+			ops = append(ops, r.ops(r.el(i))...)
 		}
 		r.anomaly(Anomaly{Kind: KindDuplicate, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
 			Start: rd.inv, End: rd.ret,
@@ -420,29 +452,30 @@ func (r *resState) read(rd *call) {
 	if present >= required {
 		return
 	}
-	for i := range r.elems {
-		el := &r.elems[i]
+	for i := range r.nelems {
+		el := r.el(i)
 		if el.known >= rd.inv || el.stamp == seq || el.missing {
 			continue
 		}
 		r.exclude(el)
-		if el.okRet < rd.inv {
+		if el.okRet() < rd.inv {
 			r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), rd.proc},
 				Start: el.inv, End: rd.ret,
 				Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the read invoked at %s (returned at %s) lacks it",
-					el.text(), l, el.proc, fmtTime(el.okRet), fmtTime(rd.inv), fmtTime(rd.ret)),
-				Ops: append(el.ops(l), opsOf(rd)...)})
+					r.text(el), l, el.proc, fmtTime(el.okRet()), fmtTime(rd.inv), fmtTime(rd.ret)),
+				Ops: append(r.ops(el), opsOf(rd)...)})
 			continue
 		}
+		sr := r.seen[i]
 		seen := []history.Op{
-			{Index: el.seenIdx[0], Time: el.seenInv, Process: int(el.seenRd), Type: history.Invoke, F: history.FRead, Lock: l},
-			{Index: el.seenIdx[1], Time: el.known, Process: int(el.seenRd), Type: history.OK, F: history.FRead, Lock: l},
+			{Index: sr.idx[0], Time: sr.inv, Process: int(sr.proc), Type: history.Invoke, F: history.FRead, Lock: l},
+			{Index: sr.idx[1], Time: sr.ret, Process: int(sr.proc), Type: history.OK, F: history.FRead, Lock: l},
 		}
-		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), int(el.seenRd), rd.proc},
+		r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), int(sr.proc), rd.proc},
 			Start: el.inv, End: rd.ret,
 			Message: fmt.Sprintf("add of %s to lock %q by process %d (outcome %s) was seen by process %d's read returned at %s, but the later read invoked at %s (returned at %s) lacks it",
-				el.text(), l, el.proc, outcome(el), el.seenRd, fmtTime(el.known), fmtTime(rd.inv), fmtTime(rd.ret)),
-			Ops: append(append(el.ops(l), seen...), opsOf(rd)...)})
+				r.text(el), l, el.proc, outcome(el), sr.proc, fmtTime(sr.ret), fmtTime(rd.inv), fmtTime(rd.ret)),
+			Ops: append(append(r.ops(el), seen...), opsOf(rd)...)})
 	}
 }
 
@@ -498,9 +531,14 @@ func sortedStrings(m map[string]int) []string {
 func (r *resState) judge(a *call) {
 	l := r.l
 	e := l.e
-	h := l.last[a.proc]
+	h := a.ps.latest(l)
 	if h != nil && h.Start > a.inv {
 		h = nil
+	}
+	if h == nil && a.ps.forgot(l) {
+		// Its process held the lock before it held keepClosed others:
+		// that hold ended by forgotAt, and its grant returned by then.
+		h = &holdRec{Hold: Hold{Lock: l.name, Process: a.proc, End: a.ps.forgotAt, Ended: "ended"}, expiry: Never}
 	}
 	if h == nil {
 		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc},
@@ -520,8 +558,13 @@ func (r *resState) judge(a *call) {
 	if h.open {
 		how = "expired at " + fmtTime(end)
 	}
+	if h.grant == nil {
+		how = fmt.Sprintf("ended by %s, before it held %d other locks", fmtTime(end), keepClosed)
+	}
 	if e.fenced {
-		l.fence.wrote(h, a)
+		if h.grant != nil {
+			l.fence.wrote(h, a)
+		}
 		if r.staleFenced(a, h) || inside {
 			return
 		}
@@ -565,11 +608,15 @@ func (r *resState) lateWrite(a *call, end int64, how string) {
 // by the holder of h (fencing.go): by grant order first, then by token.
 func (r *resState) staleFenced(a *call, h *holdRec) bool {
 	l := r.l
-	if w := a.snapNewest; w != nil && w.grantInv > h.grant.ret && w.write.proc != a.proc {
+	grantRet := h.End // a forgotten hold's grant returned by its end
+	if h.grant != nil {
+		grantRet = h.grant.ret
+	}
+	if w := a.snapNewest; w != nil && w.grantInv > grantRet && w.write.proc != a.proc {
 		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, w.write.proc},
 			Start: a.inv, End: a.ret,
 			Message: fmt.Sprintf("add by process %d to lock %q was acknowledged at %s, but its holder was superseded: process %d's grant, invoked at %s after this holder's grant returned at %s, wrote first (acknowledged at %s, before this add was invoked at %s)%s: a stale holder's write accepted",
-				a.proc, l.name, fmtTime(a.ret), w.write.proc, fmtTime(w.grantInv), fmtTime(h.grant.ret), fmtTime(w.write.ret), fmtTime(a.inv), tokens(h, w)),
+				a.proc, l.name, fmtTime(a.ret), w.write.proc, fmtTime(w.grantInv), fmtTime(grantRet), fmtTime(w.write.ret), fmtTime(a.inv), tokens(h, w)),
 			Ops: opsOf(h.grant, a, w.grant, w.write)})
 		return true
 	}
