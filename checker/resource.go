@@ -210,7 +210,7 @@ func (r *resState) lookup(raw json.RawMessage) (int32, bool, int64, string) {
 	var i int32
 	var ok bool
 	if sk == "" {
-		i, ok = r.iidx[ik]
+		i, ok = r.iidx.find(r, ik)
 	} else {
 		i, ok = r.idx[sk]
 	}
@@ -238,7 +238,7 @@ func (r *resState) ops(el *elemInfo) []history.Op {
 // resState is one lock's protected set.
 type resState struct {
 	l        *lockSt
-	iidx     map[int64]int32
+	iidx     intIndex
 	idx      map[string]int32
 	chunks   [][]elemInfo // the elements, by index
 	nelems   int32
@@ -256,7 +256,7 @@ type resState struct {
 
 func (l *lockSt) resState() *resState {
 	if l.res == nil {
-		l.res = &resState{l: l, iidx: map[int64]int32{}, idx: map[string]int32{}, running: map[int]*call{}}
+		l.res = &resState{l: l, idx: map[string]int32{}, running: map[int]*call{}}
 	}
 	return l.res
 }
@@ -285,17 +285,18 @@ func (r *resState) invoke(c *call) {
 		r.nelems++
 		nel := elemInfo{ikey: ik, known: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
 			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'}
+		if int(i/elemChunk) == len(r.chunks) {
+			r.chunks = append(r.chunks, make([]elemInfo, 0, elemChunk))
+		}
 		if sk == "" {
-			r.iidx[ik] = i
+			r.chunks[i/elemChunk] = append(r.chunks[i/elemChunk], nel)
+			r.iidx.insert(r, ik, i)
 		} else {
 			r.idx[sk] = i
 			r.keys = append(r.keys, sk)
 			nel.skey = int32(len(r.keys))
+			r.chunks[i/elemChunk] = append(r.chunks[i/elemChunk], nel)
 		}
-		if int(i/elemChunk) == len(r.chunks) {
-			r.chunks = append(r.chunks, make([]elemInfo, 0, elemChunk))
-		}
-		r.chunks[i/elemChunk] = append(r.chunks[i/elemChunk], nel)
 	}
 	el := r.el(i)
 	el.attempts++
@@ -701,4 +702,65 @@ func (e *engine) finishResource(names []string) {
 	default:
 		out.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale", adds, locks)
 	}
+}
+
+// intIndex finds integer elements by value: open addressing over the
+// elements' own ikey, 4 bytes a slot at most half full (a Go map takes
+// several times that per element, and the elements are most of the memory).
+type intIndex struct {
+	slots []int32 // 1 + element index; 0 empty
+	n     int
+}
+
+func (x *intIndex) home(k int64) uint64 {
+	return (uint64(k) * 0x9E3779B97F4A7C15) >> (64 - bitsLen(len(x.slots)))
+}
+
+func bitsLen(n int) int {
+	b := 0
+	for n > 1 {
+		n >>= 1
+		b++
+	}
+	return b
+}
+
+func (x *intIndex) find(r *resState, k int64) (int32, bool) {
+	if x.n == 0 {
+		return 0, false
+	}
+	mask := uint64(len(x.slots) - 1)
+	for j := x.home(k); ; j = (j + 1) & mask {
+		s := x.slots[j]
+		if s == 0 {
+			return 0, false
+		}
+		if r.el(s-1).ikey == k {
+			return s - 1, true
+		}
+	}
+}
+
+// insert adds element i (not yet there), whose ikey is k.
+func (x *intIndex) insert(r *resState, k int64, i int32) {
+	if 2*(x.n+1) > len(x.slots) {
+		old := x.slots
+		x.slots = make([]int32, max(16, 2*len(old)))
+		for _, s := range old {
+			if s != 0 {
+				x.put(r.el(s-1).ikey, s)
+			}
+		}
+	}
+	x.put(k, i+1)
+	x.n++
+}
+
+func (x *intIndex) put(k int64, s int32) {
+	mask := uint64(len(x.slots) - 1)
+	j := x.home(k)
+	for x.slots[j] != 0 {
+		j = (j + 1) & mask
+	}
+	x.slots[j] = s
 }

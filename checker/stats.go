@@ -3,7 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
-	"slices"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -62,12 +62,67 @@ type statsAcc struct {
 	events, nemesis int
 	byF             map[string]Counts
 	byProc          map[int]Counts
-	okLat, allLat   map[string][]float32 // ms: half the memory of ns, ample precision
+	okLat, allLat   map[string]*latHist
 }
+
+// latHist counts latencies in logarithmic buckets, 1024 to each power of
+// two (within 0.2%), with the exact maximum: its memory does not grow with
+// the history, as a list of every latency would.
+type latHist struct {
+	n   int
+	max int64
+	b   [64]*[latSub]uint32
+}
+
+const latSub = 1024
+
+func latBucket(d int64) (int, int) {
+	if d < latSub {
+		return 0, int(d)
+	}
+	e := bits.Len64(uint64(d)) - 10 // d >> e is in [512, 1024)
+	return e, int(d >> e)
+}
+
+func (h *latHist) add(d int64) {
+	d = max(d, 0)
+	e, m := latBucket(d)
+	if h.b[e] == nil {
+		h.b[e] = new([latSub]uint32)
+	}
+	h.b[e][m]++
+	h.n++
+	h.max = max(h.max, d)
+}
+
+// at returns the q-quantile (the value of rank q*(n-1), rounded), as the
+// middle of its bucket, in ms.
+func (h *latHist) at(q float64) float64 {
+	rank := int(q*float64(h.n-1) + 0.5)
+	for e := range h.b {
+		if h.b[e] == nil {
+			continue
+		}
+		for m, c := range h.b[e] {
+			if rank < int(c) {
+				lo := int64(m) << e
+				v := lo + (int64(1)<<e)/2
+				if e == 0 {
+					v = lo
+				}
+				return nsToMS(min(v, h.max))
+			}
+			rank -= int(c)
+		}
+	}
+	return nsToMS(h.max)
+}
+
+func nsToMS(ns int64) float64 { return math.Round(float64(ns)/1e3) / 1e3 }
 
 func newStatsAcc() statsAcc {
 	return statsAcc{byF: map[string]Counts{}, byProc: map[int]Counts{},
-		okLat: map[string][]float32{}, allLat: map[string][]float32{}}
+		okLat: map[string]*latHist{}, allLat: map[string]*latHist{}}
 }
 
 func (s *statsAcc) count(c *call, pending bool) {
@@ -81,10 +136,18 @@ func (s *statsAcc) count(c *call, pending bool) {
 
 func (s *statsAcc) complete(c *call) {
 	s.count(c, false)
-	d := float32(float64(c.ret-c.inv) / 1e6)
-	s.allLat[c.f] = append(s.allLat[c.f], d)
+	d := c.ret - c.inv
+	hist := func(m map[string]*latHist) *latHist {
+		h := m[c.f]
+		if h == nil {
+			h = &latHist{}
+			m[c.f] = h
+		}
+		return h
+	}
+	hist(s.allLat).add(d)
 	if c.typ == history.OK {
-		s.okLat[c.f] = append(s.okLat[c.f], d)
+		hist(s.okLat).add(d)
 	}
 }
 
@@ -105,12 +168,8 @@ func (s *statsAcc) stats(end int64, locks int) Stats {
 	return st
 }
 
-func percentiles(d []float32) Latency {
-	slices.Sort(d)
-	// float32 keeps 7 digits: round off the conversion's noise.
-	ms := func(v float32) float64 { return math.Round(float64(v)*1e6) / 1e6 }
-	at := func(q float64) float64 { return ms(d[int(q*float64(len(d)-1)+0.5)]) }
-	return Latency{Count: len(d), P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: ms(d[len(d)-1])}
+func percentiles(h *latHist) Latency {
+	return Latency{Count: h.n, P50: h.at(0.5), P90: h.at(0.9), P99: h.at(0.99), Max: nsToMS(h.max)}
 }
 
 func (s Stats) summary() string {
