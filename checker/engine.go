@@ -72,7 +72,9 @@ func expiry(inv, leaseMS int64) int64 {
 // locks.
 type procSt struct {
 	open   *call
+	counts *Counts    // its statistics
 	recent []*holdRec // its latest hold per lock, oldest first
+	locks  []*lockSt  // recent[i].l, to search without touching the holds
 	held   []uint64   // by lock id: it held that lock (its hold may be forgotten)
 	// forgotAt bounds the ends of its forgotten holds (and so their grants'
 	// returns).
@@ -85,9 +87,9 @@ const keepClosed = 8
 
 // latest returns p's latest hold on l, if remembered.
 func (p *procSt) latest(l *lockSt) *holdRec {
-	for i := len(p.recent) - 1; i >= 0; i-- {
-		if h := p.recent[i]; h.l == l {
-			return h
+	for i := len(p.locks) - 1; i >= 0; i-- {
+		if p.locks[i] == l {
+			return p.recent[i]
 		}
 	}
 	return nil
@@ -125,6 +127,10 @@ func (p *procSt) remember(h *holdRec) {
 				break
 			}
 		}
+	}
+	p.locks = p.locks[:0]
+	for _, o := range p.recent {
+		p.locks = append(p.locks, o.l)
 	}
 	w := l.id / 64
 	for len(p.held) <= w {
@@ -205,7 +211,7 @@ func (e *engine) lock(name string) *lockSt {
 func (e *engine) proc(p int) *procSt {
 	ps := e.procs[p]
 	if ps == nil {
-		ps = &procSt{}
+		ps = &procSt{counts: e.st.proc(p)}
 		e.procs[p] = ps
 	}
 	return ps
@@ -372,8 +378,8 @@ type lockSt struct {
 	id   int // dense, in order of first use
 
 	// Holds (mutex.go).
-	openHolds map[int]*holdRec // process -> its open hold
-	closed    []*holdRec       // closed holds that may still overlap something
+	openHolds []*holdRec // at most one per process; few at a time
+	closed    []*holdRec // closed holds that may still overlap something
 
 	// Operations of the lock object, in invocation order (linear.go).
 	lq linQueue
@@ -386,7 +392,7 @@ type lockSt struct {
 }
 
 func newLockSt(e *engine, name string) *lockSt {
-	l := &lockSt{e: e, name: name, openHolds: map[int]*holdRec{}}
+	l := &lockSt{e: e, name: name}
 	l.lq.setup(l)
 	return l
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -92,7 +93,7 @@ func (l *lockSt) granted(c *call) {
 			l.fence.granted(l, c, tok, hasTok, same)
 		}
 	}
-	if h := l.openHolds[c.proc]; h != nil {
+	if h := l.openHold(c.proc); h != nil {
 		if c.inv < h.expiry {
 			h.expiry = exp // the last ok acquire or renew sets the lease
 			if c.f == history.FAcquire {
@@ -120,7 +121,7 @@ func (l *lockSt) granted(c *call) {
 		h.grantLease = last.grantLease
 	}
 	h.token, h.hasToken = tok, hasTok
-	l.openHolds[c.proc] = h
+	l.openHolds = append(l.openHolds, h)
 	c.ps.remember(h)
 }
 
@@ -128,29 +129,43 @@ func (l *lockSt) releaseInvoked(c *call) {
 	if h := c.ps.latest(l); h != nil {
 		h.released = true
 	}
-	if h := l.openHolds[c.proc]; h != nil {
+	if h := l.openHold(c.proc); h != nil {
 		l.closeHold(h, c.inv, "release", c)
 	}
+}
+
+// openHold is p's open hold of l, if any.
+func (l *lockSt) openHold(p int) *holdRec {
+	for _, h := range l.openHolds {
+		if h.Process == p {
+			return h
+		}
+	}
+	return nil
 }
 
 // expire closes the holds whose lease ran out before now, unless an acquire
 // or renew of their process invoked before the expiry may still extend them.
 func (l *lockSt) expire(now int64) {
-	for p, h := range l.openHolds {
+	for i := 0; i < len(l.openHolds); i++ {
+		h := l.openHolds[i]
 		if h.expiry >= now {
 			continue
 		}
-		if c := l.e.openCall(p); c != nil && c.l == l && (c.f == history.FAcquire || c.f == history.FRenew) && c.inv < h.expiry {
+		if c := l.e.openCall(h.Process); c != nil && c.l == l && (c.f == history.FAcquire || c.f == history.FRenew) && c.inv < h.expiry {
 			continue
 		}
 		l.closeHold(h, h.expiry, "expired", nil)
+		i-- // the last open hold took its place
 	}
 }
 
 // closeAll ends every open hold at the end of the history.
 func (l *lockSt) closeAll(end int64) {
-	for _, p := range sortedKeys(l.openHolds) {
-		l.closeHold(l.openHolds[p], end, "end", nil)
+	hs := slices.Clone(l.openHolds)
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Process < hs[j].Process })
+	for _, h := range hs {
+		l.closeHold(h, end, "end", nil)
 	}
 }
 
@@ -173,7 +188,12 @@ func (l *lockSt) closeHold(h *holdRec, at int64, how string, rel *call) {
 		h.rel = rel
 	}
 	h.open = false
-	delete(l.openHolds, h.Process)
+	if i := slices.Index(l.openHolds, h); i >= 0 {
+		last := len(l.openHolds) - 1
+		l.openHolds[i] = l.openHolds[last]
+		l.openHolds[last] = nil
+		l.openHolds = l.openHolds[:last]
+	}
 	e := l.e
 	e.nHolds++
 	if e.keepHolds || e.holdsOnly {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -244,9 +245,9 @@ type resState struct {
 	nelems   int32
 	keys     []string // canonical texts of the elements that are not integers
 	seen     map[int32]seenRec
-	knownAt  []int64 // known of the elements, in order (lines come in time order)
-	missRets []int64 // known of the elements reported lost or failed, sorted
-	running  map[int]*call
+	knownAt  []int64           // known of the elements, in order (lines come in time order)
+	missRets []int64           // known of the elements reported lost or failed, sorted
+	running  []*call           // adds in flight
 	deferred map[int32][]*call // reads that held an element whose attempts were all refused or running
 	okAdds   int
 	okReads  int
@@ -256,7 +257,7 @@ type resState struct {
 
 func (l *lockSt) resState() *resState {
 	if l.res == nil {
-		l.res = &resState{l: l, idx: map[string]int32{}, running: map[int]*call{}}
+		l.res = &resState{l: l, idx: map[string]int32{}}
 	}
 	return l.res
 }
@@ -301,7 +302,7 @@ func (r *resState) invoke(c *call) {
 	el := r.el(i)
 	el.attempts++
 	el.running++
-	r.running[c.proc] = c
+	r.running = append(r.running, c)
 	c.elem = i
 }
 
@@ -315,11 +316,15 @@ func (r *resState) complete(c *call) {
 		}
 		return
 	}
-	if r.running[c.proc] != c {
+	j := slices.Index(r.running, c)
+	if j < 0 {
 		return
 	}
+	last := len(r.running) - 1
+	r.running[j] = r.running[last]
+	r.running[last] = nil
+	r.running = r.running[:last]
 	i := c.elem
-	delete(r.running, c.proc)
 	el := r.el(i)
 	el.running--
 	typ := c.typ
@@ -555,6 +560,9 @@ func (r *resState) judge(a *call) {
 		end = h.expiry
 	}
 	inside := a.ret <= end
+	if inside && !e.fenced {
+		return
+	}
 	how := fmt.Sprintf("%s at %s", h.Ended, fmtTime(end))
 	if h.open {
 		how = "expired at " + fmtTime(end)

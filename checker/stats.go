@@ -60,9 +60,35 @@ type Stats struct {
 // statsAcc gathers the statistics as calls complete.
 type statsAcc struct {
 	events, nemesis int
-	byF             map[string]Counts
-	byProc          map[int]Counts
-	okLat, allLat   map[string]*latHist
+	byF             []*fStats // few: searched in order
+	byProc          map[int]*Counts
+}
+
+// fStats are one f's counts and latencies.
+type fStats struct {
+	f       string
+	counts  Counts
+	ok, all latHist
+}
+
+func (s *statsAcc) forF(f string) *fStats {
+	for _, x := range s.byF {
+		if x.f == f {
+			return x
+		}
+	}
+	x := &fStats{f: f}
+	s.byF = append(s.byF, x)
+	return x
+}
+
+func (s *statsAcc) proc(p int) *Counts {
+	c := s.byProc[p]
+	if c == nil {
+		c = &Counts{}
+		s.byProc[p] = c
+	}
+	return c
 }
 
 // latHist counts latencies in logarithmic buckets, 1024 to each power of
@@ -121,33 +147,22 @@ func (h *latHist) at(q float64) float64 {
 func nsToMS(ns int64) float64 { return math.Round(float64(ns)/1e3) / 1e3 }
 
 func newStatsAcc() statsAcc {
-	return statsAcc{byF: map[string]Counts{}, byProc: map[int]Counts{},
-		okLat: map[string]*latHist{}, allLat: map[string]*latHist{}}
+	return statsAcc{byProc: map[int]*Counts{}}
 }
 
 func (s *statsAcc) count(c *call, pending bool) {
-	bf := s.byF[c.f]
-	bf.add(c.typ, pending)
-	s.byF[c.f] = bf
-	bp := s.byProc[c.proc]
-	bp.add(c.typ, pending)
-	s.byProc[c.proc] = bp
+	s.forF(c.f).counts.add(c.typ, pending)
+	c.ps.counts.add(c.typ, pending)
 }
 
 func (s *statsAcc) complete(c *call) {
-	s.count(c, false)
+	x := s.forF(c.f)
+	x.counts.add(c.typ, false)
+	c.ps.counts.add(c.typ, false)
 	d := c.ret - c.inv
-	hist := func(m map[string]*latHist) *latHist {
-		h := m[c.f]
-		if h == nil {
-			h = &latHist{}
-			m[c.f] = h
-		}
-		return h
-	}
-	hist(s.allLat).add(d)
+	x.all.add(d)
 	if c.typ == history.OK {
-		hist(s.okLat).add(d)
+		x.ok.add(d)
 	}
 }
 
@@ -156,14 +171,20 @@ func (s *statsAcc) pendingCall(c *call) { s.count(c, true) }
 func (s *statsAcc) stats(end int64, locks int) Stats {
 	st := Stats{
 		Events: s.events, Duration: float64(end) / 1e9, Nemesis: s.nemesis,
-		ByF: s.byF, ByProcess: s.byProc, Processes: len(s.byProc), Locks: locks,
+		ByF: map[string]Counts{}, ByProcess: map[int]Counts{}, Processes: len(s.byProc), Locks: locks,
 		LatencyOK: map[string]Latency{}, LatencyAll: map[string]Latency{},
 	}
-	for f, l := range s.okLat {
-		st.LatencyOK[f] = percentiles(l)
+	for _, x := range s.byF {
+		st.ByF[x.f] = x.counts
+		if x.ok.n > 0 {
+			st.LatencyOK[x.f] = percentiles(&x.ok)
+		}
+		if x.all.n > 0 {
+			st.LatencyAll[x.f] = percentiles(&x.all)
+		}
 	}
-	for f, l := range s.allLat {
-		st.LatencyAll[f] = percentiles(l)
+	for p, c := range s.byProc {
+		st.ByProcess[p] = *c
 	}
 	return st
 }
