@@ -174,8 +174,7 @@ func CheckReader(ctx context.Context, r io.Reader, opts ...Option) (Result, erro
 	cfg := newConfig(opts)
 	ctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
-	e := newEngine(ctx, cfg)
-	e.start()
+	e := newMulti(ctx, cfg, false, false)
 	truncated, err := history.Stream(r, func(op history.Op) error { e.feed(op); return nil })
 	if err != nil {
 		e.finish() // stop the workers
@@ -211,9 +210,7 @@ func withTimeout(ctx context.Context, cfg config) (context.Context, context.Canc
 func check(ctx context.Context, ops []history.Op, cfg config) Result {
 	ctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
-	e := newEngine(ctx, cfg)
-	e.keepHolds = true
-	e.start()
+	e := newMulti(ctx, cfg, false, true)
 	// A stream judges by the meta line from where it appears (lockcheck
 	// writes it first); a history in memory may have it anywhere.
 	for i := range ops {

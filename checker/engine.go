@@ -171,7 +171,8 @@ type engine struct {
 	nResAnom                 int
 	noFinal                  int
 
-	lin *linRunner
+	lin  *linRunner  // shared by the shards
+	visQ []*linQueue // this shard's candidates for a visualization, by name
 }
 
 func newEngine(ctx context.Context, cfg config) *engine {
@@ -185,12 +186,6 @@ func newEngine(ctx context.Context, cfg config) *engine {
 		mutexKinds: map[string]int{}, resKinds: map[string]int{}, fenceKinds: map[string]int{},
 	}
 	return e
-}
-
-func (e *engine) start() {
-	if !e.holdsOnly {
-		e.lin = newLinRunner(e.ctx, e.cfg)
-	}
 }
 
 func (e *engine) lock(name string) *lockSt {
@@ -228,28 +223,40 @@ func (e *engine) openCall(p int) *call {
 // feed takes the next op of a validated history.
 func (e *engine) feed(op history.Op) {
 	e.end = op.Time
-	e.st.events++
 	if op.Process < 0 {
-		e.st.nemesis++
 		if op.F == history.FMeta {
 			e.feedMeta(op)
 		}
 		return
 	}
-	ps := e.proc(op.Process)
-	if op.Type == history.Invoke {
-		c := &call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
-			inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op, ps: ps}
-		ps.open = c
-		if c.lock != "" {
-			c.l = e.lock(c.lock)
-			c.l.invoke(c)
-		}
+	if op.Type != history.Invoke {
+		e.completeOp(op)
 		return
 	}
-	c := ps.open
+	ps := e.proc(op.Process)
+	c := &call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
+		inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op, ps: ps}
+	ps.open = c
+	if c.lock != "" {
+		c.l = e.lock(c.lock)
+		c.l.invoke(c)
+	}
+}
+
+// completeOp takes a completion. A shard also sees the completions of other
+// shards' calls that may concern it (see multi.feed): it takes those only
+// to retire their process after an info.
+func (e *engine) completeOp(op history.Op) {
+	ps := e.procs[op.Process]
+	var c *call
+	if ps != nil {
+		c = ps.open
+	}
 	if c == nil {
-		return // refused by validation
+		if op.Type == history.Info {
+			e.retireProc(op.Process)
+		}
+		return
 	}
 	ps.open = nil
 	c.typ, c.ret, c.retOp, c.done = op.Type, op.Time, op, true
@@ -295,9 +302,10 @@ func (e *engine) feedMeta(op history.Op) {
 	}
 }
 
-// finish checks what is left at the end of the history and assembles the
-// result.
-func (e *engine) finish() Result {
+// finishShard checks what is left of one shard's locks at the end of the
+// history (the time of its last line, end).
+func (e *engine) finishShard(end int64) {
+	e.end = end
 	// Invocations without completion (a killed run) are info calls.
 	var procs []int
 	for p, ps := range e.procs {
@@ -318,6 +326,15 @@ func (e *engine) finish() Result {
 	for _, n := range names {
 		e.locks[n].finish()
 	}
+}
+
+// assemble makes the result, on the engine that merged the shards'.
+func (e *engine) assemble(visQ []*linQueue) Result {
+	names := make([]string, 0, len(e.locks))
+	for n := range e.locks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
 	res := Result{Anomalies: []Anomaly{}, Findings: []Anomaly{}, Pending: e.pending}
 	if e.holdsOnly {
 		res.Holds = e.holds
@@ -327,7 +344,7 @@ func (e *engine) finish() Result {
 		res.Meta = e.meta
 		res.Promise = e.meta.Promise
 	}
-	linear, vis := e.lin.finish(e.end)
+	linear, vis := e.lin.finish(e.end, visQ)
 	res.Linearizability = vis
 	res.Stats = e.st.stats(e.end, len(e.locks))
 	stats := checkOutput{result: CheckResult{Name: CheckStatistics, Verdict: Valid, Detail: res.Stats.summary()}}

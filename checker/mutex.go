@@ -48,15 +48,11 @@ type holdRec struct {
 
 // Holds computes every hold of a (valid) history, ordered by start.
 func Holds(ops []history.Op) []Hold {
-	e := newEngine(context.Background(), newConfig(nil))
-	e.holdsOnly = true
-	e.start()
+	e := newMulti(context.Background(), newConfig(nil), true, false)
 	for _, op := range ops {
 		e.feed(op)
 	}
-	hs := e.finish().Holds
-	sortHolds(hs)
-	return hs
+	return e.finish().Holds
 }
 
 // token reads a fencing token: an ok acquire's value, when it is an integer.

@@ -226,7 +226,7 @@ func (lq *linQueue) take(op *lockOp) {
 	lq.nops++
 	if !lq.offer {
 		lq.offer = true
-		lq.visOn = lq.l.e.lin.offerVis(lq)
+		lq.visOn = lq.l.e.offerVis(lq)
 	}
 	if lq.visOn && len(lq.vis) <= visOps {
 		lq.vis = append(lq.vis, op)
@@ -250,13 +250,12 @@ type linRunner struct {
 	cfg     config
 	work    chan piece
 	wg      sync.WaitGroup
-	mu      sync.Mutex
+	mu      sync.Mutex // the shards submit, the workers report
 	pieces  int
 	ops     int
 	unknown int
 	illegal []piece
 	locks   map[string]bool
-	visQ    []*linQueue // candidates for a visualization, by name
 }
 
 func newLinRunner(ctx context.Context, cfg config) *linRunner {
@@ -284,9 +283,11 @@ func newLinRunner(ctx context.Context, cfg config) *linRunner {
 }
 
 func (r *linRunner) submit(p piece) {
+	r.mu.Lock()
 	r.pieces++
 	r.ops += len(p.ops)
 	r.locks[p.lock] = true
+	r.mu.Unlock()
 	if r.ctx.Err() != nil {
 		r.mu.Lock()
 		r.unknown++
@@ -302,28 +303,31 @@ func (r *linRunner) submit(p piece) {
 	}
 }
 
-// offerVis keeps the visualize locks first by name as candidates.
-func (r *linRunner) offerVis(lq *linQueue) bool {
-	n := r.cfg.visualize
+// offerVis keeps the visualize locks of the shard first by name as
+// candidates (the result takes the first of all the shards').
+func (e *engine) offerVis(lq *linQueue) bool {
+	n := e.cfg.visualize
 	if n <= 0 {
 		return false
 	}
-	i := sort.Search(len(r.visQ), func(i int) bool { return r.visQ[i].l.name > lq.l.name })
+	i := sort.Search(len(e.visQ), func(i int) bool { return e.visQ[i].l.name > lq.l.name })
 	if i >= n {
 		return false
 	}
-	r.visQ = append(r.visQ, nil)
-	copy(r.visQ[i+1:], r.visQ[i:])
-	r.visQ[i] = lq
-	if len(r.visQ) > n {
-		out := r.visQ[n]
+	e.visQ = append(e.visQ, nil)
+	copy(e.visQ[i+1:], e.visQ[i:])
+	e.visQ[i] = lq
+	if len(e.visQ) > n {
+		out := e.visQ[n]
 		out.visOn, out.vis = false, nil
-		r.visQ = r.visQ[:n]
+		e.visQ = e.visQ[:n]
 	}
 	return true
 }
 
-func (r *linRunner) finish(histEnd int64) (checkOutput, []LockLinearization) {
+// finish waits for the pieces and judges them; visQ are the candidates for
+// a visualization, by name.
+func (r *linRunner) finish(histEnd int64, visQ []*linQueue) (checkOutput, []LockLinearization) {
 	close(r.work)
 	r.wg.Wait()
 	ctx := r.ctx
@@ -347,7 +351,7 @@ func (r *linRunner) finish(histEnd int64) (checkOutput, []LockLinearization) {
 	}
 	// Locks without a violation get a visualization of their first
 	// operations, their whole history when it is small.
-	for _, lq := range r.visQ {
+	for _, lq := range visQ {
 		if len(vis) >= r.cfg.visualize || ctx.Err() != nil {
 			break
 		}

@@ -168,6 +168,45 @@ func (s *statsAcc) complete(c *call) {
 
 func (s *statsAcc) pendingCall(c *call) { s.count(c, true) }
 
+// merge adds a shard's counts and latencies to s.
+func (s *statsAcc) merge(o *statsAcc) {
+	for _, x := range o.byF {
+		y := s.forF(x.f)
+		y.counts.OK += x.counts.OK
+		y.counts.Fail += x.counts.Fail
+		y.counts.Info += x.counts.Info
+		y.counts.Pending += x.counts.Pending
+		y.ok.merge(&x.ok)
+		y.all.merge(&x.all)
+	}
+	for p, c := range o.byProc {
+		if c.Total() == 0 {
+			continue // a process that only passed through this shard
+		}
+		d := s.proc(p)
+		d.OK += c.OK
+		d.Fail += c.Fail
+		d.Info += c.Info
+		d.Pending += c.Pending
+	}
+}
+
+func (h *latHist) merge(o *latHist) {
+	h.n += o.n
+	h.max = max(h.max, o.max)
+	for e, b := range o.b {
+		if b == nil {
+			continue
+		}
+		if h.b[e] == nil {
+			h.b[e] = new([latSub]uint32)
+		}
+		for m, c := range b {
+			h.b[e][m] += c
+		}
+	}
+}
+
 func (s *statsAcc) stats(end int64, locks int) Stats {
 	st := Stats{
 		Events: s.events, Duration: float64(end) / 1e9, Nemesis: s.nemesis,
