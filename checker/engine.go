@@ -81,9 +81,10 @@ type procSt struct {
 	forgotAt int64
 }
 
-// keepClosed is how many closed holds a process remembers (one per lock):
-// its later calls on those locks are judged against them exactly.
-const keepClosed = 8
+// keepClosed is how many closed holds a process remembers (one per lock, in
+// each shard): its later calls on those locks are judged against them
+// exactly; on an older one, as a hold that ended by forgotAt.
+const keepClosed = 4
 
 // latest returns p's latest hold on l, if remembered.
 func (p *procSt) latest(l *lockSt) *holdRec {

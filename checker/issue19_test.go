@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -204,4 +205,42 @@ func TestFencedTokensGrowWithGrants(t *testing.T) {
 			h:       (&b{}).grant(0, "l", 0, 1, 1000, 3).release(0, "l", 2, 3).grant(1, "l", 4, 5, 1000, 3).release(1, "l", 6, 7),
 			verdict: Valid},
 	})
+}
+
+// A process that held many locks since it held l forgets that hold (memory
+// must not grow with processes times locks), but a later write to l is
+// judged as a write after its hold ended, as when it remembers.
+func TestForgottenHoldJudgedAsEnded(t *testing.T) {
+	m := newMulti(context.Background(), newConfig(nil), true, false)
+	lockShard := func(name string) int { return m.shardOf(&history.Op{Lock: name}) }
+	m.finish()
+	var others []string
+	for i := 0; len(others) < 3*keepClosed; i++ {
+		if n := "o" + strconv.Itoa(i); lockShard(n) == lockShard("l") {
+			others = append(others, n)
+		}
+	}
+	for _, many := range []bool{false, true} {
+		build := func(otherHolds bool) *b {
+			h := (&b{}).grant(0, "l", 0, 1, 1000, 0).add(0, "l", 2, 3, 1, K).release(0, "l", 4, 5)
+			at := 10.0
+			n := 1
+			if many {
+				n = len(others)
+			}
+			for _, o := range others[:n] {
+				h.grant(0, o, at, at+1, 1000, 0).release(0, o, at+2, at+3)
+				at += 4
+			}
+			if otherHolds {
+				h.grant(1, "l", at, at+1, 1000, 0)
+			}
+			return h.add(0, "l", at+2, at+3, 2, K).read(2, "l", at+10, at+11, 1, 2)
+		}
+		name := map[bool]string{false: "remembered", true: "forgotten"}[many]
+		runClassCases(t, []classCase{
+			{name: name + ": nobody else held the lock", h: build(false), verdict: Valid, findings: "late-write"},
+			{name: name + ": another process held the lock", h: build(true), verdict: Invalid, anomalies: "stale-holder-write"},
+		})
+	}
 }
