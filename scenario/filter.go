@@ -55,3 +55,28 @@ func globToRE(g string) string {
 	}
 	return b.String()
 }
+
+// Group is the rows that share a cluster configuration.
+type Group struct {
+	Cluster Cluster
+	Rows    []Row
+}
+
+// Groups gathers rows by cluster configuration, in the order the
+// configurations first appear, each group's rows in table order: one
+// cluster serves every row of its group.
+func Groups(rows []Row) []Group {
+	var out []Group
+	at := map[string]int{}
+	for _, r := range rows {
+		k := r.Cluster.Key()
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, Group{Cluster: r.Cluster})
+		}
+		out[i].Rows = append(out[i].Rows, r)
+	}
+	return out
+}

@@ -314,3 +314,13 @@ func TestFindingsRowLine(t *testing.T) {
 		t.Errorf("page:\n%s\nwant the 30 s rate listed under the row", buf.String())
 	}
 }
+
+func TestGroups(t *testing.T) {
+	v2 := Cluster{Paxos: "v2"}
+	rows := []Row{{Name: "a"}, {Name: "v2/b", Cluster: v2}, {Name: "c"}, {Name: "v2/d", Cluster: v2}}
+	g := Groups(rows)
+	if len(g) != 2 || g[0].Cluster.Key() != "" || g[1].Cluster.Key() != "v2" ||
+		!slices.Equal(names(g[0].Rows), []string{"a", "c"}) || !slices.Equal(names(g[1].Rows), []string{"v2/b", "v2/d"}) {
+		t.Errorf("Groups = %+v", g)
+	}
+}
