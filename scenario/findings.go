@@ -44,8 +44,8 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 	b.WriteString("\n## Rows\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "\n### %s\n\n", r.Name)
-		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %d lock(s). Asserted: %s (%s tier).\n\n",
-			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), r.LockCount(), asserted(r), r.Tier)
+		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s. Asserted: %s (%s tier).\n\n",
+			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), "lock"), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
 		if len(byRow[r.Name]) > 0 {
 			b.WriteString("\n| invalid / runs | time | interval | date | machine |\n| --- | --- | --- | --- | --- |\n")
@@ -133,4 +133,11 @@ func anchor(name string) string {
 		}
 	}
 	return b.String()
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -81,7 +81,7 @@ var Rows = []Row{
 	{
 		Name: "bakery/client-clock", Recipe: "bakery", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 1009,
 		Want: checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "Seed 003's flaw: a contender's clock stepped back between its operations writes its new choosing and number cells " +
+		Mechanism: "The published bakery's flaw (Lamport's bakery over Cassandra cells at QUORUM, client timestamps): a contender's clock stepped back between its operations writes its new choosing and number cells " +
 			"under its own older tombstones (last write wins on client timestamps), so the others miss its ticket and enter while it holds, even at QUORUM.",
 	},
 	{
@@ -99,7 +99,7 @@ var Rows = []Row{
 	{
 		Name: "lease/coord-clock", Recipe: "lease", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 1012,
 		Want: checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "Seed 000 under node clock skew: the coordinator serving a contender runs ahead by more than a lease has left, " +
+		Mechanism: "The published lease (IF NOT EXISTS USING TTL) under node clock skew: the coordinator serving a contender runs ahead by more than a lease has left, " +
 			"so its IF NOT EXISTS finds the holder's lease expired and grants it again (overlapping-holds).",
 	},
 	{
@@ -125,7 +125,7 @@ var Rows = []Row{
 	{
 		Name: "election/none/leader", Recipe: "election", Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 1017,
 		Want: checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "Seed 002: leaders keep their term by claiming again, and as published a re-claim does not refresh the TTL: " +
+		Mechanism: "The published leader election: leaders keep their term by claiming again, and as published a re-claim does not refresh the TTL: " +
 			"the claim expires under a leader that still leads, no fault needed.",
 	},
 	{
