@@ -244,3 +244,22 @@ func TestForgottenHoldJudgedAsEnded(t *testing.T) {
 		})
 	}
 }
+
+// An element keeps its add's completion as an offset from the invocation;
+// one more than 4 s later is kept whole.
+func TestLostAddShowsLongAddExactly(t *testing.T) {
+	for _, d := range []float64{3, 5000, 9000} { // ms
+		h := (&b{}).grant(0, "l", 0, 1, 100000, 0).add(0, "l", 2, 2+d, 7, K).release(0, "l", 3+d, 4+d).read(1, "l", 5+d, 6+d)
+		res, err := Check(context.Background(), h.list())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kinds(res.Anomalies) != "lost-add" {
+			t.Fatalf("anomalies %q", kinds(res.Anomalies))
+		}
+		ops := res.Anomalies[0].Ops
+		if len(ops) < 2 || ops[1].F != "add" || ops[1].Type != K || ops[1].Time != int64((2+d)*1e6) || ops[1].Index != 3 {
+			t.Fatalf("add of %v ms shown as %+v", d, ops)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"sort"
@@ -122,11 +123,12 @@ func canonicalNumbers(v any) any {
 // no pointer, so that the garbage collector never scans the elements (the
 // bulk of the memory of a long history).
 type elemInfo struct {
-	ikey  int64 // the element when an integer (skey 0)
-	known int64 // in the set from: min(its first ok add's return, the return of the first read that held it); Never if not yet
+	ikey int64 // the element when an integer (skey 0)
 	// The attempt shown in anomalies: the first ok one, else the first.
-	inv, ret                 int64
-	invIdx, retIdx           int64
+	// Its completion is kept as offsets from its invocation (64 bytes an
+	// element in all); a latency past 4 s goes to resState.bigRet.
+	inv, invIdx              int64
+	retD, retIdxD            uint32 // retIdxD 0: no completion yet
 	attempts, fails, running int32
 	stamp                    uint32 // the last read that held it
 	proc                     int32
@@ -134,14 +136,59 @@ type elemInfo struct {
 	typ                      byte  // of the shown attempt: 'o'k, 'f'ail, 'i'nfo
 	missing                  bool  // reported lost, or every attempt refused
 	acked                    bool  // an add of it returned ok (the shown attempt: its return is okRet)
+	seenFirst                bool  // a read held it before any ok add returned (resState.seen)
+	bigRet                   bool
+}
+
+// ret is the shown attempt's completion time, Never without one.
+func (r *resState) ret(el *elemInfo) int64 {
+	switch {
+	case el.retIdxD == 0:
+		return Never
+	case el.bigRet:
+		return r.bigRet[el]
+	}
+	return el.inv + int64(el.retD)
+}
+
+func (el *elemInfo) retIdx() int64 {
+	if el.retIdxD == 0 {
+		return -1
+	}
+	return el.invIdx + int64(el.retIdxD)
+}
+
+// setRet records the shown attempt's completion.
+func (r *resState) setRet(el *elemInfo, ret, retIdx int64) {
+	el.retIdxD = uint32(min(retIdx-el.invIdx, math.MaxUint32))
+	d := ret - el.inv
+	el.bigRet = d > math.MaxUint32
+	if el.bigRet {
+		if r.bigRet == nil {
+			r.bigRet = map[*elemInfo]int64{}
+		}
+		r.bigRet[el] = ret
+	} else {
+		el.retD = uint32(d)
+	}
 }
 
 // okRet is the return of the element's first ok add, or Never.
-func (el *elemInfo) okRet() int64 {
+func (r *resState) okRet(el *elemInfo) int64 {
 	if el.acked {
-		return el.ret
+		return r.ret(el)
 	}
 	return Never
+}
+
+// known is when the element is known to be in the set: the earlier of its
+// first ok add's return and the return of the first read that held it;
+// Never if neither happened yet.
+func (r *resState) known(el *elemInfo) int64 {
+	if el.seenFirst {
+		return r.seen[el].ret
+	}
+	return r.okRet(el)
 }
 
 // seenRec is the read that made an element known before any ok add did.
@@ -230,8 +277,8 @@ func (r *resState) ops(el *elemInfo) []history.Op {
 	lock := r.l.name
 	v := json.RawMessage(r.text(el))
 	out := []history.Op{{Index: el.invIdx, Time: el.inv, Process: int(el.proc), Type: history.Invoke, F: history.FAdd, Lock: lock, Value: v}}
-	if el.retIdx >= 0 {
-		out = append(out, history.Op{Index: el.retIdx, Time: el.ret, Process: int(el.proc), Type: byteTyp(el.typ), F: history.FAdd, Lock: lock, Value: v})
+	if el.retIdxD != 0 {
+		out = append(out, history.Op{Index: el.retIdx(), Time: r.ret(el), Process: int(el.proc), Type: byteTyp(el.typ), F: history.FAdd, Lock: lock, Value: v})
 	}
 	return out
 }
@@ -244,7 +291,8 @@ type resState struct {
 	chunks   [][]elemInfo // the elements, by index
 	nelems   int32
 	keys     []string // canonical texts of the elements that are not integers
-	seen     map[int32]seenRec
+	seen     map[*elemInfo]seenRec // elements a read held before any ok add returned
+	bigRet   map[*elemInfo]int64   // shown attempts' returns that are more than 4 s after their invocation
 	knownAt  []int64           // known of the elements, in order (lines come in time order)
 	missRets []int64           // known of the elements reported lost or failed, sorted
 	running  []*call           // adds in flight
@@ -284,8 +332,7 @@ func (r *resState) invoke(c *call) {
 	if !ok {
 		i = r.nelems
 		r.nelems++
-		nel := elemInfo{ikey: ik, known: Never, proc: int32(c.proc), inv: c.inv, ret: Never,
-			invIdx: c.invOp.Index, retIdx: -1, typ: 'i'}
+		nel := elemInfo{ikey: ik, proc: int32(c.proc), inv: c.inv, invIdx: c.invOp.Index, typ: 'i'}
 		if int(i/elemChunk) == len(r.chunks) {
 			r.chunks = append(r.chunks, make([]elemInfo, 0, elemChunk))
 		}
@@ -337,13 +384,18 @@ func (r *resState) complete(c *call) {
 	case history.OK:
 		r.okAdds++
 		if !el.acked {
-			el.acked = true
+			if r.bigRet != nil {
+				delete(r.bigRet, el)
+			}
+			el.proc, el.inv, el.invIdx, el.typ = int32(c.proc), c.inv, c.invOp.Index, 'o'
+			r.setRet(el, c.ret, c.retOp.Index)
 			r.learn(el, c.ret)
-			el.proc, el.inv, el.ret, el.invIdx, el.retIdx, el.typ = int32(c.proc), c.inv, c.ret, c.invOp.Index, c.retOp.Index, 'o'
+			el.acked = true
 		}
 	}
-	if el.retIdx < 0 && el.inv == c.inv && int(el.proc) == c.proc && c.done {
-		el.ret, el.retIdx, el.typ = c.ret, c.retOp.Index, typByte(typ)
+	if el.retIdxD == 0 && el.inv == c.inv && int(el.proc) == c.proc && c.done {
+		r.setRet(el, c.ret, c.retOp.Index)
+		el.typ = typByte(typ)
 	}
 	if reads := r.deferred[i]; reads != nil && el.running == 0 {
 		delete(r.deferred, i)
@@ -408,7 +460,7 @@ func (r *resState) read(rd *call) {
 			continue
 		}
 		el.stamp = seq
-		if el.known < rd.inv && !el.missing {
+		if !el.missing && r.known(el) < rd.inv {
 			present++
 		}
 		if el.fails+el.running == el.attempts {
@@ -422,14 +474,15 @@ func (r *resState) read(rd *call) {
 				r.deferred[i] = append(r.deferred[i], rd)
 			}
 		}
-		if el.known == Never {
+		if !el.acked && !el.seenFirst {
 			// Seen: from now on every read must hold it, whatever its add's
 			// outcome was (set-full).
 			if r.seen == nil {
-				r.seen = map[int32]seenRec{}
+				r.seen = map[*elemInfo]seenRec{}
 			}
-			r.seen[i] = seenRec{proc: int32(rd.proc), inv: rd.inv, ret: rd.ret, idx: [2]int64{rd.invOp.Index, rd.retOp.Index}}
 			r.learn(el, rd.ret)
+			r.seen[el] = seenRec{proc: int32(rd.proc), inv: rd.inv, ret: rd.ret, idx: [2]int64{rd.invOp.Index, rd.retOp.Index}}
+			el.seenFirst = true
 		}
 	}
 	for _, k := range sortedStrings(phantoms) {
@@ -460,19 +513,19 @@ func (r *resState) read(rd *call) {
 	}
 	for i := range r.nelems {
 		el := r.el(i)
-		if el.known >= rd.inv || el.stamp == seq || el.missing {
+		if el.stamp == seq || el.missing || r.known(el) >= rd.inv {
 			continue
 		}
 		r.exclude(el)
-		if el.okRet() < rd.inv {
+		if r.okRet(el) < rd.inv {
 			r.anomaly(Anomaly{Kind: KindLostAdd, Check: CheckResource, Lock: l, Processes: []int{int(el.proc), rd.proc},
 				Start: el.inv, End: rd.ret,
 				Message: fmt.Sprintf("add of %s to lock %q by process %d was acknowledged at %s but the read invoked at %s (returned at %s) lacks it",
-					r.text(el), l, el.proc, fmtTime(el.okRet()), fmtTime(rd.inv), fmtTime(rd.ret)),
+					r.text(el), l, el.proc, fmtTime(r.okRet(el)), fmtTime(rd.inv), fmtTime(rd.ret)),
 				Ops: append(r.ops(el), opsOf(rd)...)})
 			continue
 		}
-		sr := r.seen[i]
+		sr := r.seen[el]
 		seen := []history.Op{
 			{Index: sr.idx[0], Time: sr.inv, Process: int(sr.proc), Type: history.Invoke, F: history.FRead, Lock: l},
 			{Index: sr.idx[1], Time: sr.ret, Process: int(sr.proc), Type: history.OK, F: history.FRead, Lock: l},
@@ -495,10 +548,9 @@ func outcome(el *elemInfo) string {
 // learn records that el is in the set from t on: t is the time of the line
 // being read, so knownAt stays sorted.
 func (r *resState) learn(el *elemInfo, t int64) {
-	if el.known != Never {
-		return
+	if el.acked || el.seenFirst {
+		return // known already
 	}
-	el.known = t
 	r.knownAt = append(r.knownAt, t)
 }
 
@@ -509,13 +561,14 @@ func (r *resState) exclude(el *elemInfo) {
 		return
 	}
 	el.missing = true
-	if el.known == Never {
+	k := r.known(el)
+	if k == Never {
 		return
 	}
-	j := sort.Search(len(r.missRets), func(j int) bool { return r.missRets[j] > el.known })
+	j := sort.Search(len(r.missRets), func(j int) bool { return r.missRets[j] > k })
 	r.missRets = append(r.missRets, 0)
 	copy(r.missRets[j+1:], r.missRets[j:])
-	r.missRets[j] = el.known
+	r.missRets[j] = k
 }
 
 func countBefore(sorted []int64, t int64) int {
