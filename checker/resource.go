@@ -290,13 +290,13 @@ type resState struct {
 	idx      map[string]int32
 	chunks   [][]elemInfo // the elements, by index
 	nelems   int32
-	keys     []string // canonical texts of the elements that are not integers
+	keys     []string              // canonical texts of the elements that are not integers
 	seen     map[*elemInfo]seenRec // elements a read held before any ok add returned
 	bigRet   map[*elemInfo]int64   // shown attempts' returns that are more than 4 s after their invocation
-	knownAt  []int64           // known of the elements, in order (lines come in time order)
-	missRets []int64           // known of the elements reported lost or failed, sorted
-	running  []*call           // adds in flight
-	deferred map[int32][]*call // reads that held an element whose attempts were all refused or running
+	knownAt  []int64               // known of the elements, in order (lines come in time order)
+	missRets []int64               // known of the elements reported lost or failed, sorted
+	running  []*call               // adds in flight
+	deferred map[int32][]*call     // reads that held an element whose attempts were all refused or running
 	okAdds   int
 	okReads  int
 	hasOps   bool
