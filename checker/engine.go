@@ -84,7 +84,7 @@ type procSt struct {
 // keepClosed is how many closed holds a process remembers (one per lock, in
 // each shard): its later calls on those locks are judged against them
 // exactly; on an older one, as a hold that ended by forgotAt.
-const keepClosed = 4
+const keepClosed = 2
 
 // latest returns p's latest hold on l, if remembered.
 func (p *procSt) latest(l *lockSt) *holdRec {
