@@ -38,6 +38,7 @@ type call struct {
 	snapGrant, snapNewest, snapToken *fenceRef
 	l                                *lockSt // of lock
 	elem                             int32   // an add's element (resource.go)
+	kept                             bool    // a read kept for a later verdict (resource.go: deferred)
 	ps                               *procSt
 }
 
@@ -172,8 +173,9 @@ type engine struct {
 	nResAnom                 int
 	noFinal                  int
 
-	lin  *linRunner  // shared by the shards
-	visQ []*linQueue // this shard's candidates for a visualization, by name
+	callPool []*call
+	lin      *linRunner  // shared by the shards
+	visQ     []*linQueue // this shard's candidates for a visualization, by name
 }
 
 func newEngine(ctx context.Context, cfg config) *engine {
@@ -235,7 +237,8 @@ func (e *engine) feed(op history.Op) {
 		return
 	}
 	ps := e.proc(op.Process)
-	c := &call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
+	c := e.newCall()
+	*c = call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
 		inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op, ps: ps}
 	ps.open = c
 	if c.lock != "" {
@@ -272,11 +275,36 @@ func (e *engine) completeOp(op history.Op) {
 		}
 	}
 	e.st.complete(c)
+	proc, typ := c.proc, c.typ
 	if c.l != nil {
-		c.l.complete(c)
+		c.l.complete(c) // may recycle c (linQueue.pop)
 	}
-	if c.typ == history.Info {
-		e.retireProc(c.proc)
+	if typ == history.Info {
+		e.retireProc(proc)
+	}
+	// An add or a read is judged at its completion, and nothing keeps it
+	// after (a fenced lock's maxima keep writes; a read that held an
+	// element whose adds are still running waits for them).
+	if (c.f == history.FAdd && !e.fenced) || (c.f == history.FRead && !c.kept) {
+		e.recycle(c)
+	}
+}
+
+// newCall and recycle reuse the calls that nothing keeps after they are
+// judged: most of a long history's calls, and most of the garbage.
+func (e *engine) newCall() *call {
+	if n := len(e.callPool); n > 0 {
+		c := e.callPool[n-1]
+		e.callPool = e.callPool[:n-1]
+		return c
+	}
+	return new(call)
+}
+
+func (e *engine) recycle(c *call) {
+	*c = call{}
+	if len(e.callPool) < 1024 {
+		e.callPool = append(e.callPool, c)
 	}
 }
 

@@ -146,6 +146,10 @@ func (lq *linQueue) pruneLeases(now int64) {
 }
 
 func (lq *linQueue) pop() {
+	if c := lq.q[lq.head]; c.done && c.f != history.FRelease && !isModel(c) {
+		// A failed or unknown acquire or renew: nothing else keeps it.
+		lq.l.e.recycle(c)
+	}
 	lq.q[lq.head] = nil
 	lq.head++
 	if lq.head > 32 && lq.head*2 > len(lq.q) {

@@ -472,6 +472,7 @@ func (r *resState) read(rd *call) {
 					r.deferred = map[int32][]*call{}
 				}
 				r.deferred[i] = append(r.deferred[i], rd)
+				rd.kept = true
 			}
 		}
 		if !el.acked && !el.seenFirst {
