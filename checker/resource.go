@@ -293,7 +293,9 @@ type resState struct {
 	keys     []string              // canonical texts of the elements that are not integers
 	seen     map[*elemInfo]seenRec // elements a read held before any ok add returned
 	bigRet   map[*elemInfo]int64   // shown attempts' returns that are more than 4 s after their invocation
-	knownAt  []int64               // known of the elements, in order (lines come in time order)
+	knownAt  []int64               // known of the elements, in order (lines come in time order), after the first knownN
+	knownN   int                   // elements known before every read in flight or to come was invoked
+	readInvs []int64               // invocations of the reads in flight
 	missRets []int64               // known of the elements reported lost or failed, sorted
 	running  []*call               // adds in flight
 	deferred map[int32][]*call     // reads that held an element whose attempts were all refused or running
@@ -324,6 +326,10 @@ func (r *resState) finding(a Anomaly) {
 }
 
 func (r *resState) invoke(c *call) {
+	if c.f == history.FRead {
+		r.readInvs = append(r.readInvs, c.inv)
+		return
+	}
 	if c.f != history.FAdd {
 		return
 	}
@@ -357,6 +363,10 @@ func (r *resState) invoke(c *call) {
 // completed.
 func (r *resState) complete(c *call) {
 	if c.f == history.FRead {
+		if j := slices.Index(r.readInvs, c.inv); j >= 0 {
+			r.readInvs[j] = r.readInvs[len(r.readInvs)-1]
+			r.readInvs = r.readInvs[:len(r.readInvs)-1]
+		}
 		if c.done && c.typ == history.OK {
 			r.hasOps = true
 			r.read(c)
@@ -508,7 +518,7 @@ func (r *resState) read(rd *call) {
 			Message: fmt.Sprintf("read of lock %q holds element %s %d times", l, k, dups[k]),
 			Ops:     ops})
 	}
-	required := countBefore(r.knownAt, rd.inv) - countBefore(r.missRets, rd.inv)
+	required := r.knownN + countBefore(r.knownAt, rd.inv) - countBefore(r.missRets, rd.inv)
 	if present >= required {
 		return
 	}
@@ -551,6 +561,18 @@ func outcome(el *elemInfo) string {
 func (r *resState) learn(el *elemInfo, t int64) {
 	if el.acked || el.seenFirst {
 		return // known already
+	}
+	if len(r.knownAt) == cap(r.knownAt) && len(r.knownAt) >= 256 {
+		// Only the reads in flight and to come will count these: fold the
+		// ones known before all of them into knownN rather than grow.
+		floor := t
+		for _, inv := range r.readInvs {
+			floor = min(floor, inv)
+		}
+		if n := countBefore(r.knownAt, floor); n > len(r.knownAt)/2 {
+			r.knownN += n
+			r.knownAt = r.knownAt[:copy(r.knownAt, r.knownAt[n:])]
+		}
 	}
 	r.knownAt = append(r.knownAt, t)
 }
