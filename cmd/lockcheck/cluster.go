@@ -20,12 +20,12 @@ import (
 
 const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
   up      start a Cassandra cluster and leave it running for later commands
-          [--name lockcheck] [--nodes 3] [--paxos v1|v2] [--commitlog-sync periodic|batch]
+          [--name lockcheck] [--nodes 3] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--commitlog-sync periodic|batch]
           [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub]
           [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version  [--name lockcheck]
   down    remove the cluster's containers and network                       [--name lockcheck]
-  image   build the node image if missing and print its tag`
+  image   build the node image if missing and print its tag               [--version 5.0]`
 
 // runCluster is `lockcheck cluster up|status|down|image`.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -91,7 +91,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// --cluster is what run and lockd call the same idea.
 	fs.StringVar(name, "cluster", cluster.DefaultName, "cluster name (same as --name)")
 	nodes := fs.Int("nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
-	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2")
+	version := fs.String("version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", ")+" (the latest patch release of each)")
+	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later)")
 	sync := fs.String("commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
 	heap := fs.String("heap", cluster.DefaultHeap, "JVM heap per node")
 	rf := fs.Int("rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
@@ -103,7 +104,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	opts := []cluster.Option{
-		cluster.WithName(*name), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos),
+		cluster.WithName(*name), cluster.WithNodes(*nodes), cluster.WithVersion(*version), cluster.WithPaxos(*paxos),
 		cluster.WithCommitlogSync(*sync), cluster.WithHeap(*heap), cluster.WithReplicationFactor(*rf),
 	}
 	if *image != "" {
@@ -134,8 +135,9 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// A cluster of this name already running is kept when it matches the
 	// flags (other processes may be using it), never silently replaced.
 	if c, err := cluster.Attach(ctx, cluster.WithName(*name), cluster.WithLogger(log)); err == nil {
-		want := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", *nodes, *paxos, *sync, *lazy)
-		have := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", len(c.Nodes()), c.Paxos(), c.CommitlogSync(), c.LazyFS())
+		v, _ := cluster.LookupVersion(*version) // validated above
+		want := fmt.Sprintf("%d nodes, Cassandra %s, paxos %s, commitlog %s, lazyfs %t", *nodes, v.Cassandra, *paxos, *sync, *lazy)
+		have := fmt.Sprintf("%d nodes, Cassandra %s, paxos %s, commitlog %s, lazyfs %t", len(c.Nodes()), c.Version().Cassandra, c.Paxos(), c.CommitlogSync(), c.LazyFS())
 		if want != have || (*image != "" && *image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", *name, have, c.Image(), *name)
 		}
@@ -206,10 +208,11 @@ func clusterDown(ctx context.Context, args []string, stdout io.Writer) error {
 
 func clusterImage(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("image")
+	version := fs.String("version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", "))
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	ref, err := cluster.BuildImage(ctx, cluster.WithLogger(slog.Default()))
+	ref, err := cluster.BuildImage(ctx, cluster.WithVersion(*version), cluster.WithLogger(slog.Default()))
 	if err != nil {
 		return err
 	}
