@@ -1,0 +1,105 @@
+//go:build jepsen
+
+package cluster_test
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+)
+
+// versionsUnderTest are the release lines TestVersions starts: 4.1 (the
+// one most users run) by default, every line but the shared cluster's
+// under LOCKCHECK_FULL=1, or the comma list LOCKCHECK_VERSIONS names.
+func versionsUnderTest() []string {
+	if v := os.Getenv("LOCKCHECK_VERSIONS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	if os.Getenv("LOCKCHECK_FULL") == "1" {
+		return slices.DeleteFunc(cluster.Versions(), func(v string) bool { return v == cluster.DefaultVersion })
+	}
+	return []string{"4.1"}
+}
+
+// TestVersions starts a one-node cluster of each release line on its own
+// image and checks what the faults and recipes stand on: the release the
+// node reports, a lightweight transaction's applied and not-applied answers
+// under the line's newest Paxos, and a libfaketime clock offset the JVM sees
+// (bullseye's libfaketime is older than bookworm's).
+func TestVersions(t *testing.T) {
+	for _, name := range versionsUnderTest() {
+		t.Run(name, func(t *testing.T) {
+			v, err := cluster.LookupVersion(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paxos := v.Paxos[len(v.Paxos)-1]
+			c := clustertest.Start(t, "v"+strings.NewReplacer(".", "", "-alpha", "a").Replace(name),
+				cluster.WithNodes(1), cluster.WithVersion(name), cluster.WithPaxos(paxos))
+			ctx := ctxFor(t, 6*time.Minute)
+			if got := c.Version().Cassandra; got != v.Cassandra {
+				t.Errorf("Version() = %s, want %s", got, v.Cassandra)
+			}
+			st, err := c.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st) != 1 || st[0].State != "UN" || st[0].Version != v.Cassandra {
+				t.Fatalf("status %+v, want one UN node of %s", st, v.Cassandra)
+			}
+
+			s, err := c.Session(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ks := c.Keyspace()
+			if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + ks + `.versions (k text PRIMARY KEY, v int)`).ExecContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cas := func(stmt string, args ...any) bool {
+				t.Helper()
+				applied, err := s.Query(stmt, args...).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, map[string]any{})
+				if err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+				return applied
+			}
+			if !cas(`INSERT INTO `+ks+`.versions (k, v) VALUES (?, ?) IF NOT EXISTS`, "a", 1) {
+				t.Error("first INSERT IF NOT EXISTS not applied")
+			}
+			if cas(`INSERT INTO `+ks+`.versions (k, v) VALUES (?, ?) IF NOT EXISTS`, "a", 2) {
+				t.Error("second INSERT IF NOT EXISTS applied")
+			}
+			if !cas(`UPDATE `+ks+`.versions SET v = ? WHERE k = ? IF v = ?`, 3, "a", 1) {
+				t.Error("UPDATE IF v = 1 not applied")
+			}
+			if cas(`UPDATE `+ks+`.versions SET v = ? WHERE k = ? IF v = ?`, 4, "a", 1) {
+				t.Error("UPDATE IF v = 1 applied after v became 3")
+			}
+
+			n, _ := c.Node("n1")
+			const off = 5 * time.Second
+			if err := n.SetClockOffset(ctx, off); err != nil {
+				t.Fatal(err)
+			}
+			defer n.SetClockOffset(ctx, 0)
+			before := time.Now()
+			got, err := jvmClock(ctx, n)
+			after := time.Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Before(before.Add(off-time.Second)) || got.After(after.Add(off+time.Second)) {
+				t.Errorf("offset %v: JVM clock %v, want within [%v, %v]", off, got, before.Add(off), after.Add(off))
+			}
+		})
+	}
+}
