@@ -66,7 +66,7 @@ func refusal(kind, node string, c Capability) error {
 	if doc == "" {
 		doc = "a capability its backend does not declare"
 	}
-	return fmt.Errorf("nemesis: %s cannot run on node %s: it needs %q (%s), which the node lacks", kind, node, c, doc)
+	return fmt.Errorf("nemesis: %s cannot run on node %s, which lacks %q: %s", kind, node, c, doc)
 }
 
 // CheckNode says whether a node with capabilities caps can serve the node

@@ -209,15 +209,22 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	if rec == nil {
 		return nil, errors.New("nemesis: a recorder is required")
 	}
+	// Every kind the run cannot serve is named, one line each, before
+	// anything starts.
+	var refused []error
 	for _, name := range n.names {
 		k := lookup(name)
 		if k == nil {
 			return nil, unknown(name)
 		}
 		if err := k.check(&n.env); err != nil {
-			return nil, err
+			refused = append(refused, err)
+			continue
 		}
 		n.kinds = append(n.kinds, fault{k, k.New()})
+	}
+	if err := errors.Join(refused...); err != nil {
+		return nil, err
 	}
 	e := &n.env
 	if n.interval <= 0 || e.SkewMin <= 0 || e.SkewMax < e.SkewMin {
