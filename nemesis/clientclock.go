@@ -18,7 +18,7 @@ var clientClockKind = Kind{
 	Name: ClientClock, Scope: ScopeClient, Color: "#edc948",
 	Doc: "Sets one contender's clock behind (1 s to 30 s by default), stepped between two of its operations; a lock " +
 		"with its own process gets the step too (workload.ClockSetter).",
-	StartValue: history.ClientClockStart{}, StopValue: history.ClientClockStop{},
+	StartValue: history.ClientClockStart{Client: 3, Offset: "-5.658s"}, StopValue: history.ClientClockStop{Client: 3},
 	New: func() Injector { return &clientClock{} },
 }
 

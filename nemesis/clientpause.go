@@ -17,8 +17,9 @@ var clientPauseKind = Kind{
 	Name: ClientPause, Scope: ScopeClient, Color: "#76b7b2",
 	Doc: "Stalls the next client to enter its critical section between its read and its write, for its lease plus " +
 		"the pause extra (--pause-extra), as a GC pause would: its write lands after the lease expired.",
-	StartValue: history.ClientPauseStart{}, StopValue: history.ClientPauseStop{},
-	New: func() Injector { return &clientPause{} },
+	StartValue: history.ClientPauseStart{Client: 3, Lock: "l0", MS: 4700, Process: 12},
+	StopValue:  history.ClientPauseStop{Client: 3, Process: 12},
+	New:        func() Injector { return &clientPause{} },
 }
 
 type clientPause struct{}

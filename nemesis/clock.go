@@ -20,8 +20,9 @@ var clockKind = Kind{
 	Doc: "Moves the clocks of a random set of nodes, each by its own offset (10 ms to 3 min, either way): a bump that holds, " +
 		"or a strobe that flips between the offset and real time.",
 	Needs:      []Capability{CapClock},
-	StartValue: history.ClockStart{}, StopValue: history.ClockStop{},
-	New: func() Injector { return &clock{} },
+	StartValue: history.ClockStart{Kind: "strobe", Offsets: map[string]string{"n1": "-1.5s", "n3": "27ms"}, Period: "120ms"},
+	StopValue:  history.ClockStop{Kind: "strobe"},
+	New:        func() Injector { return &clock{} },
 }
 
 // clock keeps the strobe it runs, which its stop and its reset end.

@@ -25,8 +25,9 @@ var coordClockKind = Kind{
 		"lease TTL: an IF NOT EXISTS through it finds a held lease already expired.",
 	Needs:      []Capability{CapClock},
 	Pins:       true,
-	StartValue: history.CoordClockStart{}, StopValue: history.CoordClockStop{},
-	New: func() Injector { return &coordClock{} },
+	StartValue: history.CoordClockStart{Clients: []int{2}, Holders: []int{0}, Lease: "3s", Node: "n3", Offset: "+4.997s"},
+	StopValue:  history.CoordClockStop{Node: "n3"},
+	New:        func() Injector { return &coordClock{} },
 }
 
 type coordClock struct{}

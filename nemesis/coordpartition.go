@@ -27,10 +27,12 @@ var coordPartitionKind = Kind{
 	Name: CoordPartition, Scope: ScopeNode, Color: "#d37295",
 	Doc: "Cuts one way the coordinator of one group of pinned clients off from the other nodes (they drop what it " +
 		"sends to their internode port), every client's link left whole: writes at ONE through it reach no other replica.",
-	Needs:      []Capability{CapIPTables},
-	Pins:       true,
-	StartValue: history.CoordPartitionStart{}, StopValue: history.CoordPartitionStop{},
-	New: func() Injector { return &coordPartition{} },
+	Needs: []Capability{CapIPTables},
+	Pins:  true,
+	StartValue: history.CoordPartitionStart{AtRest: true, Clients: []int{1, 4}, Grudge: Grudge{"n1": {"n2"}, "n3": {"n2"}},
+		Node: "n2", Others: map[string][]int{"n1": {0, 3}, "n3": {2}}, Port: InternodePort},
+	StopValue: history.CoordPartitionStop{Node: "n2"},
+	New:       func() Injector { return &coordPartition{} },
 }
 
 // InternodePort is Cassandra's storage_port, where a node's own outbound

@@ -17,7 +17,7 @@ var killKind = Kind{
 	Doc:        "Kills one node's Cassandra with SIGKILL; the stop starts it again.",
 	Needs:      []Capability{CapRestart},
 	Restarts:   true,
-	StartValue: history.KillValue{}, StopValue: history.KillValue{},
+	StartValue: history.KillValue{How: "kill -9"}, StopValue: history.KillValue{How: "restart"},
 	New: func() Injector { return &kill{} },
 }
 

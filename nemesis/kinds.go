@@ -54,8 +54,9 @@ type Kind struct {
 	// loaded machine): the scheduler deals it last in each round, so that
 	// a short run still sees the quick ones.
 	Restarts bool
-	// StartValue and StopValue are zero values of the history values its
-	// start and stop lines carry (package history's fault value types).
+	// StartValue and StopValue are examples of the values its start and
+	// stop lines carry, of package history's fault value types (the fault
+	// reference shows them and lists their fields).
 	StartValue, StopValue any
 	// New makes the kind's injector for one nemesis (it keeps the state
 	// its heal needs).

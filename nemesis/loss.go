@@ -28,8 +28,9 @@ var lossKind = Kind{
 	Doc: "Drops a random share of packets (iptables' statistic match) between chosen nodes and the others, or between " +
 		"the harness's clients and chosen nodes: messages are late and retried rather than cut.",
 	Needs:      []Capability{CapIPTables},
-	StartValue: history.LossStart{}, StopValue: history.LossStop{},
-	New: func() Injector { return &loss{} },
+	StartValue: history.LossStart{Mode: "nodes", Probability: 0.15, Drops: Grudge{"n1": {"n2", "n3"}}},
+	StopValue:  history.LossStop{Mode: "nodes"},
+	New:        func() Injector { return &loss{} },
 }
 
 type loss struct{}

@@ -20,8 +20,9 @@ var partitionKind = Kind{
 	Doc: "Cuts nodes off from each other, or the harness's clients off from a minority of nodes, with iptables drops " +
 		"(Jepsen's grudges: isolate one node, halves, a majorities ring, a bridge, clients).",
 	Needs:      []Capability{CapIPTables},
-	StartValue: history.PartitionStart{}, StopValue: history.PartitionStop{},
-	New: func() Injector { return &partition{} },
+	StartValue: history.PartitionStart{Kind: "isolate", Grudge: Grudge{"n1": {"n2", "n3"}, "n2": {"n1"}, "n3": {"n1"}}},
+	StopValue:  history.PartitionStop{Kind: "isolate"},
+	New:        func() Injector { return &partition{} },
 }
 
 type partition struct{}

@@ -18,7 +18,7 @@ var pauseKind = Kind{
 	Name: Pause, Scope: ScopeNode, Color: "#4e79a7",
 	Doc:        "Freezes one node: the whole container (docker pause) or only its JVM (SIGSTOP, like a long GC pause), drawn at random.",
 	Needs:      []Capability{CapSignals},
-	StartValue: history.PauseValue{}, StopValue: history.PauseValue{},
+	StartValue: history.PauseValue{How: "jvm"}, StopValue: history.PauseValue{How: "jvm"},
 	New: func() Injector { return &pause{} },
 }
 

@@ -27,8 +27,9 @@ var powerLossKind = Kind{
 		"writes, Paxos promises and accepts when the commitlog syncs periodically.",
 	Needs:      []Capability{CapPower, CapRestart},
 	Restarts:   true,
-	StartValue: history.PowerStart{}, StopValue: history.PowerStop{},
-	New: func() Injector { return &powerLoss{} },
+	StartValue: history.PowerStart{How: "power off", UnsyncedBytes: map[string]int64{"n2": 4096}, UnsyncedFiles: map[string]int{"n2": 2}},
+	StopValue:  history.PowerStop{How: "power on"},
+	New:        func() Injector { return &powerLoss{} },
 }
 
 // PowerNode is a node whose power a fault can cut (cluster.Node implements

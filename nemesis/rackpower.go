@@ -17,10 +17,12 @@ var rackPowerLossKind = Kind{
 	Name: RackPowerLoss, Scope: ScopeNode, Color: "#8c564b",
 	Doc: "Cuts the power of every node at once (a rack's feed fails): every replica forgets together what it had " +
 		"acknowledged and not yet fsynced; the stop starts them all again.",
-	Needs:      []Capability{CapPower, CapRestart},
-	Restarts:   true,
-	StartValue: history.PowerStart{}, StopValue: history.PowerStop{},
-	New: func() Injector { return &rackPowerLoss{} },
+	Needs:    []Capability{CapPower, CapRestart},
+	Restarts: true,
+	StartValue: history.PowerStart{How: "power off", UnsyncedBytes: map[string]int64{"n1": 4096, "n2": 0, "n3": -1},
+		UnsyncedFiles: map[string]int{"n1": 2, "n2": 0, "n3": -1}},
+	StopValue: history.PowerStop{How: "power on"},
+	New:       func() Injector { return &rackPowerLoss{} },
 }
 
 type rackPowerLoss struct{}
