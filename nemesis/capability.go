@@ -14,34 +14,33 @@ import (
 type Capability = string
 
 // The capabilities of the kinds in the table. A kind needing a new node
-// action declares a capability of its own beside it (issue 22's membership
-// kinds: "membership").
-const (
-	// CapIPTables: iptables rules in chains of lockcheck's own (Node.Exec
-	// of iptables, as root).
-	CapIPTables Capability = "iptables"
-	// CapClock: move the Cassandra JVM's clock (Node.SetClockOffset,
-	// Node.ClockOffset).
-	CapClock Capability = "clock"
-	// CapSignals: freeze and resume the node or its JVM (Node.Pause,
-	// Node.Unpause, Node.SignalJVM).
-	CapSignals Capability = "signals"
-	// CapRestart: kill Cassandra and start it again (Node.Kill,
-	// Node.Restart).
-	CapRestart Capability = "restart"
-	// CapPower: cut the node's power so that it loses what it had not
-	// fsynced (PowerNode).
-	CapPower Capability = "power"
+// action declares its capability in its own file, with NewCapability
+// (issue 22's membership kinds: "membership").
+var (
+	CapIPTables = NewCapability("iptables",
+		"iptables as root (a Docker node always; a host over SSH as root or with sudo -n)")
+	CapClock = NewCapability("clock",
+		"move the Cassandra JVM's clock (libfaketime in a Docker node; over SSH libfaketime on the JVM, or --ssh-clock-step)")
+	CapSignals = NewCapability("signals",
+		"freeze and resume the node or its JVM (SIGSTOP/SIGCONT; a Docker node also docker pause)")
+	CapRestart = NewCapability("restart",
+		"kill Cassandra and start it again (a Docker node always; a host over SSH with --ssh-start-cmd)")
+	CapPower = NewCapability("power",
+		"cut the node's power, losing its unsynced writes (a cluster of `lockcheck cluster up --lazyfs`)")
 )
 
 // capabilityDocs say what each capability is and how a node gets it: the
 // refusal's line and the fault reference.
-var capabilityDocs = map[Capability]string{
-	CapIPTables: "iptables as root (a Docker node always; a host over SSH as root or with sudo -n)",
-	CapClock:    "move the Cassandra JVM's clock (libfaketime in a Docker node; over SSH libfaketime on the JVM, or --ssh-clock-step)",
-	CapSignals:  "freeze and resume the node or its JVM (SIGSTOP/SIGCONT; a Docker node also docker pause)",
-	CapRestart:  "kill Cassandra and start it again (a Docker node always; a host over SSH with --ssh-start-cmd)",
-	CapPower:    "cut the node's power, losing its unsynced writes (a cluster of `lockcheck cluster up --lazyfs`)",
+var capabilityDocs = map[Capability]string{}
+
+// NewCapability declares a capability and what it lets a node do (and how
+// a node gets it), for the refusal's line and the fault reference.
+func NewCapability(name, doc string) Capability {
+	if _, dup := capabilityDocs[name]; dup {
+		panic("nemesis: capability " + name + " declared twice")
+	}
+	capabilityDocs[name] = doc
+	return name
 }
 
 // Baseline are the capabilities every node backend lockcheck ships can
