@@ -107,6 +107,15 @@ func Table() []Kind {
 	return out
 }
 
+// Lookup is the descriptor of the kind of that name (a copy), or the
+// error that names the kinds there are.
+func Lookup(name string) (Kind, error) {
+	if k := lookup(name); k != nil {
+		return *k, nil
+	}
+	return Kind{}, unknown(name)
+}
+
 // lookup is the kind of that name, or nil.
 func lookup(name string) *Kind {
 	for _, k := range table {
