@@ -9,8 +9,9 @@ import (
 // NemesisProcess and type info, and one of these names. A fault kind "K"
 // (partition, pause, loss, ...) writes "start-K" when it takes effect and
 // "stop-K" when it was undone; what happened is its value, an object whose
-// fields are the kind's own (docs/history.md lists them). The vocabulary
-// names no kind: a kind added later needs nothing here.
+// fields are the kind's own: its typed values below (docs/faults.md lists
+// them). The line names and windows name no kind: a kind whose values are
+// of a shape already here needs nothing added.
 const (
 	startPrefix = "start-"
 	stopPrefix  = "stop-"
