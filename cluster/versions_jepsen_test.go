@@ -3,6 +3,7 @@
 package cluster_test
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -63,6 +64,22 @@ func TestVersions(t *testing.T) {
 			ks := c.Keyspace()
 			if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + ks + `.versions (k text PRIMARY KEY, v int)`).ExecContext(ctx); err != nil {
 				t.Fatal(err)
+			}
+			// A node just started on a loaded machine may time out its first
+			// Paxos rounds: wait (bounded) for a serial read to answer
+			// before the checks, whose outcomes must be known.
+			warm := time.Now().Add(90 * time.Second)
+			for {
+				var v int
+				err := s.Query(`SELECT v FROM `+ks+`.versions WHERE k = ?`, "warm").Consistency(gocql.Serial).ScanContext(ctx, &v)
+				if err == nil || errors.Is(err, gocql.ErrNotFound) {
+					break
+				}
+				if time.Now().After(warm) {
+					t.Fatalf("no serial read answered in 90 s: %v", err)
+				}
+				t.Logf("serial read before the checks: %v", err)
+				time.Sleep(2 * time.Second)
 			}
 			cas := func(stmt string, args ...any) bool {
 				t.Helper()
