@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,16 +15,6 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
-
-// HostsEnv is a CQLEnv whose contact points can be handed to another
-// process (a --lock-cmd plug-in): node addresses reachable from the host.
-type HostsEnv interface {
-	CQLEnv
-	Hosts() []string
-}
-
-// cqlPort is where every node serves CQL.
-const cqlPort = "9042"
 
 // CmdRecipe is the lock of `--lock-cmd COMMAND`: a plug-in process per
 // client speaking lockcheck's JSON-lines protocol (package lockcmd). The
@@ -38,17 +26,8 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		if t.pins != nil {
 			return nil, nil, nil, errPinExternal
 		}
-		he, ok := env.(HostsEnv)
-		if !ok {
+		if env == nil {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
-		}
-		port := cqlPort
-		if p, ok := env.(interface{ CQLPort() int }); ok {
-			port = strconv.Itoa(p.CQLPort())
-		}
-		var hosts []string
-		for _, h := range he.Hosts() {
-			hosts = append(hosts, net.JoinHostPort(h, port))
 		}
 		log := t.runLog
 		if log == nil {
@@ -66,11 +45,11 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			}
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
 		}
-		d, err := lockcmd.New(command, lockcmd.Env{Hosts: hosts, Keyspace: he.Keyspace(), TTL: t.TTL}, opts...)
+		d, err := lockcmd.New(command, lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}, opts...)
 		var res workload.Resource
 		closeRes := func() {}
 		if err == nil {
-			res, closeRes, err = cassandraResource(ctx, he)
+			res, closeRes, err = cassandraResource(ctx, env)
 		}
 		if err != nil {
 			if clockDir != "" {
@@ -128,8 +107,7 @@ func URLRecipe(url string, promise history.Promise) Recipe {
 		if t.pins != nil {
 			return nil, nil, nil, errPinExternal
 		}
-		ce, ok := env.(CQLEnv)
-		if !ok {
+		if env == nil {
 			return nil, nil, nil, errors.New("--lock-url needs a Cassandra cluster for the protected resource")
 		}
 		d, err := httplock.New(url, httplock.WithTTL(t.TTL), httplock.WithLogger(t.Log))
@@ -142,7 +120,7 @@ func URLRecipe(url string, promise history.Promise) Recipe {
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		res, closeRes, err := cassandraResource(ctx, ce)
+		res, closeRes, err := cassandraResource(ctx, env)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -153,12 +131,12 @@ func URLRecipe(url string, promise history.Promise) Recipe {
 
 // cassandraResource opens a session and creates the protected resource's
 // table.
-func cassandraResource(ctx context.Context, ce CQLEnv) (workload.Resource, func(), error) {
-	s, err := ce.Session(ctx)
+func cassandraResource(ctx context.Context, env Env) (workload.Resource, func(), error) {
+	s, err := env.Session(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := workload.NewCassandraResource(s, ce.Keyspace())
+	res := workload.NewCassandraResource(s, env.Keyspace())
 	if err := res.CreateSchema(ctx); err != nil {
 		s.Close()
 		return nil, nil, err
