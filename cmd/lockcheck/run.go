@@ -120,11 +120,7 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 // it starts, or the user's hosts), stored, checked and reported.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, f := newRunFlags()
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, runUsage)
-		fs.PrintDefaults()
-	}
+	withUsage(fs, stderr, runUsage)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitValid
