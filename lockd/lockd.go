@@ -243,7 +243,6 @@ var Leases = map[string]func(*gocql.Session, ...recipe.Option) (*lease.Lease, er
 	"lease":        lease.New,
 }
 
-
 // Connect opens a session on the contact points hosts (the connection code
 // every way in shares, cluster.ConnectHosts) and creates keyspace there if
 // it is missing, with rf replicas (0: hosts, at most 3).
