@@ -82,7 +82,8 @@ const (
 // Lock is the lock under test: exactly one of New, Recipe, Command and URL.
 type Lock struct {
 	// Name names its runs in the store (default "mine"; with Command
-	// "plugin", with URL "http"): lower-case words joined by dashes.
+	// "plugin", with URL "http"; a Recipe keeps its own): lower-case words
+	// joined by dashes.
 	Name string
 	// New makes one client's lock: once per client when the run starts,
 	// and once before, to check that it can.
@@ -157,6 +158,7 @@ func (l Lock) recipe() (runner.Recipe, error) {
 		return runner.FromEntry(e), nil
 	}
 	if l.Name != "" {
+		// The registry's rule for names, checked by an entry's Validate.
 		if err := (recipe.Entry{Name: l.Name, Promise: promise, New: nopNew, Schema: nopSchema}).Validate(); err != nil {
 			return runner.Recipe{}, err
 		}
