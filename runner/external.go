@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/lockcmd"
@@ -49,7 +51,11 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		var res workload.Resource
 		closeRes := func() {}
 		if err == nil {
-			res, closeRes, err = cassandraResource(ctx, env)
+			var s *gocql.Session
+			s, res, err = cassandraResource(ctx, env, nil)
+			if err == nil {
+				closeRes = s.Close
+			}
 		}
 		if err != nil {
 			if clockDir != "" {
@@ -120,28 +126,38 @@ func URLRecipe(url string, promise history.Promise) Recipe {
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		res, closeRes, err := cassandraResource(ctx, env)
+		s, res, err := cassandraResource(ctx, env, nil)
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		closeRes := s.Close
 		nl := func(int, workload.Clock) (workload.Lock, error) { return d, nil }
 		return nl, res, func() { d.Close(); closeRes() }, nil
 	}}
 }
 
-// cassandraResource opens a session and creates the protected resource's
-// table.
-func cassandraResource(ctx context.Context, env Env) (workload.Resource, func(), error) {
+// cassandraResource opens a session, creates the lock's tables (schema,
+// when the lock has its own) and the protected resource's, and returns
+// both; the caller closes the session. It is the one schema set-up of every
+// kind of lock.
+func cassandraResource(ctx context.Context, env Env, schema func(context.Context, *gocql.Session, string) error, opts ...workload.ResourceOption) (*gocql.Session, workload.Resource, error) {
 	s, err := env.Session(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := workload.NewCassandraResource(s, env.Keyspace())
-	if err := res.CreateSchema(ctx); err != nil {
+	ks := env.Keyspace()
+	res := workload.NewCassandraResource(s, ks, opts...)
+	if schema != nil {
+		err = schema(ctx, s, ks)
+	}
+	if err == nil {
+		err = res.CreateSchema(ctx)
+	}
+	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
-	return res, s.Close, nil
+	return s, res, nil
 }
 
 // errPinExternal: a plug-in or a lock service picks its own coordinators, so

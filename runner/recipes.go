@@ -37,20 +37,11 @@ func FromEntry(e recipe.Entry) Recipe {
 		if env == nil {
 			return nil, nil, nil, fmt.Errorf("recipe %s needs a Cassandra cluster", e.Name)
 		}
-		s, err := env.Session(ctx)
+		s, res, err := cassandraResource(ctx, env, e.Schema, e.Resource...)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		ks := env.Keyspace()
-		res := workload.NewCassandraResource(s, ks, e.Resource...)
-		if err := e.Schema(ctx, s, ks); err != nil {
-			s.Close()
-			return nil, nil, nil, err
-		}
-		if err := res.CreateSchema(ctx); err != nil {
-			s.Close()
-			return nil, nil, nil, err
-		}
 		closeFn := s.Close
 		sessionOf := func(int) *gocql.Session { return s }
 		if t.pins != nil {
