@@ -120,16 +120,22 @@ func AttachOrStart(ctx context.Context, opts ...cluster.Option) (c *cluster.Clus
 
 // HealLeftovers brings every node of env to its known state
 // (nemesis.HealLeftovers: faults a killed earlier process left, recorded
-// on rec when it is not nil), then waits until the cluster is healthy. It
-// is the heal-then-wait of a run's start, `cluster up` on a running
-// cluster and lockd; an env with no targets has nothing to heal.
-func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog.Logger) error {
+// on rec when it is not nil), then waits until the cluster is healthy:
+// always, or only when it healed something (a run's start, which spares
+// the health check's seconds on a cluster left clean). It is the
+// heal-then-wait of a run's start, `cluster up` on a running cluster and
+// lockd; an env with no targets has nothing to heal.
+func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog.Logger, always bool) error {
 	targets := env.Targets()
 	if len(targets) == 0 {
 		return nil
 	}
-	if _, err := nemesis.HealLeftovers(ctx, targets, rec, log); err != nil {
+	healed, err := nemesis.HealLeftovers(ctx, targets, rec, log)
+	if err != nil {
 		return err
+	}
+	if len(healed) == 0 && !always {
+		return nil
 	}
 	if err := env.WaitHealthy(ctx); err != nil {
 		return fmt.Errorf("cluster not healthy after healing leftovers: %w", err)

@@ -234,7 +234,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	// and recorded before anything else touches the cluster.
 	if env != nil {
 		hctx, cancel := context.WithTimeout(ctx, t.HealTimeout)
-		err := HealLeftovers(hctx, env, mon, log)
+		err := HealLeftovers(hctx, env, mon, log, false)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("runner: %w", err)

@@ -166,7 +166,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}
 		log.Info("cluster already running; healing leftovers, waiting until healthy", "cluster", f.name)
-		if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log); err != nil {
+		if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log, true); err != nil {
 			return err
 		}
 		return printStatus(ctx, c, stdout)

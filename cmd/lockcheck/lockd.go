@@ -114,7 +114,7 @@ func (f *lockdFlags) session(ctx context.Context, log *slog.Logger) (*gocql.Sess
 	if f.keyspace != c.Keyspace() {
 		return nil, fmt.Errorf("--keyspace %s: the cluster's keyspace is %s", f.keyspace, c.Keyspace())
 	}
-	if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log); err != nil {
+	if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log, true); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", f.cluster, err)
 	}
 	s, err := c.Session(ctx)
