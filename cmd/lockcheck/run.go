@@ -83,6 +83,8 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 		return lockcheck.Lock{}, nil, fmt.Errorf("--lock (one of %v), --lock-cmd or --lock-url is required", runner.RecipeNames())
 	case given > 1:
 		return lockcheck.Lock{}, nil, fmt.Errorf("give one of --lock, --lock-cmd and --lock-url, not %d", given)
+	case f.promise != string(lockcheck.Mutex) && f.promise != string(lockcheck.Fenced):
+		return lockcheck.Lock{}, nil, fmt.Errorf("--promise must be mutex or fenced, got %q", f.promise)
 	}
 	lock := lockcheck.Lock{Recipe: f.lock, Command: f.lockCmd, URL: f.lockURL}
 	if f.lock == "" {

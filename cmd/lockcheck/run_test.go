@@ -26,6 +26,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock-url", "localhost:8080"}, "--lock-url: httplock: \"localhost:8080\": want http://HOST:PORT"},
 		{[]string{"--lock-url", closedPort(t)}, "does not answer"},
 		{[]string{"--lock-cmd", "x", "--promise", "linear"}, "--promise must be mutex or fenced"},
+		{[]string{"--lock", "lease", "--promise", "linear"}, "--promise must be mutex or fenced"},
 		{[]string{"--lock", "nope"}, `unknown lock "nope"`},
 		{[]string{"--lock", "lease", "--nemesis", "partition,gc"}, `unknown fault "gc"`},
 		{[]string{"--lock", "lease", "--nodes", "6"}, "--nodes must be 1..5"},
