@@ -103,7 +103,7 @@ var causeRules = []causeRule{
 // powerAnomalies are what forgotten acknowledged writes show as: a lock row
 // or fencing counter gone (a second holder, an old token again), the
 // resource's own rows gone (a lost add, a stale token accepted).
-var powerAnomalies = []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable, checker.KindDuplicate}
+var powerAnomalies = []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable, checker.KindDuplicate, checker.KindTokenOrder}
 
 func explainPower(w faultView, a checker.Anomaly) (string, bool) {
 	v, ok := decode[history.PowerStart](w.Value)
