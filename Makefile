@@ -10,10 +10,16 @@ BIN := bin/lockcheck
 CLUSTER := $(or $(LOCKCHECK_CLUSTER),lockcheck)
 export LOCKCHECK_CLUSTER := $(CLUSTER)
 
-.PHONY: setup build plugins run test unit jepsen clean
+.PHONY: setup setup-run build plugins run test unit jepsen clean
 
+# scripts/setup.sh installs what is missing (docs/setup.md): `run` only what
+# make run needs (the engine, debootstrap, Maven), `test` also what the tests
+# need (Chromium, libfaketime, a JDK and python3-venv for the plug-ins).
 setup:
-	scripts/setup.sh
+	scripts/setup.sh test
+
+setup-run:
+	scripts/setup.sh run
 
 # lockcheck-lazyfs goes into the nodes of `cluster up --lazyfs`: static, so
 # that it runs whatever the node image's libc.
@@ -40,7 +46,7 @@ $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main
 # A real test end to end: the fenced lease under every fault for a minute,
 # stored, checked and reported under store/ (the cluster stays up for more
 # runs; `make clean` removes it).
-run: setup build
+run: setup-run build
 	$(BIN) cluster up
 	$(BIN) cluster status
 	$(BIN) run --lock lease-fenced --nemesis all --time 60s --interval 5s --seed 1
@@ -74,6 +80,9 @@ jepsen: build plugins
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
 	[ $$rc = 0 ] && [ $$orc = 0 ]
 
+# LOCKCHECK_BROWSER=1: here a missing Chromium fails the browser test (a
+# plain `go test ./...` skips it).
+test: export LOCKCHECK_BROWSER := 1
 test: setup unit jepsen
 
 clean:
