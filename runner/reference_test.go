@@ -106,7 +106,7 @@ bounds of ` + "`recipe.Poller`" + `, the one poller every recipe waits with); a 
 (` + "`WithConsistency`" + `, ` + "`lease.WithTable`" + `/` + "`WithMargin`" + `), and an option of one package given to another is an
 error. The conventions every recipe follows (errors, leases, tokens, unknown outcomes) are those a
 lock of yours follows: [go-api.md](go-api.md#what-a-lock-must-do-workloadlock). Adding a recipe:
-DEVELOPERS.md.
+[DEVELOPERS.md](../DEVELOPERS.md#adding-a-recipe).
 
 Leader election (seed 002) is ` + "`lease.NewElection`" + `: ` + "`TryClaim(ctx, group, identity, ttl)`" + ` returns a
 token to ` + "`Heartbeat`" + ` at about half the TTL, ` + "`Relinquish`" + `, ` + "`Status(group)`" + ` (leader and time left);
