@@ -45,11 +45,9 @@ $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main
 
 # A real test end to end: the fenced lease under every fault for a minute,
 # stored, checked and reported under store/ (the cluster stays up for more
-# runs; `make clean` removes it). Its set-up (apt: mostly network and disk)
-# and the Go build (CPU) run side by side: on a fresh machine each takes
-# about a minute, and neither needs the other (Go must be installed already).
-run:
-	@$(MAKE) --no-print-directory -j2 setup-run build
+# runs; `make clean` removes it). Its set-up installs only what the run
+# needs (scripts/setup.sh run).
+run: setup-run build
 	$(BIN) cluster up
 	$(BIN) cluster status
 	$(BIN) run --lock lease-fenced --nemesis all --time 60s --interval 5s --seed 1
