@@ -27,7 +27,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/lockcheck
 	CGO_ENABLED=0 $(GO) build -o bin/lockcheck-lazyfs ./cmd/lockcheck-lazyfs
 
-# The reference plug-ins of --lock-cmd (README, "Your own lock"): Python's
+# The reference plug-ins of --lock-cmd (docs/plugin.md): Python's
 # cassandra-driver from PyPI in a venv (pure Python: no C build), and the
 # Java driver from Maven Central, compiled with its classpath written out.
 PY_VENV := .cache/plugins/python-lease
