@@ -3,94 +3,59 @@
 package runner
 
 import (
-	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
-	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/scenario"
 )
 
-// rackPower cuts every node's power at once.
-var rackPower = []string{nemesis.RackPowerLoss}
-
-// clusterConfig is a cluster other than the shared one, with the rows that
-// need it.
-type clusterConfig struct {
-	name string // also the cluster's name suffix
-	opts func(t *testing.T) []cluster.Option
-	rows []matrixCase
-}
-
-func lazyFS(commitlog string) func(t *testing.T) []cluster.Option {
-	return func(t *testing.T) []cluster.Option {
-		return []cluster.Option{cluster.WithLazyFS(clustertest.LazyFSBinary(t)), cluster.WithCommitlogSync(commitlog)}
-	}
-}
-
-// configMatrix: the fixed recipes on Paxos v2, and under power loss with
-// the commitlog synced every 10 s (periodic, Cassandra's default) or before
-// every acknowledgement (batch), on clusters whose data lives on the lazy
-// filesystem. Verdicts are what runs here showed (README, Findings).
-var configMatrix = []clusterConfig{
-	{name: "v2", opts: func(*testing.T) []cluster.Option { return []cluster.Option{cluster.WithPaxos("v2")} }, rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: nodeFaults, time: 90 * time.Second, want: checker.Valid, interval: 2 * time.Second},
-		{lock: "music-seq", nemesis: nodeFaults, time: 90 * time.Second, want: checker.Valid, interval: 2 * time.Second, full: true},
-	}},
-	// Every replica forgets the commitlog's unsynced tail at once: 20 of 20
-	// runs invalid (acknowledged adds lost, fencing tokens issued again).
-	{name: "periodic", opts: lazyFS("periodic"), rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second, want: checker.Invalid, unsafe: true},
-		{lock: "music-seq", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second, want: checker.Invalid, unsafe: true, full: true},
-	}},
-	// The same cut with every write synced before it is acknowledged: 0 of
-	// 20 runs invalid.
-	{name: "batch", opts: lazyFS("batch"), rows: []matrixCase{
-		{lock: "lease-fenced", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second, want: checker.Valid},
-		{lock: "music-seq", nemesis: rackPower, time: 30 * time.Second, interval: 4 * time.Second, want: checker.Valid, full: true},
-	}},
-}
-
-// TestConfigs runs each configuration's rows on a cluster of its own.
-// LOCKCHECK_REPEAT=N runs every row N times and logs how many were
-// invalid; LOCKCHECK_CONFIGS=v2,batch runs only those configurations.
+// TestConfigs runs the rows whose cluster configuration is not the shared
+// cluster's (Paxos v2; the lazy filesystem with the commitlog periodic or
+// batch) on a cluster of their own per configuration, named by its key.
+// LOCKCHECK_REPEAT=N runs every row N times (a known-unsafe row must be
+// caught in 9 of 10, a safe one valid every time); LOCKCHECK_CONFIGS=v2,batch
+// runs only those configurations; LOCKCHECK_ROWS picks rows by name.
 func TestConfigs(t *testing.T) {
-	repeat, _ := strconv.Atoi(os.Getenv("LOCKCHECK_REPEAT"))
-	repeat = max(repeat, 1)
+	n := max(repeat(t), 1)
 	only := os.Getenv("LOCKCHECK_CONFIGS")
+	pick := picked()
 	store := matrixStore(t)
-	for ci, cfg := range configMatrix {
-		if only != "" && !slices.Contains(strings.Split(only, ","), cfg.name) {
+	for _, g := range scenario.Groups(scenario.Rows) {
+		key := g.Cluster.Key()
+		if g.Cluster.Shared() || (only != "" && !slices.Contains(strings.Split(only, ","), key)) {
 			continue
 		}
-		t.Run(cfg.name, func(t *testing.T) {
-			env := ClusterEnv{clustertest.Start(t, cfg.name, cfg.opts(t)...)}
-			for i, mc := range cfg.rows {
-				name := fmt.Sprintf("%s/%s", mc.lock, nemesisName(mc.nemesis))
-				t.Run(name, func(t *testing.T) {
-					skipFull(t, mc)
-					invalid := 0
-					for r := range repeat {
-						out := runCase(t, env, store, mc, int64(3000+1000*ci+100*i+r))
-						for _, k := range mc.nemesis {
-							if out.Faults[k] == 0 {
-								t.Errorf("%s: no %s fault was injected (%v)", name, k, out.Faults)
-							}
-						}
-						if out.Verdict == checker.Invalid {
-							invalid++
-						}
-						if mc.want != "" && out.Verdict != mc.want {
-							t.Errorf("%s on %s: verdict %s, want %s; report %s", name, cfg.name, out.Verdict, mc.want, out.Dir)
-						}
+		rows := slices.DeleteFunc(slices.Clone(g.Rows), func(r scenario.Row) bool { return pick != nil && !pick(r.Name) })
+		t.Run(key, func(t *testing.T) {
+			// A cluster starts only for rows that will run.
+			if !slices.ContainsFunc(rows, func(r scenario.Row) bool {
+				return r.Tier == scenario.Quick || os.Getenv("LOCKCHECK_FULL") == "1" || pick != nil
+			}) {
+				t.Skip("no row of this configuration runs (full tier: set LOCKCHECK_FULL=1)")
+			}
+			var lazyFS string
+			if g.Cluster.LazyFS {
+				lazyFS = clustertest.LazyFSBinary(t)
+			}
+			opts, err := ScenarioClusterOptions(g.Cluster, lazyFS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := ClusterEnv{clustertest.Start(t, key, opts...)}
+			for _, row := range rows {
+				t.Run(strings.TrimPrefix(row.Name, key+"/"), func(t *testing.T) {
+					skipFull(t, row)
+					var tally scenario.Tally
+					for r := range n {
+						runRow(t, env, store, row, r, &tally)
 					}
-					t.Logf("CONFIG %s %s: %d of %d invalid at %v", cfg.name, name, invalid, repeat, mc.time)
+					t.Logf("CONFIG %s %s: %d of %d invalid at %v", key, row.Name, tally.Invalid, n, row.Time)
+					if !tally.Met(row) {
+						t.Errorf("%s on %s: %d of %d runs invalid, %d valid, %d unknown; want %s", row.Name, g.Cluster, tally.Invalid, n, tally.Valid, tally.Unknown, row.Expected())
+					}
 				})
 			}
 		})

@@ -88,3 +88,10 @@ func processesWith(s string) []string {
 	}
 	return pids
 }
+
+func nemesisName(kinds []string) string {
+	if len(kinds) == 0 {
+		return "none"
+	}
+	return strings.Join(kinds, "+")
+}

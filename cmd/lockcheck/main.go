@@ -34,6 +34,7 @@ var commands = map[string]command{
 	"serve":   {"serve an index of stored runs and their reports", runServe},
 	"cluster": {"cluster up|down|status: manage the Cassandra cluster", runCluster},
 	"lockd":   {"serve a REST lock service over lease-fenced", runLockd},
+	"matrix":  {"run the asserted scenarios (docs/findings.md) and print their catch rates", runMatrix},
 }
 
 func main() {
@@ -62,7 +63,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: lockcheck COMMAND [flags]")
-	for _, name := range []string{"run", "check", "report", "serve", "cluster", "lockd"} {
+	for _, name := range []string{"run", "check", "report", "serve", "cluster", "lockd", "matrix"} {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
 	}
 }

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/scenario"
+)
+
+const matrixUsage = `usage: lockcheck matrix [flags]
+Run the asserted scenarios (docs/findings.md) and print a catch-rate table.
+Rows on the shared cluster run on the running cluster --cluster (started and
+removed afterwards when none runs); a row that needs another configuration
+(Paxos v2, the lazy filesystem) runs on NAME-KEY, started for it and removed
+after its rows unless it was already running.
+  --rows PATTERN   rows whose name matches: a glob over the whole name
+                   ("*/client-pause"), or a regular expression anywhere in it
+                   ("^bakery"), as go test -run does
+  --tier T         quick, full or all (default quick; all with --rows)
+  --repeat N       runs per row (default 1); a known-unsafe row must be
+                   invalid in at least 9 of 10, a safe row valid in every run
+  --cluster NAME   the shared cluster (default lockcheck)
+  --store DIR      where runs are stored (default store)
+  --record FILE    append each row's measured rate as a JSON line
+                   (scenario/rates.jsonl, then go test ./scenario -update)
+  --list           print the selected rows and exit
+Exit status: 0 every row met its expectation, 1 a row missed it, 2 an error.`
+
+// runMatrix is `lockcheck matrix`.
+func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("matrix")
+	pattern := fs.String("rows", "", "row name pattern (glob or regular expression)")
+	tier := fs.String("tier", "", "quick, full or all")
+	repeat := fs.Int("repeat", 1, "runs per row")
+	name := fs.String("cluster", cluster.DefaultName, "the shared cluster's name")
+	store := fs.String("store", runner.Defaults().Store, "store directory")
+	record := fs.String("record", "", "append measured rates (JSON lines) to this file")
+	list := fs.Bool("list", false, "print the rows and exit")
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "lockcheck matrix: "+format+"\n", a...)
+		return exitError
+	}
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, matrixUsage)
+			return exitValid
+		}
+		return bad("%v", err)
+	}
+	if *tier == "" {
+		*tier = string(scenario.Quick)
+		if *pattern != "" {
+			*tier = "all"
+		}
+	}
+	rows, err := scenario.Select(scenario.Rows, *tier, *pattern)
+	if err != nil {
+		return bad("--%v", err)
+	}
+	if len(rows) == 0 {
+		return bad("no row of tier %s matches --rows %q (lockcheck matrix --list --tier all lists them)", *tier, *pattern)
+	}
+	if *repeat < 1 {
+		return bad("--repeat must be at least 1, got %d", *repeat)
+	}
+	if *list {
+		return listRows(stdout, rows)
+	}
+
+	// Everything that can be refused is refused before Docker is touched.
+	if err := cluster.ValidateOptions(cluster.WithName(*name)); err != nil {
+		return bad("--cluster: %v", err)
+	}
+	for _, r := range rows {
+		if _, err := runner.ScenarioTest(r, 0); err != nil {
+			return bad("%v", err)
+		}
+	}
+	groups := scenario.Groups(rows)
+	opts := make([][]cluster.Option, len(groups))
+	var lazyFS string
+	for i, g := range groups {
+		if g.Cluster.LazyFS && lazyFS == "" {
+			if lazyFS, err = lazyFSBinary(); err != nil {
+				return bad("%s: %v", g.Rows[0].Name, err)
+			}
+		}
+		if opts[i], err = runner.ScenarioClusterOptions(g.Cluster, lazyFS); err != nil {
+			return bad("%s: %v", g.Rows[0].Name, err)
+		}
+	}
+	var rec io.Writer
+	if *record != "" {
+		f, err := os.OpenFile(*record, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return bad("--record: %v", err)
+		}
+		defer f.Close()
+		rec = f
+	}
+
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var results []scenario.Result
+	code := exitValid
+	for i, g := range groups {
+		c, release, err := matrixCluster(ctx, *name, g.Cluster, opts[i], log, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockcheck matrix: cluster for %s: %s\n", g.Rows[0].Name, oneLine(err.Error()))
+			code = exitError
+			break
+		}
+		env := runner.ClusterEnv{Cluster: c}
+		for _, row := range g.Rows {
+			res, err := runRow(ctx, env, row, *repeat, *store, log, stderr)
+			results = append(results, res.Result)
+			if err != nil {
+				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
+				code = exitError
+			}
+			if rec != nil && res.Tally.Runs == *repeat && err == nil {
+				if err := writeRate(rec, row, res); err != nil {
+					fmt.Fprintf(stderr, "lockcheck matrix: --record: %v\n", err)
+					code = exitError
+				}
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		release()
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "lockcheck matrix: interrupted")
+			code = exitError
+			break
+		}
+	}
+	if err := scenario.WriteTable(stdout, results); err != nil {
+		return exitError
+	}
+	if code == exitValid && slices.ContainsFunc(results, func(r scenario.Result) bool { return !r.Tally.Met(r.Row) }) {
+		code = exitInvalid
+	}
+	return code
+}
+
+func listRows(w io.Writer, rows []scenario.Row) int {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROW\tTIER\tEXPECTED\tTIME\tCLUSTER")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", r.Name, r.Tier, r.Expected(), r.Time, r.Cluster)
+	}
+	if err := tw.Flush(); err != nil {
+		return exitError
+	}
+	return exitValid
+}
+
+// matrixCluster is the cluster a group of rows runs on: the running cluster
+// name when it is of the group's configuration; else, for another
+// configuration, name-KEY, attached when it runs as it should or started.
+// release removes a cluster this call started.
+func matrixCluster(ctx context.Context, name string, cfg scenario.Cluster, opts []cluster.Option, log *slog.Logger, stderr io.Writer) (c *cluster.Cluster, release func(), err error) {
+	noop := func() {}
+	c, err = cluster.Attach(ctx, cluster.WithName(name), cluster.WithLogger(log))
+	switch {
+	case err == nil && runner.ScenarioFits(c, cfg):
+		return c, noop, nil
+	case err == nil && cfg.Shared():
+		return nil, nil, fmt.Errorf("cluster %s runs %d nodes, paxos %s, lazyfs %t: not the shared configuration (%s)", name, len(c.Nodes()), c.Paxos(), c.LazyFS(), cfg)
+	case err != nil && !errors.Is(err, cluster.ErrNotRunning):
+		return nil, nil, err
+	}
+	if !cfg.Shared() {
+		name += "-" + cfg.Key()
+		c, err = cluster.Attach(ctx, cluster.WithName(name), cluster.WithLogger(log))
+		switch {
+		case err == nil && runner.ScenarioFits(c, cfg):
+			return c, noop, nil
+		case err == nil:
+			return nil, nil, fmt.Errorf("cluster %s runs, but not as %s: remove it (lockcheck cluster down --name %s)", name, cfg, name)
+		case !errors.Is(err, cluster.ErrNotRunning):
+			return nil, nil, err
+		}
+	}
+	fmt.Fprintf(stderr, "lockcheck matrix: starting cluster %s (%s)\n", name, cfg)
+	c, err = cluster.Start(ctx, append([]cluster.Option{cluster.WithName(name), cluster.WithLogger(log)}, opts...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := c.Stop(sctx, ""); err != nil {
+			fmt.Fprintf(stderr, "lockcheck matrix: stop cluster %s: %v\n", name, err)
+		}
+	}, nil
+}
+
+// rowRuns is a row's runs and the machine's load while they ran.
+type rowRuns struct {
+	scenario.Result
+	loads []float64
+}
+
+// runRow runs the row repeat times (seeds row.RunSeed(0..)) and tallies
+// the verdicts; it stops early when ctx ends.
+func runRow(ctx context.Context, env runner.Env, row scenario.Row, repeat int, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
+	res := rowRuns{Result: scenario.Result{Row: row}}
+	var errs []error
+	for r := range repeat {
+		if ctx.Err() != nil {
+			break
+		}
+		res.loads = appendLoad(res.loads)
+		tc, err := runner.ScenarioTest(row, r)
+		if err != nil {
+			return res, err
+		}
+		tc.Store, tc.Log = store, log
+		out, err := runner.Run(ctx, env, runner.ReportStore{}, tc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("run %d: %w", r+1, err))
+		}
+		v := out.Verdict
+		if err != nil && v != checker.Invalid {
+			v = checker.Unknown // a run that broke vouches for nothing but an anomaly it saw
+		}
+		missing := res.Tally.Add(row, v, out.Faults)
+		line := fmt.Sprintf("lockcheck matrix: %s run %d/%d (seed %d): %s, %d ops, %d anomalies", row.Name, r+1, repeat, tc.Seed, v, out.Ops, len(out.Result.Anomalies))
+		if len(missing) > 0 {
+			line += fmt.Sprintf("; no %s fault injected", strings.Join(missing, ", "))
+		}
+		if out.Dir != "" {
+			line += "; " + out.Dir
+		}
+		fmt.Fprintln(stderr, line)
+		res.loads = appendLoad(res.loads)
+	}
+	return res, errors.Join(errs...)
+}
+
+// appendLoad adds the 1-minute load average (Linux), when there is one.
+func appendLoad(loads []float64) []float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return loads
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return loads
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return loads
+	}
+	return append(loads, v)
+}
+
+// writeRate appends the row's measured rate as a line of rates.jsonl.
+func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
+	rt := scenario.Rate{
+		Row: row.Name, Time: scenario.Duration(row.Time), Interval: scenario.Duration(row.Interval),
+		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown,
+		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(),
+	}
+	if len(res.loads) > 0 {
+		rt.Load = fmt.Sprintf("%.0f-%.0f", slices.Min(res.loads), slices.Max(res.loads))
+	}
+	b, err := json.Marshal(rt)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/scenario"
+)
+
+// Bad input to `lockcheck matrix` is refused with one line and exit 2
+// before anything touches Docker.
+func TestMatrixRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tier", "slow"}, `tier "slow": want quick, full or all`},
+		{[]string{"--repeat", "0"}, "--repeat must be at least 1, got 0"},
+		{[]string{"--rows", "no-such-row"}, `no row of tier all matches --rows "no-such-row"`},
+		{[]string{"--rows", "music-seq/node-faults", "--tier", "quick"}, "no row of tier quick matches"},
+		{[]string{"--cluster", "Bad_Name", "--rows", "racy"}, "--cluster: "},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--bogus"}, "flag provided but not defined"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := dispatch(context.Background(), append([]string{"matrix"}, tc.args...), &stdout, &stderr)
+		if code != exitError || !strings.Contains(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("matrix %v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestMatrixList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"matrix", "--list", "--rows", "*rack-power-loss"}, &stdout, &stderr); code != exitValid {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[1], "periodic/lease-fenced/rack-power-loss  quick  invalid >= 9/10") {
+		t.Errorf("--list --rows '*rack-power-loss':\n%s\nwant a header and the 4 rack-power-loss rows", stdout.String())
+	}
+	stdout.Reset()
+	dispatch(context.Background(), []string{"matrix", "--list"}, &stdout, &stderr)
+	if strings.Contains(stdout.String(), "music-seq/node-faults ") || !strings.Contains(stdout.String(), "racy/none") {
+		t.Errorf("--list without --rows lists the quick tier only:\n%s", stdout.String())
+	}
+}
+
+// A recorded rate is a line of rates.jsonl that the scenario package reads
+// back and accepts.
+func TestWriteRate(t *testing.T) {
+	row, ok := scenario.Lookup("bakery-one/coord-partition")
+	if !ok {
+		t.Fatal("no row bakery-one/coord-partition")
+	}
+	res := rowRuns{Result: scenario.Result{Row: row}, loads: []float64{12.4, 30.6, 18}}
+	for _, v := range []checker.Verdict{checker.Invalid, checker.Invalid, checker.Unknown} {
+		res.Tally.Add(row, v, map[string]int{"coord-partition": 1})
+	}
+	var buf bytes.Buffer
+	if err := writeRate(&buf, row, res); err != nil {
+		t.Fatal(err)
+	}
+	rates, err := scenario.ReadRates(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rates) != 1 {
+		t.Fatalf("%d rates, want 1", len(rates))
+	}
+	rt := rates[0]
+	if rt.Row != row.Name || rt.Runs != 3 || rt.Invalid != 2 || rt.Unknown != 1 || rt.Load != "12-31" ||
+		time.Duration(rt.Time) != row.Time || time.Duration(rt.Interval) != row.Interval || rt.Cores < 1 {
+		t.Errorf("rate %+v does not carry the row's runs", rt)
+	}
+	if err := scenario.CheckRates(scenario.Rows, rates); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/scenario"
+)
+
+// ScenarioTest is the Test of run r (0-based) of a scenario row: its recipe,
+// workload, faults, duration, interval, pins, clients and locks, and the
+// run's seed. The caller sets Store, Log and Progress.
+func ScenarioTest(row scenario.Row, run int) (Test, error) {
+	recipe, err := LookupRecipe(row.Recipe)
+	if err != nil {
+		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
+	}
+	t := Defaults()
+	t.Recipe, t.Workload, t.Nemesis = recipe, row.Shape(), row.Faults
+	t.Time, t.Interval, t.Seed = row.Time, row.Interval, row.RunSeed(run)
+	t.Clients, t.Locks, t.Quiet = row.ClientCount(), row.LockCount(), scenario.Quiet
+	t.PinClients = row.Pin
+	if err := t.Validate(); err != nil {
+		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
+	}
+	return t, nil
+}
+
+// ErrShape is a cluster configuration this runner cannot build yet.
+var ErrShape = errors.New("cluster shape not supported yet")
+
+// ScenarioClusterOptions are the options of a cluster of configuration c,
+// name and logger aside. lazyFS is the lockcheck-lazyfs binary, needed only
+// by a configuration on the lazy filesystem.
+func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error) {
+	if c.Spares > 0 || c.DCs > 1 || c.Version != "" {
+		return nil, fmt.Errorf("%w: %s", ErrShape, c)
+	}
+	var opts []cluster.Option
+	if c.Nodes > 0 {
+		opts = append(opts, cluster.WithNodes(c.Nodes))
+	}
+	if c.Paxos != "" {
+		opts = append(opts, cluster.WithPaxos(c.Paxos))
+	}
+	if c.Commitlog != "" {
+		opts = append(opts, cluster.WithCommitlogSync(c.Commitlog))
+	}
+	if c.LazyFS {
+		if lazyFS == "" {
+			return nil, fmt.Errorf("%s needs the lockcheck-lazyfs binary", c)
+		}
+		opts = append(opts, cluster.WithLazyFS(lazyFS))
+	}
+	if err := cluster.ValidateOptions(opts...); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// ScenarioFits says whether a running cluster is of configuration c, so
+// that a row can run on it rather than on a cluster started for it.
+func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
+	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync()}
+	return c.Spares == 0 && c.DCs <= 1 && c.Version == "" && want.Key() == c.Key()
+}

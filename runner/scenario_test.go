@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/scenario"
+)
+
+// Every row of the scenario table makes a run the runner accepts: its
+// recipe exists, its faults and settings pass Validate, and its cluster
+// configuration can be built.
+func TestScenarioRowsRun(t *testing.T) {
+	// The lazy filesystem's binary only has to be a file here.
+	lazyFS := filepath.Join(t.TempDir(), "lockcheck-lazyfs")
+	if err := os.WriteFile(lazyFS, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range scenario.Rows {
+		tc, err := ScenarioTest(row, 2)
+		if err != nil {
+			t.Errorf("%s: %v", row.Name, err)
+			continue
+		}
+		if tc.Recipe.Name != row.Recipe || tc.Time != row.Time || tc.Interval != row.Interval ||
+			tc.Seed != row.Seed+2 || tc.PinClients != row.Pin || !slices.Equal(tc.Nemesis, row.Faults) ||
+			tc.Clients != scenario.DefaultClients || tc.Locks != scenario.DefaultLocks || tc.Workload != row.Shape() {
+			t.Errorf("%s: test %+v does not carry the row", row.Name, tc)
+		}
+		if _, err := ScenarioClusterOptions(row.Cluster, lazyFS); err != nil {
+			t.Errorf("%s: cluster %s: %v", row.Name, row.Cluster, err)
+		}
+	}
+}
+
+func TestScenarioTestRefusesBadRows(t *testing.T) {
+	row := scenario.Rows[0]
+	row.Recipe = "no-such-lock"
+	if _, err := ScenarioTest(row, 0); err == nil {
+		t.Error("a row with an unknown recipe: no error")
+	}
+	row = scenario.Rows[0]
+	row.Clients = 1000
+	if _, err := ScenarioTest(row, 0); err == nil {
+		t.Error("a row with 1000 clients: no error")
+	}
+}
+
+func TestScenarioClusterOptions(t *testing.T) {
+	if _, err := ScenarioClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, ErrShape) {
+		t.Errorf("two data centres: %v, want ErrShape", err)
+	}
+	if _, err := ScenarioClusterOptions(scenario.Cluster{LazyFS: true}, ""); err == nil {
+		t.Error("lazyfs without its binary: no error")
+	}
+	if _, err := ScenarioClusterOptions(scenario.Cluster{Paxos: "v3"}, ""); !errors.Is(err, cluster.ErrBadOption) {
+		t.Errorf("paxos v3: %v, want ErrBadOption", err)
+	}
+	opts, err := ScenarioClusterOptions(scenario.Cluster{Paxos: "v2", Nodes: 5}, "")
+	if err != nil || len(opts) != 2 {
+		t.Errorf("paxos v2 on 5 nodes: %d options, %v", len(opts), err)
+	}
+}

@@ -1,0 +1,143 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// WriteFindings renders docs/findings.md: every row with the verdict it
+// asserts, its measured catch rates and its mechanism. The page is
+// generated (TestFindingsPage, -update): the rows and rates.jsonl are the
+// source.
+func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
+	var b strings.Builder
+	b.WriteString("# Findings\n\n" +
+		"<!-- Generated from scenario/rows.go and scenario/rates.jsonl by `go test ./scenario -update`: edit those, not this page. -->\n\n" +
+		"Every row below is asserted: the jepsen tests run it (`runner.TestMatrix` on the shared cluster,\n" +
+		"`runner.TestConfigs` on a cluster of its own) and so does `lockcheck matrix --rows NAME`.\n" +
+		"A **known-unsafe** row must be caught (verdict invalid) in at least 9 of 10 runs, and a single run\n" +
+		"must be invalid; a **safe** row must be valid in every run; every run must inject the row's faults.\n" +
+		"The quick tier runs in `make test`, the full tier (rows that repeat a mechanism a quick row shows)\n" +
+		"with `LOCKCHECK_FULL=1`. " + fmt.Sprintf("Unless a row says otherwise: %d clients on %d lock.", DefaultClients, DefaultLocks) + "\n" +
+		"The fault interval is the nemesis's mean time between faults and mean fault length;\n" +
+		"\"node-faults\" are " + strings.Join(NodeFaults, ", ") + ", dealt from a seeded shuffled deck (every kind once per round).\n\n" +
+		"\"Measured\" is the last catch rate measured at the row's settings: invalid runs of all runs and\n" +
+		"its date (`lockcheck matrix --rows NAME --repeat 10 --record scenario/rates.jsonl`, then\n" +
+		"`go test ./scenario -update`). Every rate, with the machine's cores and load average and those\n" +
+		"measured at other settings, is listed under its row.\n\n")
+	b.WriteString("| row | recipe | faults | cluster | time | interval | tier | asserted | measured |\n" +
+		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	byRow := map[string][]Rate{}
+	for _, rt := range rates {
+		byRow[rt.Row] = append(byRow[rt.Row], rt)
+	}
+	for _, r := range rows {
+		measured := "not measured"
+		if rt, ok := latestAt(r, byRow[r.Name]); ok {
+			measured = fmt.Sprintf("%d/%d (%s)", rt.Invalid, rt.Runs, rt.Date)
+		}
+		fmt.Fprintf(&b, "| [`%s`](#%s) | `%s` | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Name, anchor(r.Name), r.Recipe, faultsCell(r), r.Cluster, secs(r.Time), interval(r), r.Tier, asserted(r), measured)
+	}
+	b.WriteString("\n## Rows\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "\n### %s\n\n", r.Name)
+		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s. Asserted: %s (%s tier).\n\n",
+			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), "lock"), asserted(r), r.Tier)
+		b.WriteString(r.Mechanism + "\n")
+		if len(byRow[r.Name]) > 0 {
+			b.WriteString("\n| invalid / runs | time | interval | date | machine |\n| --- | --- | --- | --- | --- |\n")
+			for _, rt := range byRow[r.Name] {
+				fmt.Fprintf(&b, "| %d/%d%s | %s | %s | %s | %s |\n", rt.Invalid, rt.Runs, unknown(rt),
+					secs(time.Duration(rt.Time)), secs(time.Duration(rt.Interval)), rt.Date, machine(rt))
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// latestAt is the last rate of the row measured at its settings.
+func latestAt(r Row, rates []Rate) (Rate, bool) {
+	for i := len(rates) - 1; i >= 0; i-- {
+		if rates[i].At(r) {
+			return rates[i], true
+		}
+	}
+	return Rate{}, false
+}
+
+func asserted(r Row) string {
+	if r.Unsafe {
+		return "**invalid**, caught >= 9/10"
+	}
+	return "**valid** every run"
+}
+
+func faultsCell(r Row) string {
+	s := r.FaultsName()
+	if len(r.Faults) == 0 {
+		s = "no fault"
+	}
+	if r.Pin {
+		s += ", clients pinned"
+	}
+	return s
+}
+
+func interval(r Row) string {
+	if len(r.Faults) == 0 {
+		return "-"
+	}
+	return secs(r.Interval)
+}
+
+func timing(r Row) string {
+	if len(r.Faults) == 0 {
+		return secs(r.Time)
+	}
+	return fmt.Sprintf("%s, fault interval %s", secs(r.Time), secs(r.Interval))
+}
+
+func secs(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return d.String()
+}
+
+func unknown(rt Rate) string {
+	if rt.Unknown == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d unknown", rt.Unknown)
+}
+
+func machine(rt Rate) string {
+	s := fmt.Sprintf("%d cores", rt.Cores)
+	if rt.Load != "" {
+		s += ", load " + rt.Load
+	}
+	return s
+}
+
+// anchor is the id GitHub gives the heading of a row's section.
+func anchor(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,154 @@
+package scenario
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+)
+
+// Rate is one measured catch rate: a row run Runs times at the settings it
+// had then (Time, Interval), on a machine of Cores cores at load Load. A
+// line of rates.jsonl; `lockcheck matrix --record FILE` appends them.
+type Rate struct {
+	Row      string   `json:"row"`
+	Time     Duration `json:"time"`
+	Interval Duration `json:"interval"`
+	Runs     int      `json:"runs"`
+	Invalid  int      `json:"invalid"`
+	Unknown  int      `json:"unknown,omitempty"`
+	Date     string   `json:"date"` // YYYY-MM-DD, UTC
+	Cores    int      `json:"cores"`
+	// Load is the machine's load average over the runs ("10-30", "idle");
+	// "" when it was not recorded.
+	Load string `json:"load,omitempty"`
+}
+
+// Duration is a time.Duration written as Go spells it ("20s").
+type Duration time.Duration
+
+// MarshalText writes the duration as "20s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads "20s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// At says whether r was measured at the row's settings: its duration, and
+// its fault interval when it has faults (a row without faults ignores it).
+func (r Rate) At(row Row) bool {
+	if time.Duration(r.Time) != row.Time {
+		return false
+	}
+	return len(row.Faults) == 0 || time.Duration(r.Interval) == row.Interval
+}
+
+//go:embed rates.jsonl
+var ratesFile []byte
+
+// Rates are the measured catch rates of the repository (rates.jsonl).
+func Rates() ([]Rate, error) { return ReadRates(bytes.NewReader(ratesFile)) }
+
+// ReadRates reads JSON lines of Rate; a line that is not one is an error
+// naming it.
+func ReadRates(r io.Reader) ([]Rate, error) {
+	var out []Rate
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var rt Rate
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rt); err != nil {
+			return nil, fmt.Errorf("rates line %d: %w", n, err)
+		}
+		out = append(out, rt)
+	}
+	return out, sc.Err()
+}
+
+// CheckRates tells which rates do not fit the rows: a row that does not
+// exist (renamed rows keep their rates only if the rates are moved too),
+// counts that do not add up, a date that is not one.
+func CheckRates(rows []Row, rates []Rate) error {
+	names := map[string]bool{}
+	for _, r := range rows {
+		names[r.Name] = true
+	}
+	var errs []error
+	for i, rt := range rates {
+		if !names[rt.Row] {
+			errs = append(errs, fmt.Errorf("rate %d: no row %q", i+1, rt.Row))
+		}
+		if rt.Runs < 1 || rt.Invalid < 0 || rt.Unknown < 0 || rt.Invalid+rt.Unknown > rt.Runs {
+			errs = append(errs, fmt.Errorf("rate %d (%s): %d invalid and %d unknown of %d runs", i+1, rt.Row, rt.Invalid, rt.Unknown, rt.Runs))
+		}
+		if _, err := time.Parse(time.DateOnly, rt.Date); err != nil {
+			errs = append(errs, fmt.Errorf("rate %d (%s): date %q: want YYYY-MM-DD", i+1, rt.Row, rt.Date))
+		}
+		if rt.Time <= 0 || rt.Interval <= 0 || rt.Cores < 1 {
+			errs = append(errs, fmt.Errorf("rate %d (%s): time, interval and cores must be positive", i+1, rt.Row))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Tally counts a row's runs by verdict.
+type Tally struct {
+	Runs, Invalid, Valid, Unknown int
+	// NoFault counts runs in which a fault kind the row asks for was never
+	// injected: such a run shows nothing about the row, whatever its
+	// verdict.
+	NoFault int
+}
+
+// Add counts one run's verdict and the fault windows it started (by kind),
+// and returns the row's kinds that were not injected.
+func (t *Tally) Add(row Row, v checker.Verdict, faults map[string]int) (missing []string) {
+	t.Runs++
+	switch v {
+	case checker.Invalid:
+		t.Invalid++
+	case checker.Valid:
+		t.Valid++
+	default: // unknown, or no verdict: the run failed
+		t.Unknown++
+	}
+	for _, k := range row.Faults {
+		if faults[k] == 0 {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		t.NoFault++
+	}
+	return missing
+}
+
+// Met says whether the runs meet the row's expectation: a known-unsafe row
+// caught in at least 9 of 10 runs (a single run: invalid), a safe row valid
+// in every run; and every run injected the row's faults.
+func (t Tally) Met(row Row) bool {
+	if t.Runs == 0 || t.NoFault > 0 {
+		return false
+	}
+	if row.Unsafe {
+		return Caught(t.Invalid, t.Runs)
+	}
+	return t.Valid == t.Runs
+}

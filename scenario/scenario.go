@@ -1,0 +1,318 @@
+// Package scenario holds every asserted row of lockcheck as data: which
+// recipe, under which workload and faults, on which cluster, for how long,
+// and what the run must show (valid every run, or, for a known-unsafe lock,
+// caught in at least 9 runs of 10). The jepsen tests of the runner and
+// `lockcheck matrix` drive this table, and docs/findings.md is rendered
+// from it with the catch rates measured (rates.jsonl), so that the verdicts
+// the docs claim are the verdicts the tests assert.
+//
+// The package holds data and the rules that judge it; it runs nothing (the
+// runner does: runner.ScenarioTest).
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+// Tier says when a row runs.
+type Tier string
+
+const (
+	// Quick rows run in every `make test`.
+	Quick Tier = "quick"
+	// Full rows repeat a mechanism a quick row already shows: they run with
+	// LOCKCHECK_FULL=1 (or when picked by name), so that `make test` stays
+	// under 20 minutes on 2 cores.
+	Full Tier = "full"
+)
+
+// What every row shares unless it says otherwise: 5 clients on 1 lock, and
+// a quiet phase of 3 s after healing before the final reads.
+const (
+	DefaultClients = 5
+	DefaultLocks   = 1
+	Quiet          = 3 * time.Second
+)
+
+// Cluster is the cluster a row needs. The zero value is the shared cluster
+// of the jepsen tests (`lockcheck cluster up`: 3 nodes, Paxos v1, no lazy
+// filesystem, commitlog periodic); a row that needs anything else runs on a
+// cluster of its own, started for it.
+type Cluster struct {
+	Nodes int    // 0: 3
+	Paxos string // "" or "v1"; "v2"
+	// LazyFS keeps the nodes' data on the lazy filesystem (the power
+	// faults need it); Commitlog is then commitlog_sync, periodic or batch.
+	LazyFS    bool
+	Commitlog string // "": periodic
+
+	// Shapes to come: a runner that cannot build one refuses the row
+	// (runner.ScenarioClusterOptions) rather than running it on the wrong
+	// cluster.
+	Spares  int    // nodes started outside the ring, to join during the run
+	DCs     int    // data centres (0: 1)
+	Version string // Cassandra version ("": the node image's)
+}
+
+// Shared says whether the row runs on the shared cluster.
+func (c Cluster) Shared() bool { return c.Key() == "" }
+
+// Key names a cluster configuration: "" for the shared cluster, else the
+// differences from it joined by "-" ("v2", "periodic", "batch": the names
+// the configs matrix always had). Rows on one configuration share a cluster,
+// and a row's name starts with its cluster's key.
+func (c Cluster) Key() string {
+	var parts []string
+	if c.Nodes != 0 && c.Nodes != 3 {
+		parts = append(parts, fmt.Sprintf("%dn", c.Nodes))
+	}
+	if c.Paxos != "" && c.Paxos != "v1" {
+		parts = append(parts, c.Paxos)
+	}
+	if c.LazyFS {
+		parts = append(parts, c.commitlog())
+	} else if c.commitlog() != "periodic" {
+		parts = append(parts, "sync-"+c.commitlog())
+	}
+	if c.Spares > 0 {
+		parts = append(parts, fmt.Sprintf("%dspare", c.Spares))
+	}
+	if c.DCs > 1 {
+		parts = append(parts, fmt.Sprintf("%ddc", c.DCs))
+	}
+	if c.Version != "" {
+		parts = append(parts, "c"+c.Version)
+	}
+	return strings.Join(parts, "-")
+}
+
+func (c Cluster) commitlog() string {
+	if c.Commitlog == "" {
+		return "periodic"
+	}
+	return c.Commitlog
+}
+
+// String describes the configuration for people.
+func (c Cluster) String() string {
+	nodes := c.Nodes
+	if nodes == 0 {
+		nodes = 3
+	}
+	paxos := c.Paxos
+	if paxos == "" {
+		paxos = "v1"
+	}
+	s := fmt.Sprintf("%d nodes, Paxos %s", nodes, paxos)
+	if c.LazyFS {
+		s += ", lazyfs, commitlog " + c.commitlog()
+	} else if c.commitlog() != "periodic" {
+		s += ", commitlog " + c.commitlog()
+	}
+	if c.Spares > 0 {
+		s += fmt.Sprintf(", %d spare", c.Spares)
+	}
+	if c.DCs > 1 {
+		s += fmt.Sprintf(", %d DCs", c.DCs)
+	}
+	if c.Version != "" {
+		s += ", Cassandra " + c.Version
+	}
+	if c.Shared() {
+		s += " (shared)"
+	}
+	return s
+}
+
+// Row is one asserted scenario.
+type Row struct {
+	// Name is stable and short: tests are named after it, --rows and
+	// LOCKCHECK_ROWS filter on it, measured rates refer to it. Form:
+	// [cluster key/]recipe/faults[/shape].
+	Name     string
+	Recipe   string
+	Workload string   // the clients' shape; "": workload.ShapeCycle
+	Faults   []string // fault kinds; none: no fault
+	Cluster  Cluster
+	Time     time.Duration
+	Interval time.Duration // mean time between faults
+	// Pin pins the clients round-robin to the nodes (run --pin-clients),
+	// which the aimed coord-* faults need.
+	Pin     bool
+	Clients int // 0: DefaultClients
+	Locks   int // 0: DefaultLocks
+	// Seed is the seed of a single run; run r of a repeated row uses
+	// Seed+r.
+	Seed int64
+	// Want is the verdict every run must give: checker.Invalid for a
+	// known-unsafe row, checker.Valid for a safe one.
+	Want checker.Verdict
+	// Unsafe rows are known-unsafe: the assertion is a catch rate, invalid
+	// in at least 9 of 10 runs (a single run must be invalid). Safe rows
+	// must be valid in every run.
+	Unsafe bool
+	Tier   Tier
+	// Mechanism says in a sentence or two why the lock fails or holds here.
+	Mechanism string
+}
+
+// Shape is the row's workload shape with its default.
+func (r Row) Shape() string {
+	if r.Workload == "" {
+		return workload.ShapeCycle
+	}
+	return r.Workload
+}
+
+// ClientCount is the row's clients with the default.
+func (r Row) ClientCount() int {
+	if r.Clients == 0 {
+		return DefaultClients
+	}
+	return r.Clients
+}
+
+// LockCount is the row's lock names with the default.
+func (r Row) LockCount() int {
+	if r.Locks == 0 {
+		return DefaultLocks
+	}
+	return r.Locks
+}
+
+// RunSeed is the seed of run r (0-based) of the row.
+func (r Row) RunSeed(run int) int64 { return r.Seed + int64(run) }
+
+// FaultsName is the faults as row names spell them: "none", "node-faults"
+// for NodeFaults, else the kinds joined by "+".
+func (r Row) FaultsName() string {
+	switch {
+	case len(r.Faults) == 0:
+		return "none"
+	case slices.Equal(r.Faults, NodeFaults):
+		return "node-faults"
+	}
+	return strings.Join(r.Faults, "+")
+}
+
+// Expected says what the row asserts, for tables.
+func (r Row) Expected() string {
+	if r.Unsafe {
+		return "invalid >= 9/10"
+	}
+	return "valid every run"
+}
+
+// NodeFaults are every node fault kind of the nemesis's table that works on
+// any cluster (nemesis.All by scope: partition, pause, kill, clock, loss), so
+// that a kind added there joins the node-fault rows.
+var NodeFaults = slices.DeleteFunc(nemesis.All(), func(k string) bool { return nemesis.ScopeOf(k) != nemesis.ScopeNode })
+
+// Caught says whether invalid runs of runs meet a known-unsafe row's
+// catch rate: at least 9 of 10.
+func Caught(invalid, runs int) bool { return runs > 0 && invalid*10 >= 9*runs }
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(/[a-z0-9][a-z0-9.+-]*)*$`)
+
+// Check tells what is inconsistent in the row: an expectation that cannot
+// be asserted (unsafe without want invalid, want invalid without the catch
+// rate), a name that does not say which cluster, faults or shape it runs,
+// fields out of range. Whether the recipe exists is the runner's to say
+// (runner.ScenarioTest).
+func (r Row) Check() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if !nameRE.MatchString(r.Name) {
+		bad("name %q: want lower-case words separated by /", r.Name)
+	}
+	if want := r.canonicalName(); r.Name != want {
+		bad("name %q: want %q ([cluster key/]recipe/faults[/shape])", r.Name, want)
+	}
+	switch {
+	case r.Want != checker.Valid && r.Want != checker.Invalid:
+		bad("want %q: a row asserts valid or invalid", r.Want)
+	case r.Unsafe && r.Want != checker.Invalid:
+		bad("unsafe but want %s: a known-unsafe row asserts invalid", r.Want)
+	case !r.Unsafe && r.Want == checker.Invalid:
+		bad("want invalid but not unsafe: a row that asserts invalid is known-unsafe and asserts its catch rate")
+	}
+	if r.Tier != Quick && r.Tier != Full {
+		bad("tier %q: want %s or %s", r.Tier, Quick, Full)
+	}
+	if r.Time <= 0 || r.Interval <= 0 {
+		bad("time %v and interval %v must be positive", r.Time, r.Interval)
+	}
+	if !slices.Contains(workload.Shapes, r.Shape()) {
+		bad("workload %q: want one of %v", r.Workload, workload.Shapes)
+	}
+	if r.Clients < 0 || r.Locks < 0 {
+		bad("clients %d and locks %d must not be negative", r.Clients, r.Locks)
+	}
+	if r.Seed <= 0 {
+		bad("seed %d: want a positive seed of its own", r.Seed)
+	}
+	for _, k := range r.Faults {
+		if _, err := nemesis.NewKind(k); err != nil {
+			bad("%v", err)
+		}
+		if nemesis.Aimed(k) && !r.Pin {
+			bad("fault %s is aimed by the clients' coordinators: the row needs Pin", k)
+		}
+	}
+	if strings.TrimSpace(r.Mechanism) == "" {
+		bad("no mechanism: say why the lock fails or holds")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("row %q: %w", r.Name, err)
+	}
+	return nil
+}
+
+func (r Row) canonicalName() string {
+	name := r.Recipe + "/" + r.FaultsName()
+	if k := r.Cluster.Key(); k != "" {
+		name = k + "/" + name
+	}
+	if r.Workload != "" && r.Workload != workload.ShapeCycle {
+		name += "/" + r.Workload
+	}
+	return name
+}
+
+// Check checks every row and that names and seeds are unique.
+func Check(rows []Row) error {
+	var errs []error
+	names, seeds := map[string]bool{}, map[int64]string{}
+	for _, r := range rows {
+		if err := r.Check(); err != nil {
+			errs = append(errs, err)
+		}
+		if names[r.Name] {
+			errs = append(errs, fmt.Errorf("row %q: name used twice", r.Name))
+		}
+		names[r.Name] = true
+		if other, ok := seeds[r.Seed]; ok {
+			errs = append(errs, fmt.Errorf("row %q: seed %d is row %q's", r.Name, r.Seed, other))
+		}
+		seeds[r.Seed] = r.Name
+	}
+	return errors.Join(errs...)
+}
+
+// Lookup finds a row by its exact name.
+func Lookup(name string) (Row, bool) {
+	i := slices.IndexFunc(Rows, func(r Row) bool { return r.Name == name })
+	if i < 0 {
+		return Row{}, false
+	}
+	return Rows[i], true
+}

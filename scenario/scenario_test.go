@@ -1,0 +1,326 @@
+package scenario
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/findings.md from the rows and rates")
+
+func TestRowsConsistent(t *testing.T) {
+	if err := Check(Rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// good is a consistent row the cases below spoil one field at a time.
+func good() Row {
+	return Row{
+		Name: "lease/client-pause", Recipe: "lease", Faults: []string{nemesis.ClientPause},
+		Time: 20 * time.Second, Interval: 3 * time.Second, Seed: 7,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick, Mechanism: "a stalled holder",
+	}
+}
+
+func TestCheckRefusesInconsistentRows(t *testing.T) {
+	if err := good().Check(); err != nil {
+		t.Fatalf("the good row: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(*Row)
+		want  string
+	}{
+		{"unsafe without want invalid", func(r *Row) { r.Want = checker.Valid }, "unsafe but want valid"},
+		{"want invalid without unsafe", func(r *Row) { r.Unsafe = false }, "want invalid but not unsafe"},
+		{"no verdict", func(r *Row) { r.Want, r.Unsafe = "", false }, "a row asserts valid or invalid"},
+		{"unknown verdict", func(r *Row) { r.Want = checker.Unknown }, "a row asserts valid or invalid"},
+		{"no tier", func(r *Row) { r.Tier = "" }, "tier"},
+		{"no time", func(r *Row) { r.Time = 0 }, "must be positive"},
+		{"no interval", func(r *Row) { r.Interval = 0 }, "must be positive"},
+		{"no seed", func(r *Row) { r.Seed = 0 }, "seed"},
+		{"no mechanism", func(r *Row) { r.Mechanism = " " }, "no mechanism"},
+		{"unknown kind", func(r *Row) { r.Faults, r.Name = []string{"meteor"}, "lease/meteor" }, "unknown fault"},
+		{"aimed without pins", func(r *Row) { r.Faults, r.Name = []string{nemesis.CoordClock}, "lease/coord-clock" }, "needs Pin"},
+		{"unknown shape", func(r *Row) { r.Workload, r.Name = "swarm", "lease/client-pause/swarm" }, "workload"},
+		{"name hides the faults", func(r *Row) { r.Name = "lease" }, `want "lease/client-pause"`},
+		{"name hides the cluster", func(r *Row) { r.Cluster = Cluster{Paxos: "v2"} }, `want "v2/lease/client-pause"`},
+		{"name hides the shape", func(r *Row) { r.Workload = workload.ShapeLeader }, `want "lease/client-pause/leader"`},
+		{"name with a space", func(r *Row) { r.Name = "lease client-pause" }, "lower-case words"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := good()
+			tc.spoil(&r)
+			err := r.Check()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check() = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckRefusesDuplicates(t *testing.T) {
+	a, b := good(), good()
+	if err := Check([]Row{a, b}); err == nil || !strings.Contains(err.Error(), "name used twice") || !strings.Contains(err.Error(), "seed 7") {
+		t.Fatalf("Check(two equal rows) = %v, want name and seed used twice", err)
+	}
+}
+
+// The shared cluster is the zero configuration; every other one has a key
+// that its rows' names start with, and the keys the configs matrix always
+// had stay.
+func TestClusterKeys(t *testing.T) {
+	for _, tc := range []struct {
+		c    Cluster
+		want string
+	}{
+		{Cluster{}, ""},
+		{Cluster{Nodes: 3, Paxos: "v1", Commitlog: "periodic"}, ""},
+		{Cluster{Paxos: "v2"}, "v2"},
+		{Cluster{LazyFS: true}, "periodic"},
+		{Cluster{LazyFS: true, Commitlog: "batch"}, "batch"},
+		{Cluster{Commitlog: "batch"}, "sync-batch"},
+		{Cluster{Nodes: 5, DCs: 2, Version: "4.1"}, "5n-2dc-c4.1"},
+	} {
+		if got := tc.c.Key(); got != tc.want {
+			t.Errorf("%+v.Key() = %q, want %q", tc.c, got, tc.want)
+		}
+		if got := tc.c.Shared(); got != (tc.want == "") {
+			t.Errorf("%+v.Shared() = %v", tc.c, got)
+		}
+	}
+}
+
+func TestTallyMet(t *testing.T) {
+	unsafe, safe := good(), good()
+	safe.Want, safe.Unsafe = checker.Valid, false
+	injected := map[string]int{nemesis.ClientPause: 2}
+	tally := func(row Row, vs ...checker.Verdict) Tally {
+		var t Tally
+		for _, v := range vs {
+			t.Add(row, v, injected)
+		}
+		return t
+	}
+	rep := func(v checker.Verdict, n int) []checker.Verdict { return slices.Repeat([]checker.Verdict{v}, n) }
+	for _, tc := range []struct {
+		name string
+		row  Row
+		t    Tally
+		want bool
+	}{
+		{"unsafe, one run invalid", unsafe, tally(unsafe, checker.Invalid), true},
+		{"unsafe, one run valid", unsafe, tally(unsafe, checker.Valid), false},
+		{"unsafe, one run unknown", unsafe, tally(unsafe, checker.Unknown), false},
+		{"unsafe, 9 of 10", unsafe, tally(unsafe, append(rep(checker.Invalid, 9), checker.Valid)...), true},
+		{"unsafe, 8 of 10", unsafe, tally(unsafe, append(rep(checker.Invalid, 8), checker.Valid, checker.Unknown)...), false},
+		{"unsafe, 1 of 2", unsafe, tally(unsafe, checker.Invalid, checker.Valid), false},
+		{"unsafe, no runs", unsafe, Tally{}, false},
+		{"safe, 20 valid", safe, tally(safe, rep(checker.Valid, 20)...), true},
+		{"safe, one invalid in 20", safe, tally(safe, append(rep(checker.Valid, 19), checker.Invalid)...), false},
+		{"safe, one unknown", safe, tally(safe, checker.Valid, checker.Unknown), false},
+	} {
+		if got := tc.t.Met(tc.row); got != tc.want {
+			t.Errorf("%s: Met(%+v) = %v, want %v", tc.name, tc.t, got, tc.want)
+		}
+	}
+
+	var tl Tally
+	if missing := tl.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1}); !slices.Equal(missing, []string{nemesis.ClientPause}) {
+		t.Errorf("missing = %v, want [client-pause]", missing)
+	}
+	if tl.NoFault != 1 || tl.Met(safe) {
+		t.Errorf("a valid run without its fault: %+v met %v, want NoFault 1 and not met", tl, tl.Met(safe))
+	}
+}
+
+func names(rows []Row) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+func TestSelect(t *testing.T) {
+	rows := []Row{
+		{Name: "racy/none", Tier: Quick},
+		{Name: "lease/client-pause", Tier: Quick},
+		{Name: "lease-fenced/client-pause", Tier: Quick},
+		{Name: "lease-fenced/client-pause/leader", Tier: Full},
+		{Name: "periodic/lease-fenced/rack-power-loss", Tier: Quick},
+		{Name: "batch/music-seq/rack-power-loss", Tier: Full},
+	}
+	for _, tc := range []struct {
+		tier, pattern string
+		want          []string
+	}{
+		{"all", "", names(rows)},
+		{"quick", "", []string{"racy/none", "lease/client-pause", "lease-fenced/client-pause", "periodic/lease-fenced/rack-power-loss"}},
+		{"full", "", []string{"lease-fenced/client-pause/leader", "batch/music-seq/rack-power-loss"}},
+		// A regular expression matches anywhere, as go test -run does.
+		{"all", "racy", []string{"racy/none"}},
+		{"all", "^lease/", []string{"lease/client-pause"}},
+		{"all", "^(racy/none|lease/client-pause)$", []string{"racy/none", "lease/client-pause"}},
+		// A glob matches the whole name; * crosses "/".
+		{"all", "*/client-pause", []string{"lease/client-pause", "lease-fenced/client-pause"}},
+		{"all", "*rack-power-loss", []string{"periodic/lease-fenced/rack-power-loss", "batch/music-seq/rack-power-loss"}},
+		{"quick", "*rack-power-loss", []string{"periodic/lease-fenced/rack-power-loss"}},
+		{"all", "lease-fenced/client-pause/leade?", []string{"lease-fenced/client-pause/leader"}},
+		{"all", "nothing", nil},
+	} {
+		got, err := Select(rows, tc.tier, tc.pattern)
+		if err != nil {
+			t.Fatalf("Select(%q, %q): %v", tc.tier, tc.pattern, err)
+		}
+		if !slices.Equal(names(got), tc.want) {
+			t.Errorf("Select(%q, %q) = %v, want %v", tc.tier, tc.pattern, names(got), tc.want)
+		}
+	}
+	if _, err := Select(rows, "slow", ""); err == nil {
+		t.Error("Select with tier slow: no error")
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	unsafe, safe := good(), good()
+	safe.Name, safe.Want, safe.Unsafe = "lease-fenced/client-pause", checker.Valid, false
+	var buf bytes.Buffer
+	err := WriteTable(&buf, []Result{
+		{Row: unsafe, Tally: Tally{Runs: 10, Invalid: 9, Valid: 1}},
+		{Row: safe, Tally: Tally{Runs: 20, Invalid: 1, Valid: 19}},
+		{Row: safe, Tally: Tally{Runs: 2, Valid: 2, NoFault: 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `ROW                        EXPECTED         RUNS  INVALID  VALID  UNKNOWN  CATCH RATE  RESULT
+lease/client-pause         invalid >= 9/10  10    9        1      0        9/10 (90%)  pass
+lease-fenced/client-pause  valid every run  20    1        19     0        1/20 (5%)   FAIL
+lease-fenced/client-pause  valid every run  2     0        2      0        0/2 (0%)    FAIL (1 runs without the fault)
+`
+	if buf.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+func TestRatesFitRows(t *testing.T) {
+	rates, err := Rates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rates) == 0 {
+		t.Fatal("rates.jsonl holds no rate")
+	}
+	if err := CheckRates(Rows, rates); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadRatesRefusesBadLines(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"row":"racy/none","time":"fast"}`, "line 1"},
+		{"\n" + `{"row":"racy/none","colour":"red"}`, "line 2"},
+		{`not json`, "line 1"},
+	} {
+		if _, err := ReadRates(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadRates(%q) = %v, want an error naming %q", tc.in, err, tc.want)
+		}
+	}
+	bad := []Rate{
+		{Row: "gone/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Date: "2026-11-23", Cores: 2},
+		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Invalid: 2, Date: "2026-11-23", Cores: 2},
+		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Date: "yesterday", Cores: 2},
+	}
+	err := CheckRates(Rows, bad)
+	for _, want := range []string{`no row "gone/none"`, "2 invalid and 0 unknown of 1 runs", `date "yesterday"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckRates = %v, want %q", err, want)
+		}
+	}
+}
+
+func TestRateAt(t *testing.T) {
+	r := good() // 20 s, interval 3 s, with faults
+	at := func(tm, iv time.Duration) Rate { return Rate{Time: Duration(tm), Interval: Duration(iv)} }
+	if !at(20*time.Second, 3*time.Second).At(r) || at(20*time.Second, 4*time.Second).At(r) || at(30*time.Second, 3*time.Second).At(r) {
+		t.Error("a row with faults: a rate is at its settings only with its time and interval")
+	}
+	r.Faults = nil
+	if !at(20*time.Second, 4*time.Second).At(r) {
+		t.Error("a row without faults: the interval does not matter")
+	}
+}
+
+// TestFindingsPage renders docs/findings.md from the rows and the rates and
+// compares it with the committed page: the verdicts the docs claim are the
+// verdicts the tests assert. -update rewrites the page.
+func TestFindingsPage(t *testing.T) {
+	rates, err := Rates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteFindings(&buf, Rows, rates); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "docs", "findings.md")
+	if *update {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./scenario -update writes it)", err)
+	}
+	if !bytes.Equal(have, buf.Bytes()) {
+		t.Errorf("docs/findings.md is not what the rows and rates render: run `go test ./scenario -update` and commit it")
+	}
+	for _, r := range Rows {
+		if !strings.Contains(buf.String(), "\n### "+r.Name+"\n") {
+			t.Errorf("row %s has no section", r.Name)
+		}
+	}
+}
+
+// Each row's table line says the verdict the row asserts and its last rate
+// at its settings, not at other settings.
+func TestFindingsRowLine(t *testing.T) {
+	r := good()
+	rates := []Rate{
+		{Row: r.Name, Time: Duration(20 * time.Second), Interval: Duration(3 * time.Second), Runs: 10, Invalid: 9, Date: "2026-11-22", Cores: 2},
+		{Row: r.Name, Time: Duration(30 * time.Second), Interval: Duration(3 * time.Second), Runs: 10, Invalid: 10, Date: "2026-11-23", Cores: 2},
+	}
+	var buf bytes.Buffer
+	if err := WriteFindings(&buf, []Row{r}, rates); err != nil {
+		t.Fatal(err)
+	}
+	want := "| [`lease/client-pause`](#leaseclient-pause) | `lease` | client-pause | 3 nodes, Paxos v1 (shared) | 20 s | 3 s | quick | **invalid**, caught >= 9/10 | 9/10 (2026-11-22) |"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("page:\n%s\nwant the line\n%s", buf.String(), want)
+	}
+	if !strings.Contains(buf.String(), "| 10/10 | 30 s | 3 s | 2026-11-23 | 2 cores |") {
+		t.Errorf("page:\n%s\nwant the 30 s rate listed under the row", buf.String())
+	}
+}
+
+func TestGroups(t *testing.T) {
+	v2 := Cluster{Paxos: "v2"}
+	rows := []Row{{Name: "a"}, {Name: "v2/b", Cluster: v2}, {Name: "c"}, {Name: "v2/d", Cluster: v2}}
+	g := Groups(rows)
+	if len(g) != 2 || g[0].Cluster.Key() != "" || g[1].Cluster.Key() != "v2" ||
+		!slices.Equal(names(g[0].Rows), []string{"a", "c"}) || !slices.Equal(names(g[1].Rows), []string{"v2/b", "v2/d"}) {
+		t.Errorf("Groups = %+v", g)
+	}
+}
