@@ -29,6 +29,18 @@ type Node struct {
 
 func (n *Node) String() string { return n.Name }
 
+// Capabilities are what a Docker node can do for the fault kinds, in the
+// nemesis's words (nemesis.Capability; this package imports none of
+// lockcheck's): everything, and a power cut that loses something only when
+// its data lives on the lazy filesystem.
+func (n *Node) Capabilities() []string {
+	caps := []string{"iptables", "clock", "signals", "restart"}
+	if n.c.LazyFS() {
+		caps = append(caps, "power")
+	}
+	return caps
+}
+
 // Exec runs cmd in the node's container and returns its combined output; a
 // non-zero exit status is an error (with the output in it).
 func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {

@@ -9,8 +9,9 @@ import (
 // NemesisProcess and type info, and one of these names. A fault kind "K"
 // (partition, pause, loss, ...) writes "start-K" when it takes effect and
 // "stop-K" when it was undone; what happened is its value, an object whose
-// fields are the kind's own (docs/history.md lists them). The vocabulary
-// names no kind: a kind added later needs nothing here.
+// fields are the kind's own: its typed values below (docs/faults.md lists
+// them). The line names and windows name no kind: a kind whose values are
+// of a shape already here needs nothing added.
 const (
 	startPrefix = "start-"
 	stopPrefix  = "stop-"
@@ -130,4 +131,145 @@ func addNodes(nodes []string, list string) []string {
 		}
 	}
 	return nodes
+}
+
+// Fault values: the value of each fault kind's start and stop lines, one
+// type per kind's line, shared by the nemesis (which records them) and the
+// reports (which read them). Fields are declared in the order of their JSON
+// names: lines written before these types existed were encoded from maps
+// (keys sorted), and a stored history must read back byte for byte. A
+// field's `doc` tag is its entry in the generated fault reference
+// (docs/faults.md).
+
+// The kinds whose values the reports read by name.
+const (
+	KindPartition      = "partition"
+	KindLoss           = "loss"
+	KindPause          = "pause"
+	KindKill           = "kill"
+	KindClock          = "clock"
+	KindClientPause    = "client-pause"
+	KindClientClock    = "client-clock"
+	KindPowerLoss      = "power-loss"
+	KindRackPowerLoss  = "rack-power-loss"
+	KindCoordPartition = "coord-partition"
+	KindCoordClock     = "coord-clock"
+)
+
+// Grudge maps a node's name to the names of the nodes it drops packets
+// from; "clients" stands for the harness's gateway.
+type Grudge map[string][]string
+
+// PartitionStart is the value of a start-partition line.
+type PartitionStart struct {
+	Grudge Grudge `json:"grudge" doc:"per node, the nodes it drops packets from (\"clients\": the harness's gateway)"`
+	Kind   string `json:"kind" doc:"isolate, halves, ring, bridge or clients"`
+}
+
+// PartitionStop is the value of a stop-partition line.
+type PartitionStop struct {
+	Kind string `json:"kind" doc:"as at the start"`
+}
+
+// LossStart is the value of a start-loss line.
+type LossStart struct {
+	Mode        string  `json:"mode" doc:"nodes (chosen nodes lose packets from the others) or clients (from the harness)"`
+	Probability float64 `json:"probability" doc:"the share of packets dropped (0.05..0.5 by default)"`
+	Drops       Grudge  `json:"drops" doc:"per node, the sources whose packets it drops at random"`
+}
+
+// LossStop is the value of a stop-loss line.
+type LossStop struct {
+	Mode string `json:"mode" doc:"as at the start"`
+}
+
+// PauseValue is the value of the start-pause and stop-pause lines.
+type PauseValue struct {
+	How string `json:"how" doc:"docker (the container frozen) or jvm (the JVM SIGSTOPped, SIGCONT at the stop)"`
+}
+
+// KillValue is the value of the start-kill and stop-kill lines.
+type KillValue struct {
+	How string `json:"how" doc:"kill -9 at the start, restart at the stop"`
+}
+
+// PowerStart is the value of a start line of a power kind (power-loss,
+// rack-power-loss): per node, what its lazy filesystem held unsynced when
+// the power went (-1: unknown).
+type PowerStart struct {
+	How           string           `json:"how" doc:"power off"`
+	UnsyncedBytes map[string]int64 `json:"unsynced_bytes" doc:"per node, the bytes written and not fsynced when the power went (-1: unknown)"`
+	UnsyncedFiles map[string]int   `json:"unsynced_files" doc:"per node, the files holding them (-1: unknown)"`
+}
+
+// PowerStop is the value of a stop line of a power kind.
+type PowerStop struct {
+	How string `json:"how" doc:"power on"`
+}
+
+// ClockStart is the value of a start-clock line.
+type ClockStart struct {
+	Kind    string            `json:"kind" doc:"bump (the offsets hold) or strobe (flips between the offsets and real time)"`
+	Offsets map[string]string `json:"offsets" doc:"per node, its offset as a Go duration (\"-1.5s\")"`
+	Period  string            `json:"period,omitempty" doc:"strobe only: how often it flips (\"120ms\")"`
+}
+
+// ClockStop is the value of a stop-clock line.
+type ClockStop struct {
+	Kind string `json:"kind" doc:"as at the start"`
+}
+
+// ClientPauseStart is the value of a start-client-pause line: the holder
+// stalled in its critical section.
+type ClientPauseStart struct {
+	Client  int    `json:"client" doc:"the client stalled"`
+	Lock    string `json:"lock" doc:"the lock it held"`
+	MS      int64  `json:"ms" doc:"the stall, in milliseconds: its lease plus the pause extra"`
+	Process int    `json:"process" doc:"its process number in the history"`
+}
+
+// ClientPauseStop is the value of a stop-client-pause line.
+type ClientPauseStop struct {
+	Client  int `json:"client" doc:"as at the start"`
+	Process int `json:"process" doc:"as at the start"`
+}
+
+// ClientClockStart is the value of a start-client-clock line.
+type ClientClockStart struct {
+	Client int    `json:"client" doc:"the client whose clock moved"`
+	Offset string `json:"offset" doc:"its offset (\"-12.3s\"), stepped between two of its operations"`
+}
+
+// ClientClockStop is the value of a stop-client-clock line.
+type ClientClockStop struct {
+	Client int `json:"client" doc:"as at the start"`
+}
+
+// CoordPartitionStart is the value of a start-coord-partition line.
+type CoordPartitionStart struct {
+	AtRest  bool             `json:"at_rest" doc:"whether clients were held between operations while the cut was made"`
+	Clients []int            `json:"clients" doc:"the clients pinned to node"`
+	Grudge  Grudge           `json:"grudge" doc:"per other node, the node whose internode traffic it drops"`
+	Node    string           `json:"node" doc:"the coordinator cut off"`
+	Others  map[string][]int `json:"others" doc:"the other nodes and their clients"`
+	Port    int              `json:"port" doc:"the internode port dropped (7000)"`
+}
+
+// CoordPartitionStop is the value of a stop-coord-partition line.
+type CoordPartitionStop struct {
+	Node string `json:"node" doc:"as at the start"`
+}
+
+// CoordClockStart is the value of a start-coord-clock line.
+type CoordClockStart struct {
+	Clients []int  `json:"clients" doc:"the clients pinned to node"`
+	Holders []int  `json:"holders" doc:"the clients that held a lock when node was chosen"`
+	Lease   string `json:"lease" doc:"the lease TTL the offset exceeds"`
+	Node    string `json:"node" doc:"the coordinator whose clock moved"`
+	Offset  string `json:"offset" doc:"how far ahead it runs (\"+4.997s\")"`
+}
+
+// CoordClockStop is the value of a stop-coord-clock line.
+type CoordClockStop struct {
+	Node string `json:"node" doc:"as at the start"`
 }

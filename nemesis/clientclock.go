@@ -12,17 +12,21 @@ import (
 )
 
 // ClientClock sets a contender's clock behind.
-const ClientClock = "client-clock"
+const ClientClock = history.KindClientClock
+
+var clientClockKind = Kind{
+	Name: ClientClock, Scope: ScopeClient, Color: "#edc948",
+	Doc: "Sets one contender's clock behind (1 s to 30 s by default), stepped between two of its operations; a lock " +
+		"with its own process gets the step too (workload.ClockSetter).",
+	StartValue: history.ClientClockStart{Client: 3, Offset: "-5.658s"}, StopValue: history.ClientClockStop{Client: 3},
+	New: func() Injector { return &clientClock{} },
+}
 
 // clientClock keeps the clients it skewed, which its reset sets back.
 type clientClock struct {
 	mu     sync.Mutex
 	skewed map[int]bool
 }
-
-func (*clientClock) Name() string  { return ClientClock }
-func (*clientClock) Scope() Scope  { return ScopeClient }
-func (*clientClock) Color() string { return "#edc948" }
 
 func (c *clientClock) mark(i int, on bool) {
 	c.mu.Lock()
@@ -63,7 +67,7 @@ func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 	if err := e.Clients.SetClientClockAtRest(cl, d); err != nil {
 		return nil, fmt.Errorf("nemesis: client clock: %w", err)
 	}
-	if err := e.Record(history.StartF(ClientClock), map[string]any{"client": cl, "offset": d.String()}, nil); err != nil {
+	if err := e.Record(history.StartF(ClientClock), history.ClientClockStart{Client: cl, Offset: d.String()}, nil); err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context) error {
@@ -71,7 +75,7 @@ func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 		if err == nil {
 			c.mark(cl, false)
 		}
-		return errors.Join(err, e.Record(history.StopF(ClientClock), map[string]any{"client": cl}, nil))
+		return errors.Join(err, e.Record(history.StopF(ClientClock), history.ClientClockStop{Client: cl}, nil))
 	}, nil
 }
 

@@ -13,7 +13,17 @@ import (
 
 // Clock moves node clocks (libfaketime): a bump, or a strobe that flips
 // between the offset and real time.
-const Clock = "clock"
+const Clock = history.KindClock
+
+var clockKind = Kind{
+	Name: Clock, Scope: ScopeNode, Color: "#59a14f",
+	Doc: "Moves the clocks of a random set of nodes, each by its own offset (10 ms to 3 min, either way): a bump that holds, " +
+		"or a strobe that flips between the offset and real time.",
+	Needs:      []Capability{CapClock},
+	StartValue: history.ClockStart{Kind: "strobe", Offsets: map[string]string{"n1": "-1.5s", "n3": "27ms"}, Period: "120ms"},
+	StopValue:  history.ClockStop{Kind: "strobe"},
+	New:        func() Injector { return &clock{} },
+}
 
 // clock keeps the strobe it runs, which its stop and its reset end.
 type clock struct {
@@ -21,10 +31,6 @@ type clock struct {
 	strobeStop chan struct{}
 	strobeDone chan struct{}
 }
-
-func (*clock) Name() string  { return Clock }
-func (*clock) Scope() Scope  { return ScopeNode }
-func (*clock) Color() string { return "#59a14f" }
 
 func (c *clock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	strobe := e.Sched.IntN(3) == 0
@@ -65,9 +71,9 @@ func (c *clock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error
 	if err := set(ctx, false); err != nil {
 		return nil, errors.Join(err, undo(context.WithoutCancel(ctx)))
 	}
-	value := map[string]any{"kind": "bump", "offsets": offsets}
+	value := history.ClockStart{Kind: "bump", Offsets: offsets}
 	if strobe {
-		value = map[string]any{"kind": "strobe", "offsets": offsets, "period": period.String()}
+		value = history.ClockStart{Kind: "strobe", Offsets: offsets, Period: period.String()}
 		c.startStrobe(context.WithoutCancel(ctx), e, period, set)
 	}
 	if err := e.Record(history.StartF(Clock), value, names); err != nil {
@@ -75,7 +81,7 @@ func (c *clock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error
 	}
 	return func(ctx context.Context) error {
 		err := undo(ctx)
-		return errors.Join(err, e.Record(history.StopF(Clock), map[string]any{"kind": value["kind"]}, names))
+		return errors.Join(err, e.Record(history.StopF(Clock), history.ClockStop{Kind: value.Kind}, names))
 	}, nil
 }
 

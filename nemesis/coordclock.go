@@ -17,14 +17,20 @@ import (
 // while its holder still holds it. Aimed by the clients' pinning: the node
 // chosen serves a client that holds nothing now and, where one does, none
 // that holds.
-const CoordClock = "coord-clock"
+const CoordClock = history.KindCoordClock
+
+var coordClockKind = Kind{
+	Name: CoordClock, Scope: ScopeNode, Color: "#9c755f",
+	Doc: "Moves the clock of a coordinator serving contenders (and, where one can, no holder) ahead by more than the " +
+		"lease TTL: an IF NOT EXISTS through it finds a held lease already expired.",
+	Needs:      []Capability{CapClock},
+	Pins:       true,
+	StartValue: history.CoordClockStart{Clients: []int{2}, Holders: []int{0}, Lease: "3s", Node: "n3", Offset: "+4.997s"},
+	StopValue:  history.CoordClockStop{Node: "n3"},
+	New:        func() Injector { return &coordClock{} },
+}
 
 type coordClock struct{}
-
-func (*coordClock) Name() string     { return CoordClock }
-func (*coordClock) Scope() Scope     { return ScopeNode }
-func (*coordClock) Color() string    { return "#9c755f" }
-func (*coordClock) aim(e *Env) error { return needPins(e) }
 
 func (c *coordClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	// Seconds, not minutes: Cassandra's timestamps stay ahead after the
@@ -57,7 +63,7 @@ func (c *coordClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, 
 	if err := t.Node.SetClockOffset(ctx, ahead); err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: coord-clock of %s: %w", node, err), t.Node.SetClockOffset(context.WithoutCancel(ctx), 0))
 	}
-	value := map[string]any{"node": node, "clients": groups[node], "offset": "+" + ahead.String(), "lease": e.LeaseTTL.String(), "holders": holders}
+	value := history.CoordClockStart{Node: node, Clients: groups[node], Offset: "+" + ahead.String(), Lease: e.LeaseTTL.String(), Holders: holders}
 	if err := e.Record(history.StartF(CoordClock), value, []string{node}); err != nil {
 		return nil, errors.Join(err, t.Node.SetClockOffset(context.WithoutCancel(ctx), 0))
 	}
@@ -66,7 +72,7 @@ func (c *coordClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, 
 		if err != nil {
 			err = fmt.Errorf("nemesis: coord-clock of %s: %w", node, err)
 		}
-		return errors.Join(err, e.Record(history.StopF(CoordClock), map[string]any{"node": node}, []string{node}))
+		return errors.Join(err, e.Record(history.StopF(CoordClock), history.CoordClockStop{Node: node}, []string{node}))
 	}, nil
 }
 

@@ -21,7 +21,19 @@ import (
 // so that the others' view of it is clean (no ticket of it frozen there)
 // rather than wedged. Without pinning, token-aware routing sends every
 // client's queries of a partition to one replica and nothing can split them.
-const CoordPartition = "coord-partition"
+const CoordPartition = history.KindCoordPartition
+
+var coordPartitionKind = Kind{
+	Name: CoordPartition, Scope: ScopeNode, Color: "#d37295",
+	Doc: "Cuts one way the coordinator of one group of pinned clients off from the other nodes (they drop what it " +
+		"sends to their internode port), every client's link left whole: writes at ONE through it reach no other replica.",
+	Needs: []Capability{CapIPTables},
+	Pins:  true,
+	StartValue: history.CoordPartitionStart{AtRest: true, Clients: []int{1, 4}, Grudge: Grudge{"n1": {"n2"}, "n3": {"n2"}},
+		Node: "n2", Others: map[string][]int{"n1": {0, 3}, "n3": {2}}, Port: InternodePort},
+	StopValue: history.CoordPartitionStop{Node: "n2"},
+	New:       func() Injector { return &coordPartition{} },
+}
 
 // InternodePort is Cassandra's storage_port, where a node's own outbound
 // connections (its requests and its responses) arrive.
@@ -32,11 +44,6 @@ const InternodePort = 7000
 const restWait = 15 * time.Second
 
 type coordPartition struct{}
-
-func (*coordPartition) Name() string     { return CoordPartition }
-func (*coordPartition) Scope() Scope     { return ScopeNode }
-func (*coordPartition) Color() string    { return "#d37295" }
-func (*coordPartition) aim(e *Env) error { return needPins(e) }
 
 // coordGroups are the pinned nodes in target order and each one's clients.
 func coordGroups(e *Env) ([]string, map[string][]int) {
@@ -94,8 +101,8 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 			otherClients[n] = cs
 		}
 	}
-	value := map[string]any{"node": alone, "clients": groups[alone], "others": otherClients, "grudge": g,
-		"port": InternodePort, "at_rest": atRest}
+	value := history.CoordPartitionStart{Node: alone, Clients: groups[alone], Others: otherClients, Grudge: g,
+		Port: InternodePort, AtRest: atRest}
 	if err := e.Record(history.StartF(CoordPartition), value, cut); err != nil {
 		return nil, errors.Join(err, removeChainParallel(context.WithoutCancel(ctx), e, c))
 	}
@@ -104,7 +111,7 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 		if err != nil {
 			err = fmt.Errorf("nemesis: heal coord-partition: %w", err)
 		}
-		return errors.Join(err, e.Record(history.StopF(CoordPartition), map[string]any{"node": alone}, cut))
+		return errors.Join(err, e.Record(history.StopF(CoordPartition), history.CoordPartitionStop{Node: alone}, cut))
 	}, nil
 }
 

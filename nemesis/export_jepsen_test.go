@@ -33,7 +33,7 @@ func ChainOf(kind string) string { return string(chainOf(kind)) }
 // nothing else, as if its process had been killed.
 func Vanish(n *Nemesis) {
 	for _, k := range n.kinds {
-		if c, ok := k.(*clock); ok {
+		if c, ok := k.Injector.(*clock); ok {
 			c.stopStrobe()
 		}
 	}

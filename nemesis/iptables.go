@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // chain is an iptables chain of lockcheck's own on a node. The convention
@@ -96,8 +98,9 @@ func resetChain(ctx context.Context, c chain, t Target) (bool, error) {
 }
 
 // Grudge maps a node's name to the names of the nodes it drops packets from.
-// The gateway (the harness's clients) is named "clients".
-type Grudge map[string][]string
+// The gateway (the harness's clients) is named "clients". It is recorded
+// as it is in the partition and loss lines.
+type Grudge = history.Grudge
 
 // GatewayName stands for the harness's clients in a Grudge.
 const GatewayName = "clients"

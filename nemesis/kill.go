@@ -10,26 +10,30 @@ import (
 )
 
 // Kill kills one node's Cassandra with SIGKILL and restarts it.
-const Kill = "kill"
+const Kill = history.KindKill
+
+var killKind = Kind{
+	Name: Kill, Scope: ScopeNode, Color: "#b07aa1",
+	Doc:        "Kills one node's Cassandra with SIGKILL; the stop starts it again.",
+	Needs:      []Capability{CapRestart},
+	Restarts:   true,
+	StartValue: history.KillValue{How: "kill -9"}, StopValue: history.KillValue{How: "restart"},
+	New: func() Injector { return &kill{} },
+}
 
 type kill struct{}
-
-func (*kill) restartsNodes() {}
-func (*kill) Name() string   { return Kill }
-func (*kill) Scope() Scope   { return ScopeNode }
-func (*kill) Color() string  { return "#b07aa1" }
 
 func (*kill) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	t := e.Targets[e.Sched.IntN(len(e.Targets))]
 	if err := t.Node.Kill(ctx); err != nil {
 		return nil, fmt.Errorf("nemesis: kill %s: %w", t.Name, err)
 	}
-	if err := e.Record(history.StartF(Kill), map[string]any{"how": "kill -9"}, []string{t.Name}); err != nil {
+	if err := e.Record(history.StartF(Kill), history.KillValue{How: "kill -9"}, []string{t.Name}); err != nil {
 		return nil, errors.Join(err, t.Node.Restart(context.WithoutCancel(ctx)))
 	}
 	return func(ctx context.Context) error {
 		err := t.Node.Restart(ctx)
-		return errors.Join(err, e.Record(history.StopF(Kill), map[string]any{"how": "restart"}, []string{t.Name}))
+		return errors.Join(err, e.Record(history.StopF(Kill), history.KillValue{How: "restart"}, []string{t.Name}))
 	}, nil
 }
 

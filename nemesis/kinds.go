@@ -28,16 +28,43 @@ func (s Scope) String() string {
 	return "node"
 }
 
-// Kind is one fault kind: a value in the kinds table below. A Kind value
-// belongs to one nemesis (it keeps the state its heal needs); the table
-// makes a fresh one per nemesis.
-type Kind interface {
+// Kind describes one fault kind: a value in the table below, as etcd's
+// robustness failpoints are. Everything the rest of lockcheck asks of a kind
+// (is it in `all`, can these nodes serve it, what colour the reports draw
+// it in, what its history lines hold) is read off this value, never off
+// the kind's name.
+type Kind struct {
 	// Name is the kind as --nemesis takes it and as the history names it
-	// (history.StartF(Name())).
-	Name() string
-	Scope() Scope
+	// (history.StartF(Name)).
+	Name  string
+	Scope Scope
 	// Color is the CSS colour reports draw the kind's fault windows in.
-	Color() string
+	Color string
+	// Doc says what one fault of the kind does (the fault reference,
+	// docs/faults.md).
+	Doc string
+	// Needs are what every node must be able to do (node kinds): a node
+	// whose Capabilities lack one refuses the kind before the run.
+	Needs []Capability
+	// Pins marks a kind aimed by the clients' coordinators (Env.Pins, from
+	// `run --pin-clients`): it is refused without clients pinned to two
+	// nodes or more, and `all` leaves it out.
+	Pins bool
+	// Restarts marks a kind whose stop restarts nodes (a minute on a
+	// loaded machine): the scheduler deals it last in each round, so that
+	// a short run still sees the quick ones.
+	Restarts bool
+	// StartValue and StopValue are examples of the values its start and
+	// stop lines carry, of package history's fault value types (the fault
+	// reference shows them and lists their fields).
+	StartValue, StopValue any
+	// New makes the kind's injector for one nemesis (it keeps the state
+	// its heal needs).
+	New func() Injector
+}
+
+// Injector injects and undoes the faults of one kind for one nemesis.
+type Injector interface {
 	// Start draws one fault from e.Sched (every draw before anything that
 	// waits, so that a seed fixes the schedule), applies it, records its
 	// start line and returns the Stop that undoes exactly what it did and
@@ -55,63 +82,84 @@ type Kind interface {
 type Stop func(ctx context.Context) error
 
 // table lists every fault kind, in the order `all` expands to. Adding a
-// kind is one file with its type and one row here.
-var table = []func() Kind{
-	func() Kind { return &partition{} },
-	func() Kind { return &pause{} },
-	func() Kind { return &kill{} },
-	func() Kind { return &clock{} },
-	func() Kind { return &clientPause{} },
-	func() Kind { return &clientClock{} },
-	func() Kind { return &loss{} },
-	func() Kind { return &powerLoss{} },
-	func() Kind { return &rackPowerLoss{} },
-	func() Kind { return &coordPartition{} },
-	func() Kind { return &coordClock{} },
+// kind is one file with its Kind value and injector, and one row here.
+var table = []*Kind{
+	&partitionKind,
+	&pauseKind,
+	&killKind,
+	&clockKind,
+	&clientPauseKind,
+	&clientClockKind,
+	&lossKind,
+	&powerLossKind,
+	&rackPowerLossKind,
+	&coordPartitionKind,
+	&coordClockKind,
+}
+
+// Table is every fault kind's descriptor, in table order (a copy: the
+// caller may keep it).
+func Table() []Kind {
+	out := make([]Kind, len(table))
+	for i, k := range table {
+		out[i] = *k
+	}
+	return out
+}
+
+// Lookup is the descriptor of the kind of that name (a copy), or the
+// error that names the kinds there are.
+func Lookup(name string) (Kind, error) {
+	if k := lookup(name); k != nil {
+		return *k, nil
+	}
+	return Kind{}, unknown(name)
+}
+
+// lookup is the kind of that name, or nil.
+func lookup(name string) *Kind {
+	for _, k := range table {
+		if k.Name == name {
+			return k
+		}
+	}
+	return nil
 }
 
 // Kinds are the names of every fault kind, in table order.
 var Kinds = func() []string {
 	var out []string
-	for _, mk := range table {
-		out = append(out, mk().Name())
+	for _, k := range table {
+		out = append(out, k.Name)
 	}
 	return out
 }()
 
-// All is what `all` expands to: every kind that works on any cluster, in
-// table order. Kinds that need something of the nodes (power-loss: a lazy
-// filesystem) are named one by one.
+// All is what `all` expands to, in table order: every kind whose needs
+// every node backend meets (Baseline) and that needs no pins. The power
+// kinds (a lazy filesystem) and the coord kinds (pinned clients) are named
+// one by one.
 func All() []string {
 	var out []string
-	for _, mk := range table {
-		if k := mk(); !isNeeder(k) && !isAimed(k) {
-			out = append(out, k.Name())
+	for _, k := range table {
+		if k.inAll() {
+			out = append(out, k.Name)
 		}
 	}
 	return out
 }
 
-func isNeeder(k Kind) bool { _, ok := k.(needer); return ok }
-
-// aimed is a kind aimed by the clients' coordinators (Env.Pins): without
-// clients pinned to nodes it has nothing to aim at, so `all` leaves it out
-// and New refuses it with the reason.
-type aimed interface {
-	aim(e *Env) error
-}
-
-func isAimed(k Kind) bool { _, ok := k.(aimed); return ok }
+func (k *Kind) inAll() bool { return !k.Pins && len(missing(k.Needs, Baseline)) == 0 }
 
 // Aimed says whether the kind of that name is aimed by the clients'
 // coordinators (it needs `run --pin-clients`).
 func Aimed(name string) bool {
-	k, err := NewKind(name)
-	return err == nil && isAimed(k)
+	k := lookup(name)
+	return k != nil && k.Pins
 }
 
-// needPins is the aim check of the kinds aimed by Env.Pins: clients on at
-// least two nodes.
+// needPins is the check of the kinds aimed by Env.Pins: clients on at least
+// two nodes.
 func needPins(e *Env) error {
 	nodes := map[string]bool{}
 	for _, n := range e.Pins {
@@ -123,21 +171,42 @@ func needPins(e *Env) error {
 	return nil
 }
 
-// NewKind makes a fresh kind by name.
-func NewKind(name string) (Kind, error) {
-	for _, mk := range table {
-		if k := mk(); k.Name() == name {
-			return k, nil
+// check refuses the kind, before the run, when e cannot serve it: a client
+// kind without clients, a node kind without nodes or on a node that lacks a
+// capability it needs, an aimed kind without pins. Each reason is one line.
+func (k *Kind) check(e *Env) error {
+	switch {
+	case k.Scope == ScopeClient && e.Clients == nil:
+		return fmt.Errorf("nemesis: %s needs the workload's clients", k.Name)
+	case k.Scope == ScopeNode && len(e.Targets) == 0:
+		return fmt.Errorf("nemesis: %s needs nodes", k.Name)
+	}
+	if k.Pins {
+		if err := needPins(e); err != nil {
+			return fmt.Errorf("nemesis: %s: %w", k.Name, err)
 		}
 	}
-	return nil, fmt.Errorf("nemesis: unknown fault %q (want none, all or a comma list of %s)", name, strings.Join(Kinds, ", "))
+	if k.Scope != ScopeNode {
+		return nil
+	}
+	var errs []error
+	for _, t := range e.Targets {
+		for _, c := range missing(k.Needs, t.Node.Capabilities()) {
+			errs = append(errs, refusal(k.Name, t.Name, c))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func unknown(name string) error {
+	return fmt.Errorf("nemesis: unknown fault %q (want none, all or a comma list of %s)", name, strings.Join(Kinds, ", "))
 }
 
 // ScopeOf is the scope of a kind by name (ScopeNode for an unknown name:
 // New rejects those).
 func ScopeOf(name string) Scope {
-	if k, err := NewKind(name); err == nil {
-		return k.Scope()
+	if k := lookup(name); k != nil {
+		return k.Scope
 	}
 	return ScopeNode
 }
@@ -152,8 +221,8 @@ func AnyNodeKind(kinds []string) bool {
 func Styles(kinds []string) map[string]history.FaultStyle {
 	out := map[string]history.FaultStyle{}
 	for _, name := range kinds {
-		if k, err := NewKind(name); err == nil {
-			out[name] = history.FaultStyle{Color: k.Color()}
+		if k := lookup(name); k != nil {
+			out[name] = history.FaultStyle{Color: k.Color}
 		}
 	}
 	return out
@@ -171,8 +240,8 @@ func ParseKinds(list string) ([]string, error) {
 	var out []string
 	for _, k := range strings.Split(list, ",") {
 		k = strings.TrimSpace(k)
-		if _, err := NewKind(k); err != nil {
-			return nil, err
+		if lookup(k) == nil {
+			return nil, unknown(k)
 		}
 		if !slices.Contains(out, k) {
 			out = append(out, k)

@@ -27,10 +27,12 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 	if log == nil {
 		log = slog.Default()
 	}
-	var kinds []Kind
-	for _, mk := range table {
-		if k := mk(); k.Scope() == ScopeNode {
-			kinds = append(kinds, k)
+	// Every node kind of the table, each node reset by those it can serve
+	// (resetAll).
+	var kinds []fault
+	for _, k := range table {
+		if k.Scope == ScopeNode {
+			kinds = append(kinds, fault{k, k.New()})
 		}
 	}
 	// What the nodes show before the kinds reset them says more than a

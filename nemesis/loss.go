@@ -21,21 +21,23 @@ import (
 // It is in `all`: at the default interval a loss window costs what a
 // partition does, and the matrix's node-fault rows list their kinds
 // explicitly, so their timing is unchanged.
-const Loss = "loss"
+const Loss = history.KindLoss
+
+var lossKind = Kind{
+	Name: Loss, Scope: ScopeNode, Color: "#e15759",
+	Doc: "Drops a random share of packets (iptables' statistic match) between chosen nodes and the others, or between " +
+		"the harness's clients and chosen nodes: messages are late and retried rather than cut.",
+	Needs:      []Capability{CapIPTables},
+	StartValue: history.LossStart{Mode: "nodes", Probability: 0.15, Drops: Grudge{"n1": {"n2", "n3"}}},
+	StopValue:  history.LossStop{Mode: "nodes"},
+	New:        func() Injector { return &loss{} },
+}
 
 type loss struct{}
 
-func (*loss) Name() string  { return Loss }
-func (*loss) Scope() Scope  { return ScopeNode }
-func (*loss) Color() string { return "#e15759" }
-
 // lossDraw is one loss fault: the drop probability and who drops packets
-// from whom.
-type lossDraw struct {
-	Mode        string  `json:"mode"` // "nodes" or "clients"
-	Probability float64 `json:"probability"`
-	Drops       Grudge  `json:"drops"`
-}
+// from whom (its start line's value).
+type lossDraw = history.LossStart
 
 // draw takes every random choice of one loss fault from e.Sched: a non-empty
 // set of nodes that lose packets from the other nodes ("nodes"), or from the
@@ -96,7 +98,7 @@ func (l *loss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error)
 		if err != nil {
 			err = fmt.Errorf("nemesis: heal loss: %w", err)
 		}
-		return errors.Join(err, e.Record(history.StopF(Loss), map[string]any{"mode": d.Mode}, nodes))
+		return errors.Join(err, e.Record(history.StopF(Loss), history.LossStop{Mode: d.Mode}, nodes))
 	}, nil
 }
 

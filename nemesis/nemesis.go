@@ -16,9 +16,14 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// Node is what the nemesis does to a Cassandra node (cluster.Node implements
-// it). Each method waits for its effect or ctx.
+// Node is what the nemesis does to a Cassandra node (cluster.Node and
+// sshnode.Node implement it). Each method waits for its effect or ctx.
 type Node interface {
+	// Capabilities are what the node can do for the fault kinds (CapIPTables,
+	// ...): a kind that needs one it lacks is refused before the run, and
+	// leftover healing runs only the resets of kinds it can serve. A node
+	// may still implement a method it does not declare (it then errors).
+	Capabilities() []Capability
 	Exec(ctx context.Context, cmd ...string) (string, error)
 	Pause(ctx context.Context) error
 	Unpause(ctx context.Context) error
@@ -39,14 +44,17 @@ type Target struct {
 	Node     Node
 }
 
-// Clients is what the nemesis does to the workload's clients (the runner
-// adapts workload.Workload to it).
+// Clients is what the nemesis does to the workload's clients
+// (workload.Control implements it: the workload's one door for client
+// faults).
 type Clients interface {
 	Clients() int
 	Holders() []int
 	// PauseHolder stalls the next client to enter a critical section for its
-	// lease plus extra, and returns once the stall has begun.
-	PauseHolder(ctx context.Context, extra time.Duration) (HolderPause, error)
+	// lease plus extra, and returns once the stall has begun: who stalled,
+	// as the start line records it, and a channel closed when the stall
+	// ends.
+	PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error)
 	SetClientClock(i int, d time.Duration) error
 	// SetClientClockAtRest moves client i's clock by d between two of its
 	// operations (after the one it is in), so that a step never falls
@@ -56,14 +64,6 @@ type Clients interface {
 	// (holding nothing, in no sequence of writes) until release; it
 	// returns once all rest there.
 	HoldAtRest(ctx context.Context, cs []int) (release func(), err error)
-}
-
-// HolderPause is a client stall that has begun.
-type HolderPause struct {
-	Client, Process int
-	Lock            string
-	Duration        time.Duration
-	Done            <-chan struct{} // closed when the stall ends
 }
 
 // Recorder receives the fault lines (history.Writer implements it).
@@ -187,7 +187,7 @@ func WithLogger(l *slog.Logger) Option { return func(n *Nemesis) { n.env.Log = l
 // Nemesis schedules faults and heals them.
 type Nemesis struct {
 	names    []string
-	kinds    []Kind
+	kinds    []fault
 	seed     int64
 	interval time.Duration
 	env      Env
@@ -209,30 +209,22 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	if rec == nil {
 		return nil, errors.New("nemesis: a recorder is required")
 	}
+	// Every kind the run cannot serve is named, one line each, before
+	// anything starts.
+	var refused []error
 	for _, name := range n.names {
-		k, err := NewKind(name)
-		if err != nil {
-			return nil, err
+		k := lookup(name)
+		if k == nil {
+			return nil, unknown(name)
 		}
-		switch {
-		case k.Scope() == ScopeClient && n.env.Clients == nil:
-			return nil, fmt.Errorf("nemesis: %s needs the workload's clients", name)
-		case k.Scope() == ScopeNode && len(targets) == 0:
-			return nil, fmt.Errorf("nemesis: %s needs nodes", name)
+		if err := k.check(&n.env); err != nil {
+			refused = append(refused, err)
+			continue
 		}
-		if a, ok := k.(aimed); ok {
-			if err := a.aim(&n.env); err != nil {
-				return nil, fmt.Errorf("nemesis: %s: %w", name, err)
-			}
-		}
-		if nd, ok := k.(needer); ok {
-			for _, t := range targets {
-				if err := nd.Needs(t); err != nil {
-					return nil, fmt.Errorf("nemesis: %s: %w", name, err)
-				}
-			}
-		}
-		n.kinds = append(n.kinds, k)
+		n.kinds = append(n.kinds, fault{k, k.New()})
+	}
+	if err := errors.Join(refused...); err != nil {
+		return nil, err
 	}
 	e := &n.env
 	if n.interval <= 0 || e.SkewMin <= 0 || e.SkewMax < e.SkewMin {
@@ -278,30 +270,42 @@ func (n *Nemesis) Heal(ctx context.Context) error {
 	return errors.Join(err, n.env.Record(history.FHeal, value, nil))
 }
 
+// fault is a kind of the run with its injector.
+type fault struct {
+	*Kind
+	Injector
+}
+
 // resetAll resets targets (node kinds) and the clients (client kinds) and
-// returns, per node (and "clients"), the kinds it found faulted. Nodes are
-// reset in parallel (a stopped node takes a minute to start). On one node
-// a reset may need another kind's first (nothing runs in a killed
-// container, so its iptables cannot be read before the restart): a reset
-// that failed is tried once more after the node's others.
-func resetAll(ctx context.Context, e *Env, kinds []Kind, targets []Target) (map[string][]string, error) {
-	var nodeKinds, clientKinds []Kind
+// returns, per node (and "clients"), the kinds it found faulted. A node is
+// reset only by the kinds it can serve (its capabilities): a kind it cannot
+// serve never ran there. Nodes are reset in parallel (a stopped node takes
+// a minute to start). On one node a reset may need another kind's first
+// (nothing runs in a killed container, so its iptables cannot be read
+// before the restart): a reset that failed is tried once more after the
+// node's others.
+func resetAll(ctx context.Context, e *Env, kinds []fault, targets []Target) (map[string][]string, error) {
+	var clientKinds []fault
 	for _, k := range kinds {
-		if k.Scope() == ScopeClient {
+		if k.Scope == ScopeClient {
 			clientKinds = append(clientKinds, k)
-		} else {
-			nodeKinds = append(nodeKinds, k)
 		}
 	}
 	type subject struct {
 		name  string
 		t     Target
-		kinds []Kind
+		kinds []fault
 	}
 	var subjects []subject
 	for _, t := range targets {
-		if t.Node != nil && len(nodeKinds) > 0 {
-			subjects = append(subjects, subject{t.Name, t, nodeKinds})
+		var ks []fault
+		for _, k := range kinds {
+			if k.Scope == ScopeNode && serves(t, k.Kind) {
+				ks = append(ks, k)
+			}
+		}
+		if len(ks) > 0 {
+			subjects = append(subjects, subject{t.Name, t, ks})
 		}
 	}
 	if e.Clients != nil && len(clientKinds) > 0 {
@@ -325,21 +329,21 @@ func resetAll(ctx context.Context, e *Env, kinds []Kind, targets []Target) (map[
 
 // resetOne runs kinds' resets on one node (or the clients), twice for
 // those that failed the first time.
-func resetOne(ctx context.Context, e *Env, kinds []Kind, t Target, name string) ([]string, error) {
+func resetOne(ctx context.Context, e *Env, kinds []fault, t Target, name string) ([]string, error) {
 	var healed []string
 	var errs []error
 	for pass := 0; pass < 2 && len(kinds) > 0; pass++ {
-		var failed []Kind
+		var failed []fault
 		errs = nil
 		for _, k := range kinds {
 			ok, err := k.Reset(ctx, e, t)
 			if err != nil {
 				failed = append(failed, k)
-				errs = append(errs, fmt.Errorf("nemesis: reset %s on %s: %w", k.Name(), name, err))
+				errs = append(errs, fmt.Errorf("nemesis: reset %s on %s: %w", k.Name, name, err))
 				continue
 			}
 			if ok {
-				healed = append(healed, k.Name())
+				healed = append(healed, k.Name)
 			}
 		}
 		kinds = failed

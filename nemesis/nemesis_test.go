@@ -31,6 +31,7 @@ type fakeNode struct {
 	// bytes; a power cut drops them.
 	lazy     bool
 	unsynced int64
+	lacks    []Capability // capabilities the node does not declare
 }
 
 var errDead = errors.New("container not running")
@@ -133,7 +134,16 @@ func (f *fakeNode) Kill(ctx context.Context) error {
 func (f *fakeNode) PowerOff(ctx context.Context) error {
 	return f.set("power off", !f.killed, func() { f.killed, f.unsynced = true, 0 })
 }
-func (f *fakeNode) LazyFS() bool { return f.lazy }
+
+// Capabilities are a Docker node's: power only on a lazy filesystem,
+// less what a test takes away.
+func (f *fakeNode) Capabilities() []Capability {
+	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart}
+	if f.lazy {
+		caps = append(caps, CapPower)
+	}
+	return slices.DeleteFunc(caps, func(c Capability) bool { return slices.Contains(f.lacks, c) })
+}
 func (f *fakeNode) Unsynced(ctx context.Context) (int64, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -224,14 +234,14 @@ type fakeClients struct {
 
 func (c *fakeClients) Clients() int   { return c.n }
 func (c *fakeClients) Holders() []int { return []int{0} }
-func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (HolderPause, error) {
+func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error) {
 	c.mu.Lock()
 	c.pauses++
 	c.mu.Unlock()
 	done := make(chan struct{})
 	d := 10*time.Millisecond + extra
 	time.AfterFunc(d, func() { close(done) })
-	return HolderPause{Client: 0, Process: 0, Lock: "l0", Duration: d, Done: done}, nil
+	return history.ClientPauseStart{Client: 0, Process: 0, Lock: "l0", MS: d.Milliseconds()}, done, nil
 }
 func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 	c.mu.Lock()
@@ -702,7 +712,7 @@ func TestPowerLoss(t *testing.T) {
 				t.Fatalf("%s seed %d: cut %v", kind, seed, cut)
 			}
 			ops := rec.all()
-			var v powerValue
+			var v history.PowerStart
 			if len(ops) != 1 || ops[0].Node != strings.Join(cut, ",") || json.Unmarshal(ops[0].Value, &v) != nil {
 				t.Fatalf("%s seed %d: start lines %+v", kind, seed, ops)
 			}

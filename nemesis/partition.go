@@ -13,13 +13,19 @@ import (
 
 // Partition cuts nodes off from each other, or the harness's clients off
 // from nodes, with iptables drops (grudges as in Jepsen).
-const Partition = "partition"
+const Partition = history.KindPartition
+
+var partitionKind = Kind{
+	Name: Partition, Scope: ScopeNode, Color: "#f28e2b",
+	Doc: "Cuts nodes off from each other, or the harness's clients off from a minority of nodes, with iptables drops " +
+		"(Jepsen's grudges: isolate one node, halves, a majorities ring, a bridge, clients).",
+	Needs:      []Capability{CapIPTables},
+	StartValue: history.PartitionStart{Kind: "isolate", Grudge: Grudge{"n1": {"n2", "n3"}, "n2": {"n1"}, "n3": {"n1"}}},
+	StopValue:  history.PartitionStop{Kind: "isolate"},
+	New:        func() Injector { return &partition{} },
+}
 
 type partition struct{}
-
-func (*partition) Name() string  { return Partition }
-func (*partition) Scope() Scope  { return ScopeNode }
-func (*partition) Color() string { return "#f28e2b" }
 
 // partitionGrudge draws a partition of nodes 0..n-1 (names from names).
 func partitionGrudge(r *rand.Rand, names []string, gateway bool) (string, Grudge) {
@@ -102,7 +108,7 @@ func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, e
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
-	if err := e.Record(history.StartF(Partition), map[string]any{"kind": kind, "grudge": g}, nodes); err != nil {
+	if err := e.Record(history.StartF(Partition), history.PartitionStart{Kind: kind, Grudge: g}, nodes); err != nil {
 		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
 	}
 	return func(ctx context.Context) error {
@@ -110,7 +116,7 @@ func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, e
 		if err != nil {
 			err = fmt.Errorf("nemesis: heal partition: %w", err)
 		}
-		return errors.Join(err, e.Record(history.StopF(Partition), map[string]any{"kind": kind}, nodes))
+		return errors.Join(err, e.Record(history.StopF(Partition), history.PartitionStop{Kind: kind}, nodes))
 	}, nil
 }
 

@@ -12,13 +12,17 @@ import (
 
 // Pause freezes one node: the whole container (docker pause) or only its
 // JVM (SIGSTOP, like a long GC pause), drawn at random.
-const Pause = "pause"
+const Pause = history.KindPause
+
+var pauseKind = Kind{
+	Name: Pause, Scope: ScopeNode, Color: "#4e79a7",
+	Doc:        "Freezes one node: the whole container (docker pause) or only its JVM (SIGSTOP, like a long GC pause), drawn at random.",
+	Needs:      []Capability{CapSignals},
+	StartValue: history.PauseValue{How: "jvm"}, StopValue: history.PauseValue{How: "jvm"},
+	New: func() Injector { return &pause{} },
+}
 
 type pause struct{}
-
-func (*pause) Name() string  { return Pause }
-func (*pause) Scope() Scope  { return ScopeNode }
-func (*pause) Color() string { return "#4e79a7" }
 
 func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	t := e.Targets[e.Sched.IntN(len(e.Targets))]
@@ -47,11 +51,11 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 		_ = resume(uctx)
 		return nil, fmt.Errorf("nemesis: pause %s (%s): %w", t.Name, how, err)
 	}
-	if err := e.Record(history.StartF(Pause), map[string]any{"how": how}, []string{t.Name}); err != nil {
+	if err := e.Record(history.StartF(Pause), history.PauseValue{How: how}, []string{t.Name}); err != nil {
 		return nil, errors.Join(err, resume(context.WithoutCancel(ctx)))
 	}
 	return func(ctx context.Context) error {
-		return errors.Join(resume(ctx), e.Record(history.StopF(Pause), map[string]any{"how": how}, []string{t.Name}))
+		return errors.Join(resume(ctx), e.Record(history.StopF(Pause), history.PauseValue{How: how}, []string{t.Name}))
 	}, nil
 }
 

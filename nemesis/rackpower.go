@@ -4,21 +4,28 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // RackPowerLoss cuts the power of every node at once: a rack's feed fails,
 // and lockcheck's clusters are one rack (Cassandra's rack1). Every replica
 // then forgets together what it had acknowledged and not yet synced.
-const RackPowerLoss = "rack-power-loss"
+const RackPowerLoss = history.KindRackPowerLoss
+
+var rackPowerLossKind = Kind{
+	Name: RackPowerLoss, Scope: ScopeNode, Color: "#8c564b",
+	Doc: "Cuts the power of every node at once (a rack's feed fails): every replica forgets together what it had " +
+		"acknowledged and not yet fsynced; the stop starts them all again.",
+	Needs:    []Capability{CapPower, CapRestart},
+	Restarts: true,
+	StartValue: history.PowerStart{How: "power off", UnsyncedBytes: map[string]int64{"n1": 4096, "n2": 0, "n3": -1},
+		UnsyncedFiles: map[string]int{"n1": 2, "n2": 0, "n3": -1}},
+	StopValue: history.PowerStop{How: "power on"},
+	New:       func() Injector { return &rackPowerLoss{} },
+}
 
 type rackPowerLoss struct{}
-
-func (*rackPowerLoss) restartsNodes() {}
-func (*rackPowerLoss) Name() string   { return RackPowerLoss }
-func (*rackPowerLoss) Scope() Scope   { return ScopeNode }
-func (*rackPowerLoss) Color() string  { return "#8c564b" }
-
-func (*rackPowerLoss) Needs(t Target) error { return needsLazyFS(t) }
 
 func (*rackPowerLoss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	return cutPower(ctx, e, RackPowerLoss, slices.Clone(e.Targets))

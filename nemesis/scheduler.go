@@ -23,7 +23,7 @@ func (n *Nemesis) Run(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	var deck []Kind
+	var deck []fault
 	for {
 		if !sleep(ctx, n.jitter()) {
 			return errors.Join(errs...)
@@ -38,7 +38,7 @@ func (n *Nemesis) Run(ctx context.Context) error {
 			// Kinds whose undo restarts nodes (a minute on a loaded
 			// machine) come last in the round, so that a short run
 			// still sees the quick ones.
-			slices.SortStableFunc(deck, func(a, b Kind) int { return cmp.Compare(restarts(a), restarts(b)) })
+			slices.SortStableFunc(deck, func(a, b fault) int { return cmp.Compare(restarts(a), restarts(b)) })
 		}
 		kind := deck[0]
 		deck = deck[1:]
@@ -50,24 +50,24 @@ func (n *Nemesis) Run(ctx context.Context) error {
 			}
 			// A fault that cannot start is logged and recorded, and the
 			// schedule goes on: a run is not lost to one failed docker call.
-			n.env.Log.Warn("nemesis: fault did not start", "kind", kind.Name(), "err", err)
-			if rerr := n.env.Record(history.StartFailedF(kind.Name()), err.Error(), nil); rerr != nil {
+			n.env.Log.Warn("nemesis: fault did not start", "kind", kind.Name, "err", err)
+			if rerr := n.env.Record(history.StartFailedF(kind.Name), err.Error(), nil); rerr != nil {
 				return rerr
 			}
 			errs = append(errs, err)
 			deck = append(deck, kind) // tried again after the rest of the round
 			continue
 		}
-		n.setActive(kind.Name(), true)
+		n.setActive(kind.Name, true)
 		sleep(ctx, hold)
 		// The stop runs to completion even when the run is over, so that its
 		// line is recorded.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		err = stop(sctx)
 		cancel()
-		n.setActive(kind.Name(), false)
+		n.setActive(kind.Name, false)
 		if err != nil {
-			n.env.Log.Warn("nemesis: fault did not stop", "kind", kind.Name(), "err", err)
+			n.env.Log.Warn("nemesis: fault did not stop", "kind", kind.Name, "err", err)
 			errs = append(errs, err)
 		}
 		if ctx.Err() != nil {
@@ -76,11 +76,8 @@ func (n *Nemesis) Run(ctx context.Context) error {
 	}
 }
 
-// restarter is a kind whose stop restarts nodes.
-type restarter interface{ restartsNodes() }
-
-func restarts(k Kind) int {
-	if _, ok := k.(restarter); ok {
+func restarts(k fault) int {
+	if k.Restarts {
 		return 1
 	}
 	return 0

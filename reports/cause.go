@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // A report says why, not only what: where the mechanism behind an anomaly is
@@ -25,19 +26,16 @@ type causeRule struct {
 }
 
 var causeRules = []causeRule{
-	{fault: "client-pause", anomalies: []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindOverlap},
+	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindOverlap},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
-			var v struct {
-				Process *int  `json:"process"`
-				MS      int64 `json:"ms"`
-			}
-			if json.Unmarshal(w.Value, &v) != nil || v.Process == nil {
+			v, ok := decode[history.ClientPauseStart](w.Value, "process")
+			if !ok {
 				return "", false
 			}
-			if len(a.Processes) > 0 && !slices.Contains(a.Processes, *v.Process) {
+			if len(a.Processes) > 0 && !slices.Contains(a.Processes, v.Process) {
 				return "", false
 			}
-			who := fmt.Sprintf("process %d stalled %.1f s in its critical section (client-pause), past its lease", *v.Process, float64(v.MS)/1000)
+			who := fmt.Sprintf("process %d stalled %.1f s in its critical section (client-pause), past its lease", v.Process, float64(v.MS)/1000)
 			switch a.Kind {
 			case checker.KindLostAdd:
 				return who + "; another client acquired the expired lease and added, then the stale read-modify-write landed over it", true
@@ -47,25 +45,20 @@ var causeRules = []causeRule{
 				return who + "; its write landed after another client had acquired the expired lease", true
 			}
 		}},
-	{fault: "client-clock", anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
+	{fault: history.KindClientClock, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
-			var v struct {
-				Client *int   `json:"client"`
-				Offset string `json:"offset"`
-			}
-			if json.Unmarshal(w.Value, &v) != nil || v.Client == nil || v.Offset == "" {
+			v, ok := decode[history.ClientClockStart](w.Value, "client")
+			if !ok || v.Offset == "" {
 				return "", false
 			}
 			return fmt.Sprintf("client %d's clock was %s off (client-clock): a lock that orders requests by client time "+
 				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside",
-				*v.Client, strings.TrimPrefix(v.Offset, "+")), true
+				v.Client, strings.TrimPrefix(v.Offset, "+")), true
 		}},
-	{fault: "clock", anomalies: []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable},
+	{fault: history.KindClock, anomalies: []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
-			var v struct {
-				Offsets map[string]string `json:"offsets"`
-			}
-			if json.Unmarshal(w.Value, &v) != nil || len(v.Offsets) == 0 {
+			v, ok := decode[history.ClockStart](w.Value)
+			if !ok || len(v.Offsets) == 0 {
 				return "", false
 			}
 			var parts []string
@@ -76,15 +69,10 @@ var causeRules = []causeRule{
 			return "node clocks were moved (" + strings.Join(parts, ", ") + "): a coordinator whose clock runs ahead " +
 				"expires a TTL lease on the server before the holder's deadline, and one behind stamps writes in the past", true
 		}},
-	{fault: "coord-clock", anomalies: []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable},
+	{fault: history.KindCoordClock, anomalies: []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
-			var v struct {
-				Node    string `json:"node"`
-				Clients []int  `json:"clients"`
-				Offset  string `json:"offset"`
-				Lease   string `json:"lease"`
-			}
-			if json.Unmarshal(w.Value, &v) != nil || v.Node == "" || v.Offset == "" {
+			v, ok := decode[history.CoordClockStart](w.Value)
+			if !ok || v.Node == "" || v.Offset == "" {
 				return "", false
 			}
 			return fmt.Sprintf("the lease expired on the server before the holder's deadline: node %s, the coordinator of %s, "+
@@ -93,14 +81,10 @@ var causeRules = []causeRule{
 		}},
 	// The writes the cut kept from the other nodes stay missing there after
 	// it, until hints or a read repair bring them: lasting.
-	{fault: "coord-partition", lasting: true, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
+	{fault: history.KindCoordPartition, lasting: true, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
-			var v struct {
-				Node    string           `json:"node"`
-				Clients []int            `json:"clients"`
-				Others  map[string][]int `json:"others"`
-			}
-			if json.Unmarshal(w.Value, &v) != nil || v.Node == "" {
+			v, ok := decode[history.CoordPartitionStart](w.Value)
+			if !ok || v.Node == "" {
 				return "", false
 			}
 			var others []string
@@ -112,8 +96,8 @@ var causeRules = []causeRule{
 				"consistency level (ONE) through it was not seen by a read through them (during the cut, and after it until "+
 				"hints or a repair delivered it), so both sides took the lock", v.Node, clientList(v.Clients), strings.Join(others, ", ")), true
 		}},
-	{fault: "power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},
-	{fault: "rack-power-loss", lasting: true, anomalies: powerAnomalies, explain: explainPower},
+	{fault: history.KindPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
+	{fault: history.KindRackPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
 }
 
 // powerAnomalies are what forgotten acknowledged writes show as: a lock row
@@ -122,15 +106,13 @@ var causeRules = []causeRule{
 var powerAnomalies = []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable, checker.KindDuplicate}
 
 func explainPower(w faultView, a checker.Anomaly) (string, bool) {
-	var v struct {
-		Bytes map[string]int64 `json:"unsynced_bytes"`
-	}
-	if json.Unmarshal(w.Value, &v) != nil {
+	v, ok := decode[history.PowerStart](w.Value)
+	if !ok {
 		return "", false
 	}
 	var nodes []string
 	var lost int64
-	for n, b := range v.Bytes {
+	for n, b := range v.UnsyncedBytes {
 		nodes = append(nodes, n)
 		lost += max(b, 0)
 	}
@@ -138,6 +120,28 @@ func explainPower(w faultView, a checker.Anomaly) (string, bool) {
 	return fmt.Sprintf("%s lost power at %.1f s (%s) holding %d bytes written and not yet fsynced: writes they had "+
 		"acknowledged (lock rows, fencing counters, Paxos state, the resource's rows) were lost, so later operations "+
 		"saw the lock as it had been before them", strings.Join(nodes, ", "), float64(w.Start)/1e9, w.Kind, lost), true
+}
+
+// decode reads a fault line's value into its history type; ok is false
+// when it does not decode or lacks one of the fields required (a field
+// whose zero value means something: client 0, process 0).
+func decode[T any](raw json.RawMessage, required ...string) (T, bool) {
+	var v T
+	if json.Unmarshal(raw, &v) != nil {
+		return v, false
+	}
+	if len(required) > 0 {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(raw, &fields) != nil {
+			return v, false
+		}
+		for _, f := range required {
+			if _, ok := fields[f]; !ok {
+				return v, false
+			}
+		}
+	}
+	return v, true
 }
 
 // likelyCause is the sentence for a, from the fault windows active in its

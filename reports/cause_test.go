@@ -50,6 +50,12 @@ func TestLikelyCause(t *testing.T) {
 			"n1, n3 lost power at 0.0 s (rack-power-loss) holding 4196 bytes written and not yet fsynced"},
 		{"a power loss after the anomaly explains nothing", checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 30},
 			[]faultView{window("power-loss", 100, 150, `{"unsynced_bytes":{"n1":1}}`)}, ""},
+		{"a pause line without its process names nobody", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60},
+			[]faultView{window("client-pause", 10, 50, `{"client":3,"lock":"l","ms":6000}`)}, ""},
+		{"a client clock line without its client names nobody", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
+			[]faultView{window("client-clock", 0, 100, `{"offset":"-12.3s"}`)}, ""},
+		{"client 0 and process 0 are named", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{0}},
+			[]faultView{window("client-pause", 10, 50, `{"client":0,"lock":"l","ms":3000,"process":0}`)}, "process 0 stalled 3.0 s"},
 		{"a duplicate is not explained by a pause", checker.Anomaly{Kind: checker.KindDuplicate, Start: 20, End: 30, Processes: []int{3}},
 			[]faultView{pause3}, ""},
 	} {

@@ -266,7 +266,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		return fmt.Errorf("runner: %w", err)
 	}
 	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
-		nemesis.WithInterval(t.Interval), nemesis.WithClients(nemesisClients{wl}), nemesis.WithGateway(gateway),
+		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl.Control()), nemesis.WithGateway(gateway),
 		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
@@ -350,15 +350,6 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		errs = append(errs, fmt.Errorf("runner: record phases: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// nemesisClients lets the nemesis reach the workload's clients: the nemesis
-// defines what it needs and does not import workload.
-type nemesisClients struct{ *workload.Workload }
-
-func (c nemesisClients) PauseHolder(ctx context.Context, extra time.Duration) (nemesis.HolderPause, error) {
-	p, err := c.Workload.PauseHolder(ctx, extra)
-	return nemesis.HolderPause{Client: p.Client, Process: p.Process, Lock: p.Lock, Duration: p.Duration, Done: p.Done}, err
 }
 
 // healLeftovers resets every node before the run (nemesis.HealLeftovers),

@@ -261,7 +261,7 @@ func (r Row) Check() error {
 		bad("seed %d: want a positive seed of its own", r.Seed)
 	}
 	for _, k := range r.Faults {
-		if _, err := nemesis.NewKind(k); err != nil {
+		if _, err := nemesis.Lookup(k); err != nil {
 			bad("%v", err)
 		}
 		if nemesis.Aimed(k) && !r.Pin {

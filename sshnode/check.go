@@ -2,51 +2,82 @@ package sshnode
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"slices"
 
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
 var _ nemesis.Node = (*Node)(nil)
 
-// Check says whether the host can serve the fault kinds, before any starts:
-// a host without iptables, a kill with no start command, a clock fault on a
-// JVM without libfaketime (and no clock steps allowed) is one clear error.
+// Capabilities are what the host can do for the fault kinds: a host always
+// signals its JVM; it restarts Cassandra only with a start command; iptables
+// and the clock are what Check found on it (before Check: the clock only
+// with ClockStep, iptables assumed). A host has no power to cut.
+func (n *Node) Capabilities() []nemesis.Capability {
+	n.capMu.Lock()
+	defer n.capMu.Unlock()
+	if n.caps != nil {
+		return slices.Clone(n.caps)
+	}
+	return n.static(true, false)
+}
+
+// static are the capabilities the configuration decides, with what a probe
+// found of iptables and libfaketime.
+func (n *Node) static(iptables, faketime bool) []nemesis.Capability {
+	caps := []nemesis.Capability{nemesis.CapSignals}
+	if iptables {
+		caps = append(caps, nemesis.CapIPTables)
+	}
+	if faketime || n.cfg.ClockStep {
+		caps = append(caps, nemesis.CapClock)
+	}
+	if n.cfg.StartCmd != "" {
+		caps = append(caps, nemesis.CapRestart)
+	}
+	return caps
+}
+
+// Check probes the host for its capabilities (iptables as root, the JVM's
+// libfaketime) and says whether it can serve the fault kinds, before any
+// starts: a kind it cannot serve is one line naming the kind, the host and
+// what it lacks (nemesis.CheckNode).
 func (n *Node) Check(ctx context.Context, kinds []string) error {
 	pid, err := n.jvm(ctx)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, k := range kinds {
-		if nemesis.ScopeOf(k) != nemesis.ScopeNode {
-			continue
-		}
-		switch k {
-		case nemesis.Partition, nemesis.Loss:
-			if _, err := n.Exec(ctx, "iptables", "-w", "-S", "INPUT"); err != nil {
-				errs = append(errs, fmt.Errorf("%s needs iptables on %s (as root, or sudo -n): %w", k, n.Name, err))
-			}
-		case nemesis.Kill:
-			if n.cfg.StartCmd == "" {
-				errs = append(errs, fmt.Errorf("kill needs --ssh-start-cmd (e.g. \"systemctl start cassandra\") to restart %s", n.Name))
-			}
-		case nemesis.Clock:
-			if pid == 0 {
-				break
-			}
-			f, err := n.faketimeFile(ctx)
-			if err != nil {
-				errs = append(errs, err)
-			} else if f == "" && !n.cfg.ClockStep {
-				errs = append(errs, fmt.Errorf("clock: the Cassandra JVM on %s does not run under libfaketime (LD_PRELOAD and FAKETIME_TIMESTAMP_FILE); --ssh-clock-step steps the host's clock instead (README: the risk)", n.Name))
-			}
-		}
+	iptables := true
+	ipErr := error(nil)
+	if _, ipErr = n.Exec(ctx, "iptables", "-w", "-S", "INPUT"); ipErr != nil {
+		iptables = false
 	}
-	if pid == 0 && len(errs) == 0 && nemesis.AnyNodeKind(kinds) {
+	// Without a JVM nothing tells whether it will run under libfaketime:
+	// a stopped node is what leftover healing restarts, so the clock is
+	// taken on trust and a fault that cannot move it fails at its start.
+	faketime := pid == 0
+	if pid != 0 {
+		f, err := n.faketimeFile(ctx)
+		if err != nil {
+			return err
+		}
+		faketime = f != ""
+	}
+	caps := n.static(iptables, faketime)
+	n.capMu.Lock()
+	n.caps = caps
+	n.capMu.Unlock()
+	if err := nemesis.CheckNode(n.Name, caps, kinds); err != nil {
+		if ipErr != nil {
+			// Why iptables failed (sudo wants a password, no binary) is
+			// the user's next step.
+			n.cfg.Log.Warn("iptables failed on the host", "node", n.Name, "err", ipErr)
+		}
+		return err
+	}
+	if pid == 0 && nemesis.AnyNodeKind(kinds) {
 		// A stopped node is what leftover healing restarts: only say so.
 		n.cfg.Log.Warn("no Cassandra JVM runs on the host", "node", n.Name)
 	}
-	return errors.Join(errs...)
+	return nil
 }

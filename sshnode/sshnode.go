@@ -53,6 +53,9 @@ type Node struct {
 
 	mu sync.Mutex
 	c  *ssh.Client
+
+	capMu sync.Mutex
+	caps  []string // what Check found the host can do (nil: not probed)
 }
 
 // jvmPattern finds the Cassandra JVM with pgrep -f. The brackets keep the

@@ -3,9 +3,12 @@ package sshnode
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockcheck/lockcheck/nemesis"
 )
 
 // Quoting is what keeps an argument one word on the host: run through a
@@ -72,5 +75,46 @@ func TestNewDialerBadInput(t *testing.T) {
 	}
 	if _, err := NewDialer(Config{KeyFile: "testdata/id", InsecureIgnoreHostKey: true}); err != nil {
 		t.Errorf("a good key: %v", err)
+	}
+}
+
+// A host declares what its configuration and its probe give it: restart
+// only with a start command, the clock only with libfaketime or clock
+// steps, never power; the nemesis refuses what it lacks.
+func TestCapabilities(t *testing.T) {
+	tests := []struct {
+		name               string
+		cfg                Config
+		iptables, faketime bool
+		refused            []string // kinds CheckNode refuses
+	}{
+		{"bare host", Config{}, false, false, []string{nemesis.Kill, nemesis.Clock, nemesis.Partition, nemesis.Loss, nemesis.CoordPartition, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}},
+		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, []string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}},
+		{"libfaketime", Config{StartCmd: "x"}, true, true, []string{nemesis.PowerLoss, nemesis.RackPowerLoss}},
+		{"clock steps", Config{ClockStep: true}, true, false, []string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}},
+	}
+	for _, tt := range tests {
+		n := &Node{Name: "h1", cfg: tt.cfg}
+		caps := n.static(tt.iptables, tt.faketime)
+		err := nemesis.CheckNode(n.Name, caps, nemesis.Kinds)
+		var refused []string
+		if err != nil {
+			for _, l := range strings.Split(err.Error(), "\n") {
+				for _, k := range nemesis.Kinds {
+					if strings.HasPrefix(l, "nemesis: "+k+" cannot run on node h1,") {
+						refused = append(refused, k)
+					}
+				}
+			}
+		}
+		slices.Sort(refused)
+		refused = slices.Compact(refused) // a kind lacking two capabilities has two lines
+		want := slices.Sorted(slices.Values(tt.refused))
+		if !slices.Equal(refused, want) {
+			t.Errorf("%s (caps %v): refused %v, want %v", tt.name, caps, refused, want)
+		}
+		if !slices.Contains(caps, nemesis.CapSignals) {
+			t.Errorf("%s: a host always signals its JVM", tt.name)
+		}
 	}
 }

@@ -146,9 +146,7 @@ func (w *Workload) granted(i, proc int, f string, g Grant) error {
 	if g.Token > 0 {
 		done.Value = mustJSON(g.Token)
 	}
-	w.mu.Lock()
-	w.holding[i] = g
-	w.mu.Unlock()
+	w.ctl.setHolding(i, true)
 	return w.record(done)
 }
 
@@ -172,8 +170,4 @@ func (w *Workload) begin(ctx context.Context, i int, lock Lock, name string) (pr
 // drop forgets client i's grant: released by another path, no longer held,
 // or abandoned after an unknown outcome (it belongs to the retired process,
 // which a new process must not release).
-func (w *Workload) drop(i int) {
-	w.mu.Lock()
-	delete(w.holding, i)
-	w.mu.Unlock()
-}
+func (w *Workload) drop(i int) { w.ctl.setHolding(i, false) }

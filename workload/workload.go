@@ -119,7 +119,7 @@ type Workload struct {
 	rec     Recorder
 
 	clocks []*SkewClock
-	locks  []Lock       // client -> its lock once Run made it (under mu)
+	ctl    *Control     // the client faults' door (Control)
 	elem   atomic.Int64 // last element added: elements are unique in a run
 	procs  atomic.Int64 // process numbers handed out beyond the clients' first
 	ok     atomic.Int64
@@ -128,26 +128,7 @@ type Workload struct {
 	acq    atomic.Int64
 
 	mu      sync.Mutex
-	holding map[int]Grant // client -> grant held now
-	process []int         // client -> current process number
-	pause   *pauseReq     // armed client pause, claimed by the next critical section
-	// atRest are clock steps waiting for their client's next rest (between
-	// a cycle's end and the next acquire): client -> offset.
-	atRest map[int]time.Duration
-	// gates hold clients at their rest (HoldAtRest): client -> gate.
-	gates map[int]*restGate
-}
-
-type pauseReq struct {
-	extra   time.Duration
-	claimed chan pauseClaim
-	done    chan struct{}
-}
-
-type pauseClaim struct {
-	client, process int
-	lock            string
-	d               time.Duration
+	process []int // client -> current process number
 }
 
 // New makes a workload. newLock is called once per client when Run starts.
@@ -183,15 +164,15 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 	case cfg.term <= 0:
 		return nil, errors.New("workload: the leader's term must be positive")
 	}
-	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec, holding: map[int]Grant{}}
+	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec}
 	w.clocks = make([]*SkewClock, cfg.clients)
-	w.locks = make([]Lock, cfg.clients)
 	w.process = make([]int, cfg.clients)
 	for i := range w.clocks {
 		w.clocks[i] = &SkewClock{}
 		w.process[i] = i
 	}
 	w.procs.Store(int64(cfg.clients) - 1)
+	w.ctl = newControl(w.clocks, cfg.log)
 	return w, nil
 }
 
@@ -204,130 +185,6 @@ func (w *Workload) Locks() []string { return w.cfg.locks }
 // Clock is client i's clock.
 func (w *Workload) Clock(i int) *SkewClock { return w.clocks[i] }
 
-// SetClientClock moves client i's clock by d from the machine's time, and
-// the clock of its lock's process when the lock is a ClockSetter.
-func (w *Workload) SetClientClock(i int, d time.Duration) error {
-	if i < 0 || i >= len(w.clocks) {
-		return fmt.Errorf("workload: no client %d", i)
-	}
-	w.mu.Lock()
-	delete(w.atRest, i)
-	w.mu.Unlock()
-	return w.setClock(i, d)
-}
-
-// SetClientClockAtRest moves client i's clock by d at its next rest: after
-// the operation it is in now ends and before its next acquire. A clock that
-// steps in the middle of a recipe's sequence of writes mostly wedges it (a
-// cell written before the step shadows the ones after); a step between
-// operations is what lets a client-timestamp recipe's flaw show (bakery: the
-// client's new ticket sits under its own older tombstone). A SetClientClock
-// before the rest cancels the step.
-func (w *Workload) SetClientClockAtRest(i int, d time.Duration) error {
-	if i < 0 || i >= len(w.clocks) {
-		return fmt.Errorf("workload: no client %d", i)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.atRest == nil {
-		w.atRest = map[int]time.Duration{}
-	}
-	w.atRest[i] = d
-	return nil
-}
-
-// restGate keeps one client at its rest until opened.
-type restGate struct {
-	arrived, open chan struct{}
-}
-
-// HoldAtRest stops each client of cs at its next rest (between two of its
-// operations, when it holds nothing and is in no recipe's sequence of
-// writes) and returns once all rest there, or when ctx ends (then with
-// ctx's error, the clients let go). The clients stay until release is
-// called: a fault that needs them between operations (the aimed
-// partition) takes effect meanwhile.
-func (w *Workload) HoldAtRest(ctx context.Context, cs []int) (release func(), err error) {
-	gates := make([]*restGate, 0, len(cs))
-	w.mu.Lock()
-	if w.gates == nil {
-		w.gates = map[int]*restGate{}
-	}
-	for _, i := range cs {
-		if i < 0 || i >= w.cfg.clients {
-			w.mu.Unlock()
-			return nil, fmt.Errorf("workload: no client %d", i)
-		}
-		if w.gates[i] == nil {
-			w.gates[i] = &restGate{arrived: make(chan struct{}), open: make(chan struct{})}
-		}
-		gates = append(gates, w.gates[i])
-	}
-	w.mu.Unlock()
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			w.mu.Lock()
-			for _, i := range cs {
-				if g := w.gates[i]; g != nil {
-					close(g.open)
-					delete(w.gates, i)
-				}
-			}
-			w.mu.Unlock()
-		})
-	}
-	for _, g := range gates {
-		select {
-		case <-g.arrived:
-		case <-ctx.Done():
-			release()
-			return nil, fmt.Errorf("workload: clients %v not at rest: %w", cs, ctx.Err())
-		}
-	}
-	return release, nil
-}
-
-// rest applies client i's clock step waiting for its rest, if any, and
-// waits at its gate while one holds it (or until ctx ends).
-func (w *Workload) rest(ctx context.Context, i int) {
-	w.mu.Lock()
-	d, ok := w.atRest[i]
-	delete(w.atRest, i)
-	g := w.gates[i]
-	w.mu.Unlock()
-	if ok {
-		if err := w.setClock(i, d); err != nil {
-			w.cfg.log.Warn("client clock not stepped", "client", i, "err", err)
-		}
-	}
-	if g == nil {
-		return
-	}
-	select {
-	case <-g.arrived:
-	default:
-		close(g.arrived)
-	}
-	select {
-	case <-g.open:
-	case <-ctx.Done():
-	}
-}
-
-func (w *Workload) setClock(i int, d time.Duration) error {
-	w.clocks[i].SetOffset(d)
-	w.mu.Lock()
-	cs, ok := w.locks[i].(ClockSetter)
-	w.mu.Unlock()
-	if ok {
-		if err := cs.SetClockOffset(d); err != nil {
-			return fmt.Errorf("workload: clock of client %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
 // Process is client i's current process number.
 func (w *Workload) Process(i int) int {
 	w.mu.Lock()
@@ -335,76 +192,9 @@ func (w *Workload) Process(i int) int {
 	return w.process[i]
 }
 
-// Holders are the clients that hold a grant now, in client order.
-func (w *Workload) Holders() []int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var hs []int
-	for i := range w.cfg.clients {
-		if _, ok := w.holding[i]; ok {
-			hs = append(hs, i)
-		}
-	}
-	return hs
-}
-
 // Stats returns the running counts.
 func (w *Workload) Stats() Stats {
 	return Stats{OK: w.ok.Load(), Fail: w.fail.Load(), Info: w.info.Load(), Acquired: w.acq.Load()}
-}
-
-// ClientPause describes a client pause that has begun.
-type ClientPause struct {
-	Client, Process int
-	Lock            string
-	Duration        time.Duration
-	// Done is closed when the client resumes.
-	Done <-chan struct{}
-}
-
-// PauseHolder arms a pause for the next client that enters a critical
-// section (necessarily a holder): it stalls between reading the protected set
-// and writing it, for its grant's lease plus extra (extra alone when the grant
-// does not expire). PauseHolder blocks until a client has begun the pause, or
-// ctx is done (the pause is then disarmed).
-func (w *Workload) PauseHolder(ctx context.Context, extra time.Duration) (ClientPause, error) {
-	req := &pauseReq{extra: extra, claimed: make(chan pauseClaim, 1), done: make(chan struct{})}
-	w.mu.Lock()
-	if w.pause != nil {
-		w.mu.Unlock()
-		return ClientPause{}, errors.New("workload: a client pause is already armed")
-	}
-	w.pause = req
-	w.mu.Unlock()
-	select {
-	case c := <-req.claimed:
-		return ClientPause{Client: c.client, Process: c.process, Lock: c.lock, Duration: c.d, Done: req.done}, nil
-	case <-ctx.Done():
-		w.mu.Lock()
-		if w.pause == req {
-			w.pause = nil
-			w.mu.Unlock()
-			return ClientPause{}, ctx.Err()
-		}
-		w.mu.Unlock()
-		// Claimed meanwhile: report it, since the pause happens anyway.
-		c := <-req.claimed
-		return ClientPause{Client: c.client, Process: c.process, Lock: c.lock, Duration: c.d, Done: req.done}, nil
-	}
-}
-
-// claimPause takes the armed pause, if any, for client i holding g.
-func (w *Workload) claimPause(i int, g Grant) (*pauseReq, time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	req := w.pause
-	if req == nil {
-		return nil, 0
-	}
-	w.pause = nil
-	d := req.extra + g.Lease
-	req.claimed <- pauseClaim{client: i, process: w.process[i], lock: g.Lock, d: d}
-	return req, d
 }
 
 // Run runs the clients until ctx is done, then waits for each to finish its
@@ -418,9 +208,7 @@ func (w *Workload) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("workload: client %d: %w", i, err)
 		}
-		w.mu.Lock()
-		w.locks[i] = lock
-		w.mu.Unlock()
+		w.ctl.setLock(i, lock)
 		wg.Go(func() { errs[i] = w.client(ctx, i, lock) })
 	}
 	wg.Wait()
@@ -455,7 +243,7 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 	r := w.rng(i)
 	sleep(ctx, randDur(r, w.cfg.stagger))
 	for ctx.Err() == nil {
-		w.rest(ctx, i)
+		w.ctl.rest(ctx, i)
 		name := w.cfg.locks[r.IntN(len(w.cfg.locks))]
 		if w.cfg.pinned {
 			name = w.cfg.locks[i%len(w.cfg.locks)]
@@ -518,7 +306,7 @@ func (w *Workload) add(ctx context.Context, i, proc int, lock Lock, g Grant) (hi
 	// client holds g, so it is a holder) and taken in the hook, between the
 	// read of the set and its write: the window a stale holder must not
 	// write in. The section's timeout is extended by the pause.
-	req, pd := w.claimPause(i, g)
+	req, pd := w.ctl.claimPause(i, proc, g)
 	hook := func(context.Context) error {
 		if req == nil {
 			return nil
@@ -562,9 +350,7 @@ func (w *Workload) release(ctx context.Context, i int, lock Lock, g Grant) error
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout)
 	rerr := lock.Release(rctx, g)
 	cancel()
-	w.mu.Lock()
-	delete(w.holding, i)
-	w.mu.Unlock()
+	w.ctl.setHolding(i, false)
 	if rerr != nil {
 		_, err := w.complete(i, inv, rerr, nil)
 		return err

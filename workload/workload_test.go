@@ -317,13 +317,14 @@ func TestPauseHolder(t *testing.T) {
 				WithClients(3), WithLocks("x"), WithHold(time.Millisecond), WithThink(time.Millisecond))
 			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 			defer cancel()
-			var p ClientPause
+			var p history.ClientPauseStart
+			var done <-chan struct{}
 			var perr error
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				pctx, pcancel := context.WithTimeout(ctx, time.Second)
 				defer pcancel()
-				p, perr = w.PauseHolder(pctx, 300*time.Millisecond)
+				p, done, perr = w.Control().PauseHolder(pctx, 300*time.Millisecond)
 			})
 			if err := w.Run(ctx); err != nil {
 				t.Fatal(err)
@@ -333,11 +334,11 @@ func TestPauseHolder(t *testing.T) {
 				t.Fatal(perr)
 			}
 			select {
-			case <-p.Done:
+			case <-done:
 			default:
 				t.Fatal("pause not over after the run")
 			}
-			if p.Duration != 400*time.Millisecond || p.Lock != "x" {
+			if p.MS != 400 || p.Lock != "x" {
 				t.Errorf("pause %+v, want 400ms (lease + extra) on x", p)
 			}
 			if err := w.FinalReads(context.Background()); err != nil {
@@ -400,7 +401,7 @@ func TestClientClockReachesLock(t *testing.T) {
 	if err := w.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.SetClientClock(1, -10*time.Second); err != nil {
+	if err := w.Control().SetClientClock(1, -10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range clocks {
@@ -410,7 +411,7 @@ func TestClientClockReachesLock(t *testing.T) {
 			t.Errorf("clock %d reads %v from the machine's", i, skew)
 		}
 	}
-	if err := w.SetClientClock(5, time.Second); err == nil {
+	if err := w.Control().SetClientClock(5, time.Second); err == nil {
 		t.Error("no error for a client that does not exist")
 	}
 }
@@ -506,10 +507,10 @@ func TestClientFaultsReachLockProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	var p ClientPause
+	var p history.ClientPauseStart
 	var perr error
 	var wg sync.WaitGroup
-	wg.Go(func() { p, perr = w.PauseHolder(ctx, 200*time.Millisecond) })
+	wg.Go(func() { p, _, perr = w.Control().PauseHolder(ctx, 200*time.Millisecond) })
 	if err := w.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -518,14 +519,14 @@ func TestClientFaultsReachLockProcess(t *testing.T) {
 		t.Fatal(perr)
 	}
 	paused := procs[p.Client]
-	if paused.pauses != 1 || paused.stopped || paused.inPause < p.Duration {
+	if pd := time.Duration(p.MS) * time.Millisecond; paused.pauses != 1 || paused.stopped || paused.inPause < pd {
 		t.Errorf("paused process: %d pauses, stopped after the pause %v, stopped %v of the %v pause",
-			paused.pauses, paused.stopped, paused.inPause, p.Duration)
+			paused.pauses, paused.stopped, paused.inPause, pd)
 	}
 	if other := procs[1-p.Client]; other.pauses != 0 {
 		t.Errorf("the other client's process was stopped %d times", other.pauses)
 	}
-	if err := w.SetClientClock(1, -7*time.Second); err != nil {
+	if err := w.Control().SetClientClock(1, -7*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if procs[1].offset != -7*time.Second || procs[0].offset != 0 {
@@ -564,12 +565,12 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	for k := range 20 {
-		if err := w.SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second); err != nil {
+		if err := w.Control().SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := w.SetClientClockAtRest(1, -10*time.Second); err != nil {
+	if err := w.Control().SetClientClockAtRest(1, -10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -585,17 +586,17 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 		t.Errorf("client 0's clock moved: %v", got)
 	}
 	// A step still waiting is cancelled by a direct set.
-	if err := w.SetClientClockAtRest(2, time.Minute); err != nil {
+	if err := w.Control().SetClientClockAtRest(2, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.SetClientClock(2, 0); err != nil {
+	if err := w.Control().SetClientClock(2, 0); err != nil {
 		t.Fatal(err)
 	}
-	w.rest(context.Background(), 2)
+	w.ctl.rest(context.Background(), 2)
 	if got := w.Clock(2).Offset(); got != 0 {
 		t.Errorf("cancelled step applied: %v", got)
 	}
-	if err := w.SetClientClockAtRest(7, time.Second); err == nil {
+	if err := w.Control().SetClientClockAtRest(7, time.Second); err == nil {
 		t.Error("no error for a client that does not exist")
 	}
 }
@@ -614,12 +615,12 @@ func TestHoldAtRestKeepsClientsBetweenOperations(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	time.Sleep(50 * time.Millisecond)
 	hctx, hcancel := context.WithTimeout(ctx, time.Second)
-	release, err := w.HoldAtRest(hctx, []int{0, 2})
+	release, err := w.Control().HoldAtRest(hctx, []int{0, 2})
 	hcancel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hs := w.Holders(); slices.Contains(hs, 0) || slices.Contains(hs, 2) {
+	if hs := w.Control().Holders(); slices.Contains(hs, 0) || slices.Contains(hs, 2) {
 		t.Errorf("held clients hold %v", hs)
 	}
 	before := len(h.all())
@@ -647,7 +648,7 @@ func TestHoldAtRestKeepsClientsBetweenOperations(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.HoldAtRest(context.Background(), []int{3}); err == nil {
+	if _, err := w.Control().HoldAtRest(context.Background(), []int{3}); err == nil {
 		t.Error("no error for a client that does not exist")
 	}
 }
