@@ -1,26 +1,40 @@
-// Package lockcheck tests your own lock on Cassandra under faults, from Go:
-// give it a constructor for your lock (a session, the keyspace and the
-// client's clock in; a workload.Lock out) and, if your lock needs tables, a
-// schema function. Run drives it with concurrent clients on the running
-// cluster (`lockcheck cluster up`) under the faults you name, stores the
-// history, checks it and writes the HTML report, as `lockcheck run` does;
-// Test does the same inside `go test` and fails the test on an invalid
-// verdict.
+// Package lockcheck tests a lock on Cassandra under faults, from Go: the
+// same entry point `lockcheck run` goes through, so that everything the
+// command can do a Go program can ask for with an Option.
+//
+// The lock under test is one of four (Lock): your own constructor (New, and
+// Schema when your lock needs tables), one of lockcheck's recipes by name
+// (Recipe), a plug-in command speaking lockcheck's JSON-lines protocol
+// (Command, as --lock-cmd), or a REST lock service (URL, as --lock-url).
+// Run drives it with concurrent clients on a Cassandra cluster (the running
+// one of `lockcheck cluster up`, one it starts with WithStartIfMissing, or
+// your own hosts with WithHosts) under the faults you name, stores the
+// history, checks it and writes the HTML report; Test does the same inside
+// `go test` and fails the test on a verdict that is not valid.
 //
 //	func TestMyLock(t *testing.T) {
 //		lockcheck.Test(t, lockcheck.Lock{
 //			Name:   "mylock",
 //			Schema: mylock.CreateTable,
-//			New: func(s *gocql.Session, keyspace string, clock workload.Clock) (workload.Lock, error) {
-//				return mylock.New(s, keyspace), nil
+//			New: func(c lockcheck.Client) (workload.Lock, error) {
+//				return mylock.New(c.Session, c.Keyspace, c.TTL), nil
 //			},
-//		}, lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(20*time.Second))
+//		}, lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(20*time.Second), lockcheck.WithTTL(5*time.Second))
 //	}
 //
 // Your lock implements workload.Lock and wraps workload's sentinel errors:
 // ErrNotAcquired or ErrHeldByOther when it certainly holds nothing,
 // ErrUnknown when it cannot tell (a timed-out LWT), ErrNotHeld for a release
 // of a lock it does not hold. A grant that expires says when in Grant.Lease.
+//
+// From a module of your own: lockcheck is not published on a module proxy,
+// so your go.mod requires it and replaces it with a checkout:
+//
+//	require github.com/lockcheck/lockcheck v0.0.0
+//	replace github.com/lockcheck/lockcheck => ../lockcheck
+//
+// (then `go mod tidy -e`). examples/leaselock is such a lock, inside this
+// module.
 package lockcheck
 
 import (
@@ -40,6 +54,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
@@ -64,31 +79,103 @@ const (
 	Unknown = checker.Unknown
 )
 
-// Lock is the lock under test.
+// Lock is the lock under test: exactly one of New, Recipe, Command and URL.
 type Lock struct {
-	// Name names its runs in the store (default "mine"): lower-case words
+	// Name names its runs in the store (default "mine"; with Command
+	// "plugin", with URL "http"; a Recipe keeps its own): lower-case words
 	// joined by dashes.
 	Name string
 	// New makes one client's lock: once per client when the run starts,
-	// and once before, to check that it can. clock is the client's clock,
-	// which the client-clock fault moves: read it wherever your lock reads
-	// the time.
-	New func(s *gocql.Session, keyspace string, clock workload.Clock) (workload.Lock, error)
-	// Schema creates the lock's tables in keyspace if they do not exist;
-	// nil when it needs none.
+	// and once before, to check that it can.
+	New func(c Client) (workload.Lock, error)
+	// Schema creates New's tables in keyspace if they do not exist; nil
+	// when it needs none.
 	Schema func(ctx context.Context, s *gocql.Session, keyspace string) error
-	// Promise is what the lock claims (default Mutex).
+	// Promise is what the lock claims (default Mutex). A Recipe has its own.
 	Promise history.Promise
+
+	// Recipe names one of lockcheck's own recipes (RecipeNames), as
+	// `lockcheck run --lock`.
+	Recipe string
+	// Command is a plug-in (sh -c), one process per client speaking JSON
+	// lines on stdin and stdout, as `lockcheck run --lock-cmd`.
+	Command string
+	// URL is a REST lock service (http://HOST:PORT) with seed 004's
+	// contract (package httplock), as `lockcheck run --lock-url`.
+	URL string
 }
 
-// entry is the lock as a recipe of the registry's kind.
-func (l Lock) entry() (recipe.Entry, error) {
-	if l.New == nil {
-		return recipe.Entry{}, errors.New("lockcheck: Lock.New is required")
+// Client is what New makes one client's lock with.
+type Client struct {
+	Session  *gocql.Session
+	Keyspace string // the run's keyspace: create your tables there (Schema)
+	// Clock is the client's clock, which the client-clock fault moves: read
+	// it wherever your lock reads the time.
+	Clock workload.Clock
+	// TTL is the run's lease TTL (WithTTL): the one the meta line and the
+	// report record, and the one client-pause stalls a holder past.
+	TTL time.Duration
+	Log *slog.Logger
+}
+
+// RecipeNames are the names Lock.Recipe takes.
+func RecipeNames() []string { return runner.RecipeNames() }
+
+// recipe is the lock as the runner's recipe.
+func (l Lock) recipe() (runner.Recipe, error) {
+	given := 0
+	for _, set := range []bool{l.New != nil, l.Recipe != "", l.Command != "", l.URL != ""} {
+		if set {
+			given++
+		}
 	}
+	if given != 1 {
+		return runner.Recipe{}, fmt.Errorf("give one of Lock.New, Lock.Recipe (--lock), Lock.Command (--lock-cmd) and Lock.URL (--lock-url), not %d", given)
+	}
+	promise := cmp.Or(l.Promise, Mutex)
+	if (l.Command != "" || l.URL != "") && !recipe.KnownPromise(promise) {
+		return runner.Recipe{}, fmt.Errorf("--promise must be %s or %s, got %q", Mutex, Fenced, l.Promise)
+	}
+	var r runner.Recipe
+	switch {
+	case l.Recipe != "":
+		return runner.LookupRecipe(l.Recipe)
+	case l.Command != "":
+		r = runner.CmdRecipe(l.Command, promise)
+	case l.URL != "":
+		// The address is checked here; whether it answers, before a run.
+		d, err := httplock.New(l.URL)
+		if err != nil {
+			return runner.Recipe{}, fmt.Errorf("--lock-url: %w", err)
+		}
+		d.Close()
+		r = runner.URLRecipe(l.URL, promise)
+	default:
+		e, err := l.entry()
+		if err != nil {
+			return runner.Recipe{}, err
+		}
+		return runner.FromEntry(e), nil
+	}
+	if l.Name != "" {
+		// The registry's rule for names, checked by an entry's Validate.
+		if err := (recipe.Entry{Name: l.Name, Promise: promise, New: nopNew, Schema: nopSchema}).Validate(); err != nil {
+			return runner.Recipe{}, err
+		}
+		r.Name = l.Name
+	}
+	return r, nil
+}
+
+func nopNew(*gocql.Session, ...recipe.Option) (workload.Lock, error) { return nil, nil }
+
+func nopSchema(context.Context, *gocql.Session, string) error { return nil }
+
+// entry is a lock with New as a recipe of the registry's kind.
+func (l Lock) entry() (recipe.Entry, error) {
 	schema := l.Schema
 	if schema == nil {
-		schema = func(context.Context, *gocql.Session, string) error { return nil }
+		schema = nopSchema
 	}
 	e := recipe.Entry{
 		Name: cmp.Or(l.Name, "mine"), Promise: cmp.Or(l.Promise, Mutex), Schema: schema,
@@ -97,17 +184,18 @@ func (l Lock) entry() (recipe.Entry, error) {
 			if err := recipe.Configure(&o, &struct{}{}, opts); err != nil {
 				return nil, err
 			}
-			return l.New(s, o.Keyspace, o.Clock)
+			return l.New(Client{Session: s, Keyspace: o.Keyspace, Clock: o.Clock, TTL: o.TTL, Log: o.Log})
 		},
 	}
 	if err := e.Validate(); err != nil {
-		return recipe.Entry{}, fmt.Errorf("lockcheck: %w", err)
+		return recipe.Entry{}, err
 	}
 	return e, nil
 }
 
 // Option configures a run. Without options a run is `lockcheck run`'s
-// default (runner.Defaults): 5 clients on 1 lock name for 60 s, no faults.
+// default (runner.Defaults): 5 clients on 1 lock name for 60 s, no faults,
+// on the running cluster.
 type Option func(*config)
 
 type config struct {
@@ -115,26 +203,30 @@ type config struct {
 	cluster string
 	nemesis []string
 	hosts   *Hosts
+	start   bool // start a cluster when none runs
+	nodes   int
+	paxos   string
+	keep    bool
 }
 
 // Hosts is a Cassandra cluster of your own (contact points, CQL port,
 // keyspace, replication, data centre) and, in its SSH field, node access
-// for the node faults (see the README: Your own cluster).
+// for the node faults.
 type Hosts = runner.External
 
 // SSH is how the node faults reach your hosts: user, key, port, known
 // hosts, the command that starts Cassandra after a kill, clock steps.
 type SSH = sshnode.Config
 
-// WithHosts runs on your own cluster instead of lockcheck's Docker cluster:
-// the clients connect to h.Hosts; client faults need nothing more, node
-// faults need h.SSH and are refused without it.
+// WithHosts runs on your own cluster instead of lockcheck's Docker cluster
+// (--hosts and the --ssh-* flags): the clients connect to h.Hosts; client
+// faults need nothing more, node faults need h.SSH and are refused without it.
 func WithHosts(h Hosts) Option { return func(c *config) { c.hosts = &h } }
 
-// WithNemesis names the fault kinds: "partition", "pause", "kill", "clock",
-// "loss", "power-loss", "rack-power-loss" (node faults; the power kinds need
-// a cluster on the lazy filesystem), "client-pause", "client-clock", or
-// "all" (nemesis.All: every kind that needs nothing of the nodes).
+// WithNemesis names the fault kinds: any of nemesis.Kinds (their reference
+// is docs/faults.md, generated from nemesis's table of kinds), "all" (every
+// kind that needs nothing of the nodes or the clients' pinning), or "none"
+// (no faults, the default).
 func WithNemesis(kinds ...string) Option {
 	return func(c *config) { c.nemesis = append(c.nemesis, kinds...) }
 }
@@ -142,6 +234,20 @@ func WithNemesis(kinds ...string) Option {
 // WithTime sets how long the clients and the faults run (default 60 s); a
 // quiet phase and the final reads follow.
 func WithTime(d time.Duration) Option { return func(c *config) { c.test.Time = d } }
+
+// WithTTL sets the lease TTL (default 3 s, at least 1 s): what lockcheck's
+// lease recipes, a plug-in and a lock service are given, what Client.TTL
+// says, and what the meta line records.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.test.TTL = d } }
+
+// WithPauseExtra sets how much longer than its lease a holder paused by
+// client-pause stalls (default nemesis.DefaultClientPauseExtra).
+func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.PauseExtra = d } }
+
+// WithPinClients sends client i's queries through node i mod nodes alone
+// instead of the token-aware replica all clients share (--pin-clients): the
+// coord-* faults need it. Only a lock with New or Recipe can be pinned.
+func WithPinClients() Option { return func(c *config) { c.test.PinClients = true } }
 
 // WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
 // release) or "leader" (each client tries to lead; a leader keeps the lock
@@ -163,99 +269,157 @@ func WithInterval(d time.Duration) Option { return func(c *config) { c.test.Inte
 // final reads (default 5 s; 0: none).
 func WithQuiet(d time.Duration) Option { return func(c *config) { c.test.Quiet = d } }
 
-// WithSeed seeds every random choice (default: from the clock, logged).
+// WithSeed seeds every random choice (default: from the clock, reported in
+// Result.Seed).
 func WithSeed(seed int64) Option { return func(c *config) { c.test.Seed = seed } }
 
 // WithStore sets the directory runs are stored under (default "store"; Test:
 // $LOCKCHECK_STORE or lockcheck-store in the temporary directory).
 func WithStore(dir string) Option { return func(c *config) { c.test.Store = dir } }
 
-// WithCluster names the running cluster to use (default $LOCKCHECK_CLUSTER,
-// else "lockcheck").
+// WithCluster names the cluster to use (default $LOCKCHECK_CLUSTER, else
+// "lockcheck").
 func WithCluster(name string) Option { return func(c *config) { c.cluster = name } }
+
+// WithStartIfMissing starts a cluster of nodes nodes and Paxos variant
+// paxos ("v1" or "v2") when none of that name runs (by default Run asks you
+// to run `lockcheck cluster up`). A running cluster is used as it is. The
+// cluster started is stopped after the run unless WithKeep.
+func WithStartIfMissing(nodes int, paxos string) Option {
+	return func(c *config) {
+		c.nodes, c.paxos, c.start = nodes, paxos, true
+	}
+}
+
+// WithKeep leaves running a cluster that WithStartIfMissing started.
+func WithKeep() Option { return func(c *config) { c.keep = true } }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.test.Log = l } }
 
-// WithProgress writes a progress line about every second to w.
+// WithProgress writes what the run is on (the cluster, the lock, the seed)
+// and then a progress line about every second to w.
 func WithProgress(w io.Writer) Option { return func(c *config) { c.test.Progress = w } }
 
-// Result is what a run found.
+// Result is what a run found: what `lockcheck run` prints.
 type Result struct {
 	Verdict checker.Verdict
 	Dir     string // the run's directory in the store
 	Report  string // its report.html
 	Ops     int64  // operations recorded
+	Seed    int64  // the seed the run used
 	// Faults counts the fault windows started, by kind.
 	Faults map[string]int
 	// Check holds the anomalies and findings behind the verdict.
 	Check checker.Result
+	// Phases are how long each phase took (faults, heal, quiet, final
+	// reads); Requested is the time asked for, Took the whole run's.
+	Phases    history.RunPhases
+	Requested time.Duration
+	Took      time.Duration
 }
 
-// newTest checks lock and opts and makes the run's configuration.
-func newTest(lock Lock, opts []Option) (runner.Test, string, error) {
+// Plan is a run's configuration as Run would use it, checked without
+// touching the network.
+type Plan struct {
+	Test    runner.Test // the lock, the faults, the clients, TTL, pins, seed...
+	Cluster string      // the cluster attached to (or started), without Hosts
+	// Start is the shape of a cluster to start when none runs (nil:
+	// attach only); Keep leaves it running.
+	Start *ClusterShape
+	Keep  bool
+	Hosts *Hosts // the user's cluster instead
+
+	url string // Lock.URL: asked whether it answers before a cluster starts
+}
+
+// ClusterShape is the shape of a cluster Run starts (WithStartIfMissing).
+type ClusterShape struct {
+	Nodes int
+	Paxos string
+}
+
+// NewPlan checks lock and opts and makes the run's configuration: what Run
+// does first. The seed is drawn from the clock when none is given.
+func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 	c := config{test: runner.Defaults(), cluster: cmp.Or(os.Getenv("LOCKCHECK_CLUSTER"), cluster.DefaultName)}
 	for _, o := range opts {
 		o(&c)
 	}
-	e, err := lock.entry()
-	if err != nil {
-		return c.test, "", err
+	p := Plan{Test: c.test, Cluster: c.cluster, Keep: c.keep, Hosts: c.hosts, url: lock.URL}
+	var err error
+	if p.Test.Recipe, err = lock.recipe(); err != nil {
+		return p, fmt.Errorf("lockcheck: %w", err)
 	}
-	c.test.Recipe = runner.FromEntry(e)
-	if c.test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {
-		return c.test, "", fmt.Errorf("lockcheck: %w", err)
+	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {
+		return p, fmt.Errorf("lockcheck: %w", err)
 	}
-	if err := c.test.Validate(); err != nil {
-		return c.test, "", fmt.Errorf("lockcheck: %w", err)
+	if c.start {
+		switch {
+		case c.nodes < 1 || c.nodes > cluster.MaxNodes:
+			return p, fmt.Errorf("lockcheck: --nodes must be 1..%d, got %d", cluster.MaxNodes, c.nodes)
+		case c.paxos != "v1" && c.paxos != "v2":
+			return p, fmt.Errorf("lockcheck: --paxos must be v1 or v2, got %q", c.paxos)
+		}
+		p.Start = &ClusterShape{Nodes: c.nodes, Paxos: c.paxos}
 	}
-	if c.test.Seed == 0 {
-		c.test.Seed = time.Now().UnixNano() % 1_000_000_000
+	if err := p.Test.Validate(); err != nil {
+		return p, fmt.Errorf("lockcheck: %w", err)
 	}
-	if c.test.Log == nil {
-		c.test.Log = slog.Default()
+	if p.Hosts != nil {
+		if err := p.Hosts.Validate(); err != nil {
+			return p, fmt.Errorf("lockcheck: %w", err)
+		}
 	}
-	return c.test, c.cluster, nil
+	if p.Test.Seed == 0 {
+		p.Test.Seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	if p.Test.Log == nil {
+		p.Test.Log = slog.Default()
+	}
+	return p, nil
 }
 
-// Run tests lock on the running cluster: the clients, the faults, the
-// history, the check and the report, as `lockcheck run` does. An error with
-// a non-empty Result.Dir means the run directory holds what could be saved
-// (and Verdict what could be checked).
+// Run tests lock: the clients, the faults, the history, the check and the
+// report, as `lockcheck run` does. An error with a non-empty Result.Dir
+// means the run directory holds what could be saved (and Verdict what
+// could be checked); a recipe that could not be set up wraps
+// *runner.SetupError.
 func Run(ctx context.Context, lock Lock, opts ...Option) (Result, error) {
-	t, name, err := newTest(lock, opts)
+	p, err := NewPlan(lock, opts...)
 	if err != nil {
 		return Result{}, err
 	}
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.hosts != nil {
-		if cfg.hosts.Log == nil {
-			cfg.hosts.Log = t.Log
-		}
-		env, err := runner.OpenExternal(ctx, *cfg.hosts, t.Nemesis)
-		if err != nil {
-			return Result{}, fmt.Errorf("lockcheck: %w", err)
-		}
-		defer env.Close()
-		return run(ctx, env, t)
-	}
-	c, err := cluster.Attach(ctx, cluster.WithName(name), cluster.WithLogger(t.Log))
-	if errors.Is(err, cluster.ErrNotRunning) {
-		return Result{}, fmt.Errorf("lockcheck: start the cluster first (lockcheck cluster up --name %s): %w", name, err)
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("lockcheck: cluster %s: %w", name, err)
-	}
-	t.Log.Info("lockcheck: run", "lock", t.Recipe.Name, "nemesis", t.Nemesis, "time", t.Time, "seed", t.Seed, "cluster", name)
-	return run(ctx, runner.ClusterEnv{Cluster: c}, t)
+	return p.Run(ctx)
 }
 
-func run(ctx context.Context, env runner.Env, t runner.Test) (Result, error) {
+// Run runs the plan.
+func (p Plan) Run(ctx context.Context) (Result, error) {
+	t := p.Test
+	say := func(format string, a ...any) {
+		if t.Progress != nil {
+			fmt.Fprintf(t.Progress, "lockcheck run: "+format+"\n", a...)
+		}
+	}
+	if p.url != "" {
+		if err := checkURL(ctx, p.url); err != nil {
+			return Result{}, err
+		}
+	}
+	env, done, err := p.open(ctx, say)
+	if err != nil {
+		return Result{}, err
+	}
+	defer done()
+	nem := "none"
+	if len(t.Nemesis) > 0 {
+		nem = strings.Join(t.Nemesis, ",")
+	}
+	say("%s under %s for %v, seed %d", t.Recipe.Name, nem, t.Time, t.Seed)
+	start := time.Now()
 	out, err := runner.Run(ctx, env, runner.ReportStore{}, t)
-	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Faults: out.Faults, Check: out.Result}
+	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Seed: t.Seed, Faults: out.Faults, Check: out.Result,
+		Phases: out.Phases, Requested: t.Time, Took: time.Since(start)}
 	if out.Dir != "" {
 		res.Report = filepath.Join(out.Dir, "report.html")
 	}
@@ -263,4 +427,77 @@ func run(ctx context.Context, env runner.Env, t runner.Test) (Result, error) {
 		return res, fmt.Errorf("lockcheck: %w", err)
 	}
 	return res, nil
+}
+
+// checkURL asks a lock service whether it answers, before any cluster
+// starts: a service that does not is bad input.
+func checkURL(ctx context.Context, url string) error {
+	d, err := httplock.New(url)
+	if err != nil {
+		return fmt.Errorf("lockcheck: --lock-url: %w", err)
+	}
+	defer d.Close()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := d.Check(cctx); err != nil {
+		return fmt.Errorf("lockcheck: --lock-url: %w", err)
+	}
+	return nil
+}
+
+// open reaches the cluster the plan names, one of three ways: the user's
+// hosts, the running cluster, or one it starts. done closes what open
+// opened and stops a cluster it started (unless Keep).
+func (p Plan) open(ctx context.Context, say func(string, ...any)) (env runner.Env, done func(), err error) {
+	log := p.Test.Log
+	if p.Hosts != nil {
+		x := *p.Hosts
+		if x.Log == nil {
+			x.Log = log
+		}
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		e, err := runner.OpenExternal(octx, x, p.Test.Nemesis)
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("lockcheck: %w", err)
+		}
+		access := "no node access: client faults only"
+		if x.SSH != nil {
+			access = "node faults over SSH as " + x.SSH.User
+		}
+		say("using your cluster %s (keyspace %s, %s)", strings.Join(x.Hosts, ","), x.Keyspace, access)
+		return e, func() { e.Close() }, nil
+	}
+	copts := []cluster.Option{cluster.WithName(p.Cluster), cluster.WithLogger(log)}
+	if p.Start == nil {
+		c, err := cluster.Attach(ctx, copts...)
+		if errors.Is(err, cluster.ErrNotRunning) {
+			return nil, nil, fmt.Errorf("lockcheck: start the cluster first (lockcheck cluster up --name %s): %w", p.Cluster, err)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("lockcheck: cluster %s: %w", p.Cluster, err)
+		}
+		say("using the running cluster (%d nodes, paxos %s)", len(c.Nodes()), c.Paxos())
+		return runner.ClusterEnv{Cluster: c}, func() {}, nil
+	}
+	copts = append(copts, cluster.WithNodes(p.Start.Nodes), cluster.WithPaxos(p.Start.Paxos))
+	c, started, err := runner.AttachOrStart(ctx, copts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lockcheck: cluster: %w", err)
+	}
+	if !started {
+		say("using the running cluster (%d nodes, paxos %s)", len(c.Nodes()), c.Paxos())
+		return runner.ClusterEnv{Cluster: c}, func() {}, nil
+	}
+	say("started a %d-node cluster", len(c.Nodes()))
+	return runner.ClusterEnv{Cluster: c}, func() {
+		if p.Keep {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := c.Stop(sctx, ""); err != nil {
+			log.Warn("lockcheck: stop cluster", "err", err)
+		}
+	}, nil
 }

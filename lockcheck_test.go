@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/recipe"
@@ -24,11 +23,11 @@ func (nopLock) Acquire(context.Context, string, string) (workload.Grant, error) 
 }
 func (nopLock) Release(context.Context, workload.Grant) error { return nil }
 
-func newNop(s *gocql.Session, keyspace string, clock workload.Clock) (workload.Lock, error) {
-	if clock == nil {
+func newNop(c Client) (workload.Lock, error) {
+	if c.Clock == nil {
 		return nil, errors.New("no clock")
 	}
-	return nopLock{keyspace}, nil
+	return nopLock{c.Keyspace}, nil
 }
 
 func TestNewTest(t *testing.T) {
@@ -65,7 +64,7 @@ func TestNewTest(t *testing.T) {
 			}
 			return ""
 		}},
-		{"no constructor", Lock{}, nil, "Lock.New is required", nil},
+		{"no constructor", Lock{}, nil, "give one of Lock.New", nil},
 		{"bad name", Lock{Name: "My Lock", New: newNop}, nil, "bad name", nil},
 		{"bad promise", Lock{New: newNop, Promise: "exclusive"}, nil, "unknown promise", nil},
 		{"bad fault", Lock{New: newNop}, []Option{WithNemesis("gc")}, `unknown fault "gc"`, nil},
@@ -73,7 +72,8 @@ func TestNewTest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tc, cl, err := newTest(tt.lock, tt.opts)
+			p, err := NewPlan(tt.lock, tt.opts...)
+			tc, cl := p.Test, p.Cluster
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err %v, want %q", err, tt.wantErr)
@@ -90,18 +90,102 @@ func TestNewTest(t *testing.T) {
 	}
 }
 
-// The user's constructor gets the run's keyspace and the client's clock.
-func TestEntryPassesKeyspaceAndClock(t *testing.T) {
-	e, err := Lock{New: newNop}.entry()
+// The user's constructor gets the run's keyspace, the client's clock, the
+// TTL of WithTTL (the one the meta line records) and the run's logger.
+func TestEntryPassesClientSettings(t *testing.T) {
+	var got Client
+	e, err := Lock{New: func(c Client) (workload.Lock, error) { got = c; return newNop(c) }}.entry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := e.New(nil, recipe.WithKeyspace("ks1"), recipe.WithClock(&workload.SkewClock{}))
+	log := slog.New(slog.DiscardHandler)
+	l, err := e.New(nil, recipe.WithKeyspace("ks1"), recipe.WithClock(&workload.SkewClock{}), recipe.WithTTL(7*time.Second), recipe.WithLogger(log))
 	if err != nil || l.(nopLock).keyspace != "ks1" {
 		t.Fatalf("lock %+v, %v", l, err)
 	}
+	if got.TTL != 7*time.Second || got.Log != log || got.Keyspace != "ks1" {
+		t.Errorf("constructor got %+v", got)
+	}
 	if err := e.Schema(context.Background(), nil, "ks1"); err != nil {
 		t.Fatalf("a lock without schema: %v", err)
+	}
+}
+
+// Everything `lockcheck run` can ask for, the API can: each option reaches
+// the plan Run runs.
+func TestPlanExpressesTheCLI(t *testing.T) {
+	t.Setenv("LOCKCHECK_CLUSTER", "")
+	hosts := Hosts{Hosts: []string{"192.0.2.1"}, Keyspace: "ks", SSH: &SSH{User: "u", KeyFile: "k"}}
+	tests := []struct {
+		name  string
+		lock  Lock
+		opts  []Option
+		check func(Plan) bool
+	}{
+		{"recipe by name", Lock{Recipe: "lease-fenced"}, nil, func(p Plan) bool {
+			return p.Test.Recipe.Name == "lease-fenced" && p.Test.Recipe.Promise == Fenced
+		}},
+		{"plug-in command", Lock{Command: "plugins/python-lease/run", Promise: Fenced}, nil, func(p Plan) bool {
+			return p.Test.Recipe.Name == "plugin" && p.Test.Recipe.Promise == Fenced && p.Test.Recipe.Setup != nil
+		}},
+		{"plug-in named", Lock{Name: "pylease", Command: "x"}, nil, func(p Plan) bool { return p.Test.Recipe.Name == "pylease" }},
+		{"lock service", Lock{URL: "http://127.0.0.1:8080"}, nil, func(p Plan) bool {
+			return p.Test.Recipe.Name == "http" && p.Test.Recipe.Promise == Mutex && p.url == "http://127.0.0.1:8080"
+		}},
+		{"pins", Lock{Recipe: "lease"}, []Option{WithPinClients(), WithNemesis("coord-partition")}, func(p Plan) bool {
+			return p.Test.PinClients && strings.Join(p.Test.Nemesis, ",") == "coord-partition"
+		}},
+		{"ttl and pause extra", Lock{New: newNop}, []Option{WithTTL(9 * time.Second), WithPauseExtra(2 * time.Second)}, func(p Plan) bool {
+			return p.Test.TTL == 9*time.Second && p.Test.PauseExtra == 2*time.Second
+		}},
+		{"hosts and ssh", Lock{New: newNop}, []Option{WithHosts(hosts)}, func(p Plan) bool {
+			return p.Hosts != nil && p.Hosts.Hosts[0] == "192.0.2.1" && p.Hosts.SSH.User == "u" && p.Start == nil
+		}},
+		{"cluster shape", Lock{New: newNop}, []Option{WithCluster("c2"), WithStartIfMissing(1, "v1"), WithKeep()}, func(p Plan) bool {
+			return p.Cluster == "c2" && p.Start != nil && *p.Start == ClusterShape{Nodes: 1, Paxos: "v1"} && p.Keep
+		}},
+		{"attach only by default", Lock{New: newNop}, nil, func(p Plan) bool { return p.Start == nil && !p.Keep }},
+		{"workload", Lock{New: newNop}, []Option{WithWorkload("leader")}, func(p Plan) bool { return p.Test.Workload == "leader" }},
+		{"no faults", Lock{New: newNop}, []Option{WithNemesis("none")}, func(p Plan) bool { return len(p.Test.Nemesis) == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(tt.lock, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(p) {
+				t.Errorf("plan %+v", p)
+			}
+		})
+	}
+}
+
+// What the API cannot run is refused before anything touches the network.
+func TestPlanRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		lock Lock
+		opts []Option
+		want string
+	}{
+		{"two locks", Lock{Recipe: "lease", Command: "x"}, nil, "not 2"},
+		{"unknown recipe", Lock{Recipe: "nope"}, nil, `unknown lock "nope"`},
+		{"bad url", Lock{URL: "localhost:8080"}, nil, "--lock-url: httplock"},
+		{"bad promise", Lock{Command: "x", Promise: "linear"}, nil, "--promise must be mutex or fenced"},
+		{"aimed without pins", Lock{Recipe: "lease"}, []Option{WithNemesis("coord-clock")}, "needs --pin-clients"},
+		{"short ttl", Lock{New: newNop}, []Option{WithTTL(time.Millisecond)}, "ttl must be at least 1s"},
+		{"too many nodes", Lock{New: newNop}, []Option{WithStartIfMissing(9, "v2")}, "--nodes must be 1..5"},
+		{"bad paxos", Lock{New: newNop}, []Option{WithStartIfMissing(3, "v3")}, "--paxos must be v1 or v2"},
+		{"bad hosts", Lock{New: newNop}, []Option{WithHosts(Hosts{Hosts: []string{"a b"}, Keyspace: "ks"})}, "not a host name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewPlan(tt.lock, tt.opts...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -281,10 +281,8 @@ func (c *Cluster) createKeyspace(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	q := fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}`,
-		c.keyspace, c.cfg.replicationFactor())
-	if err := s.Query(q).ExecContext(ctx); err != nil {
-		return fmt.Errorf("create keyspace %s: %w", c.keyspace, err)
+	if err := CreateKeyspace(ctx, s, c.keyspace, c.cfg.replicationFactor(), ""); err != nil {
+		return err
 	}
 	if err := s.AwaitSchemaAgreement(ctx); err != nil {
 		return fmt.Errorf("create keyspace %s: schema agreement: %w", c.keyspace, err)
@@ -561,13 +559,11 @@ func (c *Cluster) createHealthTable(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	for _, q := range []string{
-		fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}`, healthKeyspace, len(c.nodes)),
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.probe (k int PRIMARY KEY)`, healthKeyspace),
-	} {
-		if err := s.Query(q).ExecContext(ctx); err != nil {
-			return fmt.Errorf("health table: %w", err)
-		}
+	if err := CreateKeyspace(ctx, s, healthKeyspace, len(c.nodes), ""); err != nil {
+		return fmt.Errorf("health table: %w", err)
+	}
+	if err := s.Query(fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.probe (k int PRIMARY KEY)`, healthKeyspace)).ExecContext(ctx); err != nil {
+		return fmt.Errorf("health table: %w", err)
 	}
 	if err := s.AwaitSchemaAgreement(ctx); err != nil {
 		return fmt.Errorf("health table: schema agreement: %w", err)

@@ -121,13 +121,6 @@ func (d *Driver) lockURL(name string, withTTL bool) string {
 	return u.String()
 }
 
-// grantBody is what a 201 or 200 may carry.
-type grantBody struct {
-	Token      *int64 `json:"token"`
-	LeaseMS    *int64 `json:"lease_ms"`
-	TTLSeconds *int64 `json:"ttl_seconds"`
-}
-
 // answer is one request's outcome.
 type answer struct {
 	status int
@@ -221,7 +214,7 @@ func sleepUnless(ctx context.Context, d, reserve time.Duration) bool {
 // grant makes the grant of a 201 or 200 answer.
 func (d *Driver) grant(name, owner string, a answer, start, sent time.Time) (workload.Grant, error) {
 	g := workload.Grant{Lock: name, Owner: owner}
-	var b grantBody
+	var b LockBody
 	if len(strings.TrimSpace(string(a.body))) > 0 {
 		if err := json.Unmarshal(a.body, &b); err != nil {
 			// Granted, but what it says about the grant is unreadable: the

@@ -2,11 +2,14 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -66,7 +69,15 @@ func (e fakeEnv) Targets() []nemesis.Target            { return make([]nemesis.T
 func (fakeEnv) GatewayIP() string                      { return "" }
 func (fakeEnv) WaitHealthy(context.Context) error      { return nil }
 func (fakeEnv) CopyLogs(context.Context, string) error { return nil }
-func (fakeEnv) Paxos() string                          { return "v2" }
+func (fakeEnv) Describe() map[string]string            { return map[string]string{"paxos": "v2"} }
+func (fakeEnv) Keyspace() string                       { return "lockcheck" }
+func (fakeEnv) ContactPoints() []string                { return nil }
+func (fakeEnv) Session(context.Context) (*gocql.Session, error) {
+	return nil, errors.New("fakeEnv: no CQL")
+}
+func (fakeEnv) NodeSession(context.Context, string) (*gocql.Session, error) {
+	return nil, errors.New("fakeEnv: no CQL")
+}
 
 // The meta line records the cluster the run had, not what a flag asked for.
 func TestMetaRecordsTheEnv(t *testing.T) {

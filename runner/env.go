@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -11,8 +14,39 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
+// Env is the cluster a test runs on, as the runner needs it: a cluster
+// started or attached here (ClusterEnv) and the user's hosts (ExternalEnv)
+// both implement all of it, so that the runner, the recipes and the
+// plug-ins never probe for what an environment can do.
+type Env interface {
+	// Targets are the nodes, for the nemesis (none: client faults only).
+	Targets() []nemesis.Target
+	// GatewayIP is where the harness's clients appear from on the cluster network.
+	GatewayIP() string
+	// WaitHealthy waits until every node serves CQL again.
+	WaitHealthy(ctx context.Context) error
+	// CopyLogs copies every node's logs to dir/<node>/.
+	CopyLogs(ctx context.Context, dir string) error
+	// Session opens a session in Keyspace, which exists once it returns.
+	Session(ctx context.Context) (*gocql.Session, error)
+	// Keyspace is where lockcheck's tables go.
+	Keyspace() string
+	// NodeSession opens a session in Keyspace whose every query goes to the
+	// named target alone (`run --pin-clients`).
+	NodeSession(ctx context.Context, node string) (*gocql.Session, error)
+	// ContactPoints are the CQL addresses (host:port) another process on
+	// this machine reaches the cluster at: a --lock-cmd plug-in is told them.
+	ContactPoints() []string
+	// Describe is what the run's meta line records of the cluster beyond
+	// its node count: its Paxos variant, commitlog sync, lazy filesystem,
+	// when the environment knows them.
+	Describe() map[string]string
+}
+
 // ClusterEnv runs tests on a cluster.Cluster.
 type ClusterEnv struct{ *cluster.Cluster }
+
+var _ Env = ClusterEnv{}
 
 // Targets are the cluster's nodes for the nemesis.
 func (e ClusterEnv) Targets() []nemesis.Target {
@@ -34,6 +68,38 @@ func (e ClusterEnv) CopyLogs(ctx context.Context, dir string) error {
 	return errors.Join(errs...)
 }
 
+// NodeSession opens a session coordinated by the named node alone.
+func (e ClusterEnv) NodeSession(ctx context.Context, node string) (*gocql.Session, error) {
+	for _, n := range e.Nodes() {
+		if n.Name == node {
+			return e.PinnedSession(ctx, n)
+		}
+	}
+	return nil, fmt.Errorf("no node %q", node)
+}
+
+// ContactPoints are the nodes' CQL addresses on the cluster network.
+func (e ClusterEnv) ContactPoints() []string {
+	var cps []string
+	for _, h := range e.Hosts() {
+		cps = append(cps, net.JoinHostPort(h, strconv.Itoa(cqlPort)))
+	}
+	return cps
+}
+
+// Describe records what a power loss can lose: the Paxos variant, the
+// commitlog's sync mode and whether the data is on the lazy filesystem.
+func (e ClusterEnv) Describe() map[string]string {
+	d := map[string]string{"paxos": e.Paxos(), "commitlog": e.CommitlogSync()}
+	if e.LazyFS() {
+		d["lazyfs"] = "on"
+	}
+	return d
+}
+
+// cqlPort is where every node of a cluster started here serves CQL.
+const cqlPort = 9042
+
 // AttachOrStart attaches to the running cluster of that name (`lockcheck
 // cluster up`), or starts one. started tells whether this call started it,
 // so that the caller stops only what it started.
@@ -52,12 +118,27 @@ func AttachOrStart(ctx context.Context, opts ...cluster.Option) (c *cluster.Clus
 	return c, true, nil
 }
 
-// NodeSession opens a session coordinated by the named node alone.
-func (e ClusterEnv) NodeSession(ctx context.Context, node string) (*gocql.Session, error) {
-	for _, n := range e.Nodes() {
-		if n.Name == node {
-			return e.PinnedSession(ctx, n)
-		}
+// HealLeftovers brings every node of env to its known state
+// (nemesis.HealLeftovers: faults a killed earlier process left, recorded
+// on rec when it is not nil), then waits until the cluster is healthy:
+// always, or only when it healed something (a run's start, which spares
+// the health check's seconds on a cluster left clean). It is the
+// heal-then-wait of a run's start, `cluster up` on a running cluster and
+// lockd; an env with no targets has nothing to heal.
+func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog.Logger, always bool) error {
+	targets := env.Targets()
+	if len(targets) == 0 {
+		return nil
 	}
-	return nil, fmt.Errorf("no node %q", node)
+	healed, err := nemesis.HealLeftovers(ctx, targets, rec, log)
+	if err != nil {
+		return err
+	}
+	if len(healed) == 0 && !always {
+		return nil
+	}
+	if err := env.WaitHealthy(ctx); err != nil {
+		return fmt.Errorf("cluster not healthy after healing leftovers: %w", err)
+	}
+	return nil
 }

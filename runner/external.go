@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
@@ -17,16 +17,6 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
-
-// HostsEnv is a CQLEnv whose contact points can be handed to another
-// process (a --lock-cmd plug-in): node addresses reachable from the host.
-type HostsEnv interface {
-	CQLEnv
-	Hosts() []string
-}
-
-// cqlPort is where every node serves CQL.
-const cqlPort = "9042"
 
 // CmdRecipe is the lock of `--lock-cmd COMMAND`: a plug-in process per
 // client speaking lockcheck's JSON-lines protocol (package lockcmd). The
@@ -38,17 +28,8 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		if t.pins != nil {
 			return nil, nil, nil, errPinExternal
 		}
-		he, ok := env.(HostsEnv)
-		if !ok {
+		if env == nil {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
-		}
-		port := cqlPort
-		if p, ok := env.(interface{ CQLPort() int }); ok {
-			port = strconv.Itoa(p.CQLPort())
-		}
-		var hosts []string
-		for _, h := range he.Hosts() {
-			hosts = append(hosts, net.JoinHostPort(h, port))
 		}
 		log := t.runLog
 		if log == nil {
@@ -66,11 +47,15 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			}
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
 		}
-		d, err := lockcmd.New(command, lockcmd.Env{Hosts: hosts, Keyspace: he.Keyspace(), TTL: t.TTL}, opts...)
+		d, err := lockcmd.New(command, lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}, opts...)
 		var res workload.Resource
 		closeRes := func() {}
 		if err == nil {
-			res, closeRes, err = cassandraResource(ctx, he)
+			var s *gocql.Session
+			s, res, err = cassandraResource(ctx, env, nil)
+			if err == nil {
+				closeRes = s.Close
+			}
 		}
 		if err != nil {
 			if clockDir != "" {
@@ -128,8 +113,7 @@ func URLRecipe(url string, promise history.Promise) Recipe {
 		if t.pins != nil {
 			return nil, nil, nil, errPinExternal
 		}
-		ce, ok := env.(CQLEnv)
-		if !ok {
+		if env == nil {
 			return nil, nil, nil, errors.New("--lock-url needs a Cassandra cluster for the protected resource")
 		}
 		d, err := httplock.New(url, httplock.WithTTL(t.TTL), httplock.WithLogger(t.Log))
@@ -142,28 +126,38 @@ func URLRecipe(url string, promise history.Promise) Recipe {
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		res, closeRes, err := cassandraResource(ctx, ce)
+		s, res, err := cassandraResource(ctx, env, nil)
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		closeRes := s.Close
 		nl := func(int, workload.Clock) (workload.Lock, error) { return d, nil }
 		return nl, res, func() { d.Close(); closeRes() }, nil
 	}}
 }
 
-// cassandraResource opens a session and creates the protected resource's
-// table.
-func cassandraResource(ctx context.Context, ce CQLEnv) (workload.Resource, func(), error) {
-	s, err := ce.Session(ctx)
+// cassandraResource opens a session, creates the lock's tables (schema,
+// when the lock has its own) and the protected resource's, and returns
+// both; the caller closes the session. It is the one schema set-up of every
+// kind of lock.
+func cassandraResource(ctx context.Context, env Env, schema func(context.Context, *gocql.Session, string) error, opts ...workload.ResourceOption) (*gocql.Session, workload.Resource, error) {
+	s, err := env.Session(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := workload.NewCassandraResource(s, ce.Keyspace())
-	if err := res.CreateSchema(ctx); err != nil {
+	ks := env.Keyspace()
+	res := workload.NewCassandraResource(s, ks, opts...)
+	if schema != nil {
+		err = schema(ctx, s, ks)
+	}
+	if err == nil {
+		err = res.CreateSchema(ctx)
+	}
+	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
-	return res, s.Close, nil
+	return s, res, nil
 }
 
 // errPinExternal: a plug-in or a lock service picks its own coordinators, so

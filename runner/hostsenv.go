@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ type ExternalEnv struct {
 	nodes []*sshnode.Node
 }
 
-var _ HostsEnv = (*ExternalEnv)(nil)
+var _ Env = (*ExternalEnv)(nil)
 
 var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
@@ -180,11 +181,19 @@ func (e *ExternalEnv) GatewayIP() string {
 	return ""
 }
 
-// Hosts are the contact points.
-func (e *ExternalEnv) Hosts() []string { return e.cfg.Hosts }
+// ContactPoints are the hosts at their CQL port (a --lock-cmd plug-in is told).
+func (e *ExternalEnv) ContactPoints() []string {
+	port := strconv.Itoa(cmp.Or(e.cfg.Port, cqlPort))
+	var cps []string
+	for _, h := range e.cfg.Hosts {
+		cps = append(cps, net.JoinHostPort(h, port))
+	}
+	return cps
+}
 
-// CQLPort is where the hosts serve CQL (a --lock-cmd plug-in is told).
-func (e *ExternalEnv) CQLPort() int { return cmp.Or(e.cfg.Port, 9042) }
+// Describe knows nothing of a user's cluster beyond its hosts: the meta
+// line records no Paxos variant or commitlog it did not set.
+func (e *ExternalEnv) Describe() map[string]string { return nil }
 
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }
@@ -200,15 +209,10 @@ func (e *ExternalEnv) Session(ctx context.Context) (*gocql.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	repl := fmt.Sprintf(`{'class': 'SimpleStrategy', 'replication_factor': %d}`, e.cfg.RF)
-	if e.cfg.DC != "" {
-		repl = fmt.Sprintf(`{'class': 'NetworkTopologyStrategy', '%s': %d}`, e.cfg.DC, e.cfg.RF)
-	}
-	q := fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s`, e.cfg.Keyspace, repl)
-	err = s.Query(q).ExecContext(ctx)
+	err = cluster.CreateKeyspace(ctx, s, e.cfg.Keyspace, e.cfg.RF, e.cfg.DC)
 	s.Close()
 	if err != nil {
-		return nil, fmt.Errorf("create keyspace %s: %w", e.cfg.Keyspace, err)
+		return nil, err
 	}
 	return cluster.ConnectHosts(ctx, e.hostsConfig(e.cfg.Keyspace, ""))
 }

@@ -10,13 +10,6 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
-// PinEnv is a CQLEnv that opens a session coordinated by one node alone
-// (`run --pin-clients`).
-type PinEnv interface {
-	CQLEnv
-	NodeSession(ctx context.Context, node string) (*gocql.Session, error)
-}
-
 // PinRoundRobin pins client i to node i mod len(targets).
 func PinRoundRobin(targets []nemesis.Target, clients int) map[int]string {
 	pins := make(map[int]string, clients)
@@ -37,10 +30,6 @@ func pinsString(pins map[int]string) string {
 
 // nodeSessions opens one session per node that a client is pinned to.
 func nodeSessions(ctx context.Context, env Env, pins map[int]string) (map[string]*gocql.Session, func(), error) {
-	pe, ok := env.(PinEnv)
-	if !ok {
-		return nil, nil, fmt.Errorf("--pin-clients needs a Cassandra cluster whose nodes lockcheck reaches one by one")
-	}
 	out := map[string]*gocql.Session{}
 	closeAll := func() {
 		for _, s := range out {
@@ -52,7 +41,7 @@ func nodeSessions(ctx context.Context, env Env, pins map[int]string) (map[string
 		if out[n] != nil {
 			continue
 		}
-		s, err := pe.NodeSession(ctx, n)
+		s, err := env.NodeSession(ctx, n)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("session pinned to %s: %w", n, err)

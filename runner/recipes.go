@@ -25,14 +25,7 @@ var registry = [][]recipe.Entry{
 	bakery.Recipes,
 }
 
-// CQLEnv is an Env that serves CQL sessions (the Cassandra cluster).
-type CQLEnv interface {
-	Env
-	Session(ctx context.Context) (*gocql.Session, error)
-	Keyspace() string
-}
-
-// FromEntry makes a Recipe of a CQL recipe's entry: on a CQLEnv it opens a
+// FromEntry makes a Recipe of a CQL recipe's entry: on env it opens a
 // session, creates the entry's schema and the resource's, and gives each
 // client a lock made with the run's keyspace, the client's clock, the TTL
 // and the logger.
@@ -41,24 +34,14 @@ func FromEntry(e recipe.Entry) Recipe {
 		if err := e.Validate(); err != nil {
 			return nil, nil, nil, err
 		}
-		ce, ok := env.(CQLEnv)
-		if !ok {
+		if env == nil {
 			return nil, nil, nil, fmt.Errorf("recipe %s needs a Cassandra cluster", e.Name)
 		}
-		s, err := ce.Session(ctx)
+		s, res, err := cassandraResource(ctx, env, e.Schema, e.Resource...)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		ks := ce.Keyspace()
-		res := workload.NewCassandraResource(s, ks, e.Resource...)
-		if err := e.Schema(ctx, s, ks); err != nil {
-			s.Close()
-			return nil, nil, nil, err
-		}
-		if err := res.CreateSchema(ctx); err != nil {
-			s.Close()
-			return nil, nil, nil, err
-		}
+		ks := env.Keyspace()
 		closeFn := s.Close
 		sessionOf := func(int) *gocql.Session { return s }
 		if t.pins != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,17 +22,6 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
-
-// Env is the cluster a test runs on, as the runner needs it.
-type Env interface {
-	// Targets are the nodes, for the nemesis.
-	Targets() []nemesis.Target
-	// GatewayIP is where the harness's clients appear from on the cluster network.
-	GatewayIP() string
-	WaitHealthy(ctx context.Context) error
-	// CopyLogs copies every node's logs to dir/<node>/.
-	CopyLogs(ctx context.Context, dir string) error
-}
 
 // Setup prepares a recipe on env (schema, sessions) and returns how to make
 // each client's lock, the protected resource, and a function that releases
@@ -198,16 +188,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	// its own size and Paxos variant.
 	if env != nil {
 		meta.Config["nodes"] = strconv.Itoa(len(env.Targets()))
-		if p, ok := env.(interface{ Paxos() string }); ok {
-			meta.Config["paxos"] = p.Paxos()
-		}
-		// What a power loss can lose depends on both.
-		if c, ok := env.(interface{ CommitlogSync() string }); ok {
-			meta.Config["commitlog"] = c.CommitlogSync()
-		}
-		if l, ok := env.(interface{ LazyFS() bool }); ok && l.LazyFS() {
-			meta.Config["lazyfs"] = "on"
-		}
+		maps.Copy(meta.Config, env.Describe())
 	}
 	if _, err := w.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta, Value: mustJSON(meta)}); err != nil {
 		w.Close()
@@ -251,8 +232,13 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	// Faults an earlier run left (its process killed mid-run) are healed
 	// and recorded before anything else touches the cluster.
-	if err := healLeftovers(ctx, env, targets, mon, log, t.HealTimeout); err != nil {
-		return err
+	if env != nil {
+		hctx, cancel := context.WithTimeout(ctx, t.HealTimeout)
+		err := HealLeftovers(hctx, env, mon, log, false)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
 	}
 	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
 	if err != nil {
@@ -350,26 +336,6 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		errs = append(errs, fmt.Errorf("runner: record phases: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// healLeftovers resets every node before the run (nemesis.HealLeftovers),
-// and waits for a healthy cluster when a node had to be healed.
-func healLeftovers(ctx context.Context, env Env, targets []nemesis.Target, rec nemesis.Recorder, log *slog.Logger, timeout time.Duration) error {
-	if len(targets) == 0 {
-		return nil
-	}
-	hctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	healed, err := nemesis.HealLeftovers(hctx, targets, rec, log)
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	if len(healed) > 0 {
-		if err := env.WaitHealthy(hctx); err != nil {
-			return fmt.Errorf("runner: cluster not healthy after healing leftovers: %w", err)
-		}
-	}
-	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -18,24 +18,44 @@ import (
 // stdin is where `lockcheck check -` reads (a variable for tests).
 var stdin io.Reader = os.Stdin
 
-// runCheck: lockcheck check [--json] [--timeout D] HISTORY.jsonl
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// checkFlags are `lockcheck check`'s flags.
+type checkFlags struct {
+	json    bool
+	timeout time.Duration
+}
+
+func newCheckFlags() (*flag.FlagSet, *checkFlags) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	f := &checkFlags{}
+	fs.BoolVar(&f.json, "json", false, "print the result as JSON (the results.json format)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "give up after this long; the verdict is then unknown (0: no limit)")
+	return fs, f
+}
+
+const checkUsage = `usage: lockcheck check [--json] [--timeout D] HISTORY.jsonl   (- reads stdin)
+exit status: 0 valid, 1 invalid, 2 bad input, 3 unknown`
+
+// withUsage sends fs's errors and usage (the command's usage text, then
+// its flags) to stderr.
+func withUsage(fs *flag.FlagSet, stderr io.Writer, usage string) {
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the result as JSON (the results.json format)")
-	timeout := fs.Duration("timeout", 0, "give up after this long; the verdict is then unknown (0: no limit)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockcheck check [--json] [--timeout D] HISTORY.jsonl   (- reads stdin)")
-		fmt.Fprintln(stderr, "exit status: 0 valid, 1 invalid, 2 bad input, 3 unknown")
+		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
 	}
+}
+
+// runCheck: lockcheck check [--json] [--timeout D] HISTORY.jsonl
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, f := newCheckFlags()
+	withUsage(fs, stderr, checkUsage)
 	arg, code, ok := parseOneArg(fs, args)
 	if !ok {
 		return code
 	}
 	var opts []checker.Option
-	if *timeout > 0 {
-		opts = append(opts, checker.WithTimeout(*timeout))
+	if f.timeout > 0 {
+		opts = append(opts, checker.WithTimeout(f.timeout))
 	}
 	start := time.Now()
 	defer tuneGC()()
@@ -52,7 +72,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lockcheck check: %s: %v\n", arg, err)
 		return exitError
 	}
-	if *asJSON {
+	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {

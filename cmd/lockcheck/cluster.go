@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/lockcheck/lockcheck/cluster"
-	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
 )
 
@@ -85,41 +84,68 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
+// upFlags are `lockcheck cluster up`'s flags.
+type upFlags struct {
+	name, paxos, sync, heap, image, subnet, sshKey string
+	nodes, rf                                      int
+	lazy                                           bool
+}
+
+func newUpFlags() (*flag.FlagSet, *upFlags) {
 	fs := newFlags("up")
-	name := fs.String("name", cluster.DefaultName, "cluster name")
-	// --cluster is what run and lockd call the same idea.
+	f := &upFlags{}
+	nameFlag(fs, &f.name)
+	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
+	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2")
+	fs.StringVar(&f.sync, "commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
+	fs.StringVar(&f.heap, "heap", cluster.DefaultHeap, "JVM heap per node")
+	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
+	fs.StringVar(&f.image, "image", "", "run this local image instead of building lockcheck's own")
+	fs.StringVar(&f.subnet, "subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
+	fs.StringVar(&f.sshKey, "ssh-authorized-key", "", "public key file: run sshd in every node, root login with this key (for --hosts --ssh-*)")
+	fs.BoolVar(&f.lazy, "lazyfs", false, "keep every node's data on lockcheck-lazyfs, which loses unsynced writes when a power-loss fault cuts the node")
+	return fs, f
+}
+
+// nameFlag defines --name and its synonym --cluster (what run and lockd
+// call the same idea) into name.
+func nameFlag(fs *flag.FlagSet, name *string) {
+	fs.StringVar(name, "name", cluster.DefaultName, "cluster name")
 	fs.StringVar(name, "cluster", cluster.DefaultName, "cluster name (same as --name)")
-	nodes := fs.Int("nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
-	paxos := fs.String("paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2")
-	sync := fs.String("commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
-	heap := fs.String("heap", cluster.DefaultHeap, "JVM heap per node")
-	rf := fs.Int("rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
-	image := fs.String("image", "", "run this local image instead of building lockcheck's own")
-	subnet := fs.String("subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
-	sshKey := fs.String("ssh-authorized-key", "", "public key file: run sshd in every node, root login with this key (for --hosts --ssh-*)")
-	lazy := fs.Bool("lazyfs", false, "keep every node's data on lockcheck-lazyfs, which loses unsynced writes when a power-loss fault cuts the node")
+}
+
+// newNameFlags is the flag set of the subcommands that take only the
+// cluster's name (status, down).
+func newNameFlags(sub string) (*flag.FlagSet, *string) {
+	fs := newFlags(sub)
+	name := new(string)
+	nameFlag(fs, name)
+	return fs, name
+}
+
+func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
+	fs, f := newUpFlags()
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	opts := []cluster.Option{
-		cluster.WithName(*name), cluster.WithNodes(*nodes), cluster.WithPaxos(*paxos),
-		cluster.WithCommitlogSync(*sync), cluster.WithHeap(*heap), cluster.WithReplicationFactor(*rf),
+		cluster.WithName(f.name), cluster.WithNodes(f.nodes), cluster.WithPaxos(f.paxos),
+		cluster.WithCommitlogSync(f.sync), cluster.WithHeap(f.heap), cluster.WithReplicationFactor(f.rf),
 	}
-	if *image != "" {
-		opts = append(opts, cluster.WithImage(*image))
+	if f.image != "" {
+		opts = append(opts, cluster.WithImage(f.image))
 	}
-	if *subnet != "" {
-		opts = append(opts, cluster.WithSubnet(*subnet))
+	if f.subnet != "" {
+		opts = append(opts, cluster.WithSubnet(f.subnet))
 	}
-	if *sshKey != "" {
-		b, err := os.ReadFile(*sshKey)
+	if f.sshKey != "" {
+		b, err := os.ReadFile(f.sshKey)
 		if err != nil {
 			return fmt.Errorf("%w: --ssh-authorized-key: %w", cluster.ErrBadOption, err)
 		}
 		opts = append(opts, cluster.WithSSHKey(string(b)))
 	}
-	if *lazy {
+	if f.lazy {
 		bin, err := lazyFSBinary()
 		if err != nil {
 			return err
@@ -133,14 +159,14 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	log := slog.Default()
 	// A cluster of this name already running is kept when it matches the
 	// flags (other processes may be using it), never silently replaced.
-	if c, err := cluster.Attach(ctx, cluster.WithName(*name), cluster.WithLogger(log)); err == nil {
-		want := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", *nodes, *paxos, *sync, *lazy)
+	if c, err := cluster.Attach(ctx, cluster.WithName(f.name), cluster.WithLogger(log)); err == nil {
+		want := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", f.nodes, f.paxos, f.sync, f.lazy)
 		have := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", len(c.Nodes()), c.Paxos(), c.CommitlogSync(), c.LazyFS())
-		if want != have || (*image != "" && *image != c.Image()) {
-			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", *name, have, c.Image(), *name)
+		if want != have || (f.image != "" && f.image != c.Image()) {
+			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}
-		log.Info("cluster already running; healing leftovers, waiting until healthy", "cluster", *name)
-		if err := healLeftovers(ctx, c, log); err != nil {
+		log.Info("cluster already running; healing leftovers, waiting until healthy", "cluster", f.name)
+		if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log, true); err != nil {
 			return err
 		}
 		return printStatus(ctx, c, stdout)
@@ -155,10 +181,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func clusterStatus(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("status")
-	name := fs.String("name", cluster.DefaultName, "cluster name")
-	// --cluster is what run and lockd call the same idea.
-	fs.StringVar(name, "cluster", cluster.DefaultName, "cluster name (same as --name)")
+	fs, name := newNameFlags("status")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -190,10 +213,7 @@ func printStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) erro
 }
 
 func clusterDown(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("down")
-	name := fs.String("name", cluster.DefaultName, "cluster name")
-	// --cluster is what run and lockd call the same idea.
-	fs.StringVar(name, "cluster", cluster.DefaultName, "cluster name (same as --name)")
+	fs, name := newNameFlags("down")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -215,16 +235,6 @@ func clusterImage(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, ref)
 	return nil
-}
-
-// healLeftovers brings every node of a running cluster to its known state
-// (the heal `lockcheck run` and the jepsen tests use), saying on stderr what
-// it healed, and waits until the cluster is healthy.
-func healLeftovers(ctx context.Context, c *cluster.Cluster, log *slog.Logger) error {
-	if _, err := nemesis.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}.Targets(), nil, log); err != nil {
-		return err
-	}
-	return c.WaitHealthy(ctx)
 }
 
 // lazyFSBinary finds the lockcheck-lazyfs binary that `make build` puts

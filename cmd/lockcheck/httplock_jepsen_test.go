@@ -13,6 +13,7 @@ import (
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/lockd"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
@@ -28,7 +29,7 @@ func TestLockdUnderNemesis(t *testing.T) {
 	env := runner.ClusterEnv{Cluster: clustertest.Get(t)}
 	for _, tc := range []struct {
 		name    string
-		lock    lockService
+		lock    lockd.Service
 		promise history.Promise
 		want    checker.Verdict
 	}{
@@ -36,7 +37,7 @@ func TestLockdUnderNemesis(t *testing.T) {
 		{"lease-fenced", locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks)), history.PromiseFenced, checker.Valid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(lockdHandler(tc.lock, slog.New(slog.DiscardHandler)))
+			srv := httptest.NewServer(lockd.Handler(tc.lock, slog.New(slog.DiscardHandler)))
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/lockd"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload/locktest"
 )
@@ -68,7 +69,7 @@ func (c lockdClient) expect(method, path, owner string, code int) map[string]any
 // lockd's answers end to end, over lease-fenced on the shared cluster.
 func TestLockdEndToEnd(t *testing.T) {
 	s, ks, _ := locktest.Setup(t, lease.CreateSchema)
-	srv := httptest.NewServer(lockdHandler(locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks)), slog.Default()))
+	srv := httptest.NewServer(lockd.Handler(locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks)), slog.Default()))
 	defer srv.Close()
 	c := lockdClient{t, srv.URL}
 	name := fmt.Sprintf("/v1/locks/e2e-%d", time.Now().UnixNano())

@@ -41,16 +41,30 @@ after its rows unless it was already running.
   --list           print the selected rows and exit
 Exit status: 0 every row met its expectation, 1 a row missed it, 2 an error.`
 
+// matrixFlags are `lockcheck matrix`'s flags.
+type matrixFlags struct {
+	pattern, tier, name, store, record string
+	repeat                             int
+	list                               bool
+}
+
+func newMatrixFlags() (*flag.FlagSet, *matrixFlags) {
+	fs := newFlags("matrix")
+	f := &matrixFlags{}
+	fs.StringVar(&f.pattern, "rows", "", "row name pattern (glob or regular expression)")
+	fs.StringVar(&f.tier, "tier", "", "quick, full or all")
+	fs.IntVar(&f.repeat, "repeat", 1, "runs per row")
+	fs.StringVar(&f.name, "cluster", cluster.DefaultName, "the shared cluster's name")
+	fs.StringVar(&f.store, "store", runner.Defaults().Store, "store directory")
+	fs.StringVar(&f.record, "record", "", "append measured rates (JSON lines) to this file")
+	fs.BoolVar(&f.list, "list", false, "print the rows and exit")
+	return fs, f
+}
+
 // runMatrix is `lockcheck matrix`.
 func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("matrix")
-	pattern := fs.String("rows", "", "row name pattern (glob or regular expression)")
-	tier := fs.String("tier", "", "quick, full or all")
-	repeat := fs.Int("repeat", 1, "runs per row")
-	name := fs.String("cluster", cluster.DefaultName, "the shared cluster's name")
-	store := fs.String("store", runner.Defaults().Store, "store directory")
-	record := fs.String("record", "", "append measured rates (JSON lines) to this file")
-	list := fs.Bool("list", false, "print the rows and exit")
+	fs, f := newMatrixFlags()
+	pattern, tier, repeat, name, store, record, list := &f.pattern, &f.tier, &f.repeat, &f.name, &f.store, &f.record, &f.list
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "lockcheck matrix: "+format+"\n", a...)
 		return exitError

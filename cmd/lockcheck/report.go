@@ -6,21 +6,25 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/reports"
 )
 
+func newReportFlags() (*flag.FlagSet, *time.Duration) {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 0, "bound the check; the verdict is then unknown (0: no limit)")
+	return fs, timeout
+}
+
+const reportUsage = `usage: lockcheck report [--timeout D] DIR
+(re)builds DIR/report.html and DIR/results.json from DIR/history.jsonl; exit 0 when written`
+
 // runReport: lockcheck report [--timeout D] DIR
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	timeout := fs.Duration("timeout", 0, "bound the check; the verdict is then unknown (0: no limit)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lockcheck report [--timeout D] DIR")
-		fmt.Fprintln(stderr, "(re)builds DIR/report.html and DIR/results.json from DIR/history.jsonl; exit 0 when written")
-		fs.PrintDefaults()
-	}
+	fs, timeout := newReportFlags()
+	withUsage(fs, stderr, reportUsage)
 	arg, code, ok := parseOneArg(fs, args)
 	if !ok {
 		return code

@@ -7,6 +7,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck"
+	"github.com/lockcheck/lockcheck/cluster"
 )
 
 // Bad input to `lockcheck run` is refused with one clear line and exit 2
@@ -22,6 +26,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock-url", "localhost:8080"}, "--lock-url: httplock: \"localhost:8080\": want http://HOST:PORT"},
 		{[]string{"--lock-url", closedPort(t)}, "does not answer"},
 		{[]string{"--lock-cmd", "x", "--promise", "linear"}, "--promise must be mutex or fenced"},
+		{[]string{"--lock", "lease", "--promise", "linear"}, "--promise must be mutex or fenced"},
 		{[]string{"--lock", "nope"}, `unknown lock "nope"`},
 		{[]string{"--lock", "lease", "--nemesis", "partition,gc"}, `unknown fault "gc"`},
 		{[]string{"--lock", "lease", "--nodes", "6"}, "--nodes must be 1..5"},
@@ -70,4 +75,74 @@ func closedPort(t *testing.T) string {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 	return srv.URL
+}
+
+// Every flag of `lockcheck run` reaches the run's configuration through the
+// Go API's options (lockcheck.NewPlan), the one way in both share.
+func TestRunFlagsReachThePlan(t *testing.T) {
+	t.Setenv("LOCKCHECK_CLUSTER", "")
+	tests := []struct {
+		args  []string
+		check func(lockcheck.Plan) bool
+	}{
+		{[]string{"--lock", "lease-fenced"}, func(p lockcheck.Plan) bool {
+			return p.Test.Recipe.Name == "lease-fenced" && p.Test.Recipe.Promise == lockcheck.Fenced && p.Cluster == "lockcheck" &&
+				*p.Start == lockcheck.ClusterShape{Nodes: cluster.DefaultNodes, Paxos: cluster.DefaultPaxos} && !p.Keep && p.Hosts == nil && p.Test.Seed != 0
+		}},
+		{[]string{"--lock-cmd", "plugins/python-lease/run", "--promise", "fenced"}, func(p lockcheck.Plan) bool {
+			return p.Test.Recipe.Name == "plugin" && p.Test.Recipe.Promise == lockcheck.Fenced
+		}},
+		{[]string{"--lock-url", "http://127.0.0.1:8081"}, func(p lockcheck.Plan) bool {
+			return p.Test.Recipe.Name == "http" && p.Test.Recipe.Promise == lockcheck.Mutex
+		}},
+		{[]string{"--lock", "lease", "--ttl", "7s"}, func(p lockcheck.Plan) bool { return p.Test.TTL == 7*time.Second }},
+		{[]string{"--lock", "lease", "--pin-clients", "--nemesis", "coord-clock"}, func(p lockcheck.Plan) bool {
+			return p.Test.PinClients && strings.Join(p.Test.Nemesis, ",") == "coord-clock"
+		}},
+		{[]string{"--lock", "lease", "--nemesis", "pause,client-pause"}, func(p lockcheck.Plan) bool {
+			return strings.Join(p.Test.Nemesis, ",") == "pause,client-pause"
+		}},
+		{[]string{"--lock", "lease", "--pause-extra", "3s", "--interval", "2s", "--quiet", "0s"}, func(p lockcheck.Plan) bool {
+			return p.Test.PauseExtra == 3*time.Second && p.Test.Interval == 2*time.Second && p.Test.Quiet == 0
+		}},
+		{[]string{"--lock", "lease", "--workload", "leader", "--clients", "7", "--locks", "2", "--time", "9s", "--seed", "42", "--store", "s"},
+			func(p lockcheck.Plan) bool {
+				tc := p.Test
+				return tc.Workload == "leader" && tc.Clients == 7 && tc.Locks == 2 && tc.Time == 9*time.Second && tc.Seed == 42 && tc.Store == "s"
+			}},
+		{[]string{"--lock", "lease", "--cluster", "c2", "--nodes", "1", "--paxos", "v1", "--keep"}, func(p lockcheck.Plan) bool {
+			return p.Cluster == "c2" && *p.Start == lockcheck.ClusterShape{Nodes: 1, Paxos: "v1"} && p.Keep
+		}},
+		{[]string{"--lock", "lease", "--hosts", "192.0.2.1, 192.0.2.2", "--port", "9043", "--keyspace", "ks", "--rf", "2", "--dc", "dc1"},
+			func(p lockcheck.Plan) bool {
+				x := p.Hosts
+				return x != nil && strings.Join(x.Hosts, ",") == "192.0.2.1,192.0.2.2" && x.Port == 9043 && x.Keyspace == "ks" &&
+					x.RF == 2 && x.DC == "dc1" && x.SSH == nil
+			}},
+		{[]string{"--lock", "lease", "--hosts", "h1", "--ssh-key", "k", "--ssh-user", "u", "--ssh-port", "2222", "--ssh-known-hosts", "kh",
+			"--ssh-insecure-ignore-host-key", "--ssh-start-cmd", "start", "--ssh-clock-step"}, func(p lockcheck.Plan) bool {
+			s := p.Hosts.SSH
+			return s != nil && s.KeyFile == "k" && s.User == "u" && s.Port == 2222 && s.KnownHosts == "kh" && s.InsecureIgnoreHostKey &&
+				s.StartCmd == "start" && s.ClockStep
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs, f := newRunFlags()
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			lock, opts, err := f.options()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := lockcheck.NewPlan(lock, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(p) {
+				t.Errorf("plan %+v, hosts %+v", p, p.Hosts)
+			}
+		})
+	}
 }

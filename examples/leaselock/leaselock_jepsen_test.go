@@ -7,29 +7,27 @@ import (
 	"testing"
 	"time"
 
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
-
 	"github.com/lockcheck/lockcheck"
 	"github.com/lockcheck/lockcheck/examples/leaselock"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
 // The glue a user writes (README, "Testing your own lock from Go"): the lock
-// under test, and one call per test.
-func leaseLock(ttl time.Duration) lockcheck.Lock {
-	return lockcheck.Lock{
-		Name:   "leaselock",
-		Schema: leaselock.CreateTable,
-		New: func(s *gocql.Session, keyspace string, _ workload.Clock) (workload.Lock, error) {
-			return leaselock.New(s, keyspace, ttl), nil
-		},
-	}
+// under test, made with the run's TTL (lockcheck.WithTTL), and one call per
+// test. From a module of its own, the user's go.mod also needs lockcheck's
+// require and replace lines (package lockcheck's doc).
+var leaseLock = lockcheck.Lock{
+	Name:   "leaselock",
+	Schema: leaselock.CreateTable,
+	New: func(c lockcheck.Client) (workload.Lock, error) {
+		return leaselock.New(c.Session, c.Keyspace, c.TTL), nil
+	},
 }
 
 // A lease lock that reads no client clock keeps its promise when client
 // clocks jump.
 func TestLeaseLock(t *testing.T) {
-	lockcheck.Test(t, leaseLock(5*time.Second), lockcheck.WithNemesis("client-clock"), lockcheck.WithTime(15*time.Second),
+	lockcheck.Test(t, leaseLock, lockcheck.WithTTL(5*time.Second), lockcheck.WithNemesis("client-clock"), lockcheck.WithTime(15*time.Second),
 		lockcheck.WithInterval(3*time.Second), lockcheck.WithQuiet(2*time.Second))
 }
 
@@ -38,7 +36,7 @@ func TestLeaseLock(t *testing.T) {
 func TestLeaseLockCaughtByClientPause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := lockcheck.Run(ctx, leaseLock(3*time.Second), lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(15*time.Second),
+	res, err := lockcheck.Run(ctx, leaseLock, lockcheck.WithTTL(3*time.Second), lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(15*time.Second),
 		lockcheck.WithInterval(3*time.Second), lockcheck.WithQuiet(2*time.Second), lockcheck.WithSeed(1),
 		lockcheck.WithStore(t.TempDir()))
 	if err != nil {
