@@ -206,6 +206,7 @@ type config struct {
 	start   bool // start a cluster when none runs
 	nodes   int
 	paxos   string
+	version string // Cassandra release line of a cluster started
 	keep    bool
 }
 
@@ -291,6 +292,12 @@ func WithStartIfMissing(nodes int, paxos string) Option {
 	}
 }
 
+// WithCassandra sets the Cassandra release line of a cluster that
+// WithStartIfMissing starts: "4.0", "4.1", "5.0" (the default) or
+// "6.0-alpha" (cluster.Versions). A running cluster is used as it is, and
+// the run's meta line records the release it runs.
+func WithCassandra(version string) Option { return func(c *config) { c.version = version } }
+
 // WithKeep leaves running a cluster that WithStartIfMissing started.
 func WithKeep() Option { return func(c *config) { c.keep = true } }
 
@@ -335,8 +342,9 @@ type Plan struct {
 
 // ClusterShape is the shape of a cluster Run starts (WithStartIfMissing).
 type ClusterShape struct {
-	Nodes int
-	Paxos string
+	Nodes   int
+	Paxos   string
+	Version string // cluster.Versions
 }
 
 // NewPlan checks lock and opts and makes the run's configuration: what Run
@@ -361,7 +369,11 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 		case c.paxos != "v1" && c.paxos != "v2":
 			return p, fmt.Errorf("lockcheck: --paxos must be v1 or v2, got %q", c.paxos)
 		}
-		p.Start = &ClusterShape{Nodes: c.nodes, Paxos: c.paxos}
+		version := cmp.Or(c.version, cluster.DefaultVersion)
+		if err := cluster.ValidateOptions(cluster.WithVersion(version), cluster.WithPaxos(c.paxos)); err != nil {
+			return p, fmt.Errorf("lockcheck: %w", err)
+		}
+		p.Start = &ClusterShape{Nodes: c.nodes, Paxos: c.paxos, Version: version}
 	}
 	if err := p.Test.Validate(); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
@@ -477,19 +489,19 @@ func (p Plan) open(ctx context.Context, say func(string, ...any)) (env runner.En
 		if err != nil {
 			return nil, nil, fmt.Errorf("lockcheck: cluster %s: %w", p.Cluster, err)
 		}
-		say("using the running cluster (%d nodes, paxos %s)", len(c.Nodes()), c.Paxos())
+		say("using the running cluster (%d nodes, Cassandra %s, paxos %s)", len(c.Nodes()), c.Version().Cassandra, c.Paxos())
 		return runner.ClusterEnv{Cluster: c}, func() {}, nil
 	}
-	copts = append(copts, cluster.WithNodes(p.Start.Nodes), cluster.WithPaxos(p.Start.Paxos))
+	copts = append(copts, cluster.WithNodes(p.Start.Nodes), cluster.WithPaxos(p.Start.Paxos), cluster.WithVersion(p.Start.Version))
 	c, started, err := runner.AttachOrStart(ctx, copts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lockcheck: cluster: %w", err)
 	}
 	if !started {
-		say("using the running cluster (%d nodes, paxos %s)", len(c.Nodes()), c.Paxos())
+		say("using the running cluster (%d nodes, Cassandra %s, paxos %s)", len(c.Nodes()), c.Version().Cassandra, c.Paxos())
 		return runner.ClusterEnv{Cluster: c}, func() {}, nil
 	}
-	say("started a %d-node cluster", len(c.Nodes()))
+	say("started a %d-node cluster of Cassandra %s", len(c.Nodes()), c.Version().Cassandra)
 	return runner.ClusterEnv{Cluster: c}, func() {
 		if p.Keep {
 			return

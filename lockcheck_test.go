@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/workload"
@@ -142,7 +143,7 @@ func TestPlanExpressesTheCLI(t *testing.T) {
 			return p.Hosts != nil && p.Hosts.Hosts[0] == "192.0.2.1" && p.Hosts.SSH.User == "u" && p.Start == nil
 		}},
 		{"cluster shape", Lock{New: newNop}, []Option{WithCluster("c2"), WithStartIfMissing(1, "v1"), WithKeep()}, func(p Plan) bool {
-			return p.Cluster == "c2" && p.Start != nil && *p.Start == ClusterShape{Nodes: 1, Paxos: "v1"} && p.Keep
+			return p.Cluster == "c2" && p.Start != nil && *p.Start == ClusterShape{Nodes: 1, Paxos: "v1", Version: cluster.DefaultVersion} && p.Keep
 		}},
 		{"attach only by default", Lock{New: newNop}, nil, func(p Plan) bool { return p.Start == nil && !p.Keep }},
 		{"workload", Lock{New: newNop}, []Option{WithWorkload("leader")}, func(p Plan) bool { return p.Test.Workload == "leader" }},

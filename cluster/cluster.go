@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,6 +73,9 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		return nil, err
 	}
 	log := cfg.logger.With("cluster", cfg.name)
+	if v := cfg.release(); v.Experimental {
+		log.Warn("an experimental Cassandra release: what it does is not a finding about a released Cassandra", "cassandra", v.Cassandra)
+	}
 	begin := time.Now()
 	if left, _ := d.containers(ctx, cfg.name); len(left) > 0 {
 		log.Info("removing what an earlier cluster of this name left", "containers", len(left))
@@ -108,7 +112,7 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		d.Close()
 		return nil, err
 	}
-	log.Info("cluster up", "nodes", cfg.nodes, "image", image, "took", time.Since(begin).Round(100*time.Millisecond))
+	log.Info("cluster up", "nodes", cfg.nodes, "cassandra", cfg.release().Cassandra, "image", image, "took", time.Since(begin).Round(100*time.Millisecond))
 	return c, nil
 }
 
@@ -171,7 +175,7 @@ func nodeFiles(yaml []byte) ([]file, error) {
 	for _, f := range []struct{ src, dst string }{
 		{"image/entrypoint.sh", binDir + "/entrypoint.sh"},
 		{"image/nodetool", binDir + "/nodetool"},
-		{"image/jvm17.options", confDir + "/jvm17.options"},
+		{"image/jvm.options", confDir + "/jvm.options"},
 		{"image/logback.xml", confDir + "/logback.xml"},
 		{"image/logback-tools.xml", confDir + "/logback-tools.xml"},
 	} {
@@ -243,6 +247,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelKeyspace: DefaultKeyspace,
 		labelRF:       strconv.Itoa(c.cfg.replicationFactor()),
 		labelPaxos:    c.cfg.paxos,
+		labelVersion:  c.cfg.version,
 		labelCommit:   c.cfg.commitlogSync,
 		labelHeap:     c.cfg.heap,
 		labelNodes:    strconv.Itoa(c.cfg.nodes),
@@ -328,6 +333,8 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.nodes, _ = strconv.Atoi(lb[labelNodes])
 	cfg.rf, _ = strconv.Atoi(lb[labelRF])
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
+	// Clusters started before versions were labelled ran 5.0.
+	cfg.version = cmp.Or(lb[labelVersion], "5.0")
 	if lb[labelLazyFS] != "" {
 		// The binary is already in the nodes; only "on" matters here.
 		cfg.lazyFS = lazyFSBin
@@ -399,6 +406,10 @@ func (c *Cluster) ReplicationFactor() int { return c.cfg.replicationFactor() }
 
 // Paxos is the nodes' paxos_variant ("v1" or "v2").
 func (c *Cluster) Paxos() string { return c.cfg.paxos }
+
+// Version is the Cassandra release the nodes run (Version.Cassandra is
+// the patch release, "4.1.10").
+func (c *Cluster) Version() Version { return c.cfg.release() }
 
 // CommitlogSync is the nodes' commitlog_sync: periodic or batch.
 func (c *Cluster) CommitlogSync() string { return c.cfg.commitlogSync }

@@ -387,7 +387,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 		want error
 	}{
 		{"missing image", []cluster.Option{cluster.WithImage("lockcheck-no-such-image:0")}, cluster.ErrBadImage},
-		{"image without Cassandra", []cluster.Option{cluster.WithImage(cluster.BaseImageRef())}, cluster.ErrBadImage},
+		{"image without Cassandra", []cluster.Option{cluster.WithImage(cluster.BaseImageRef(shared.Version()))}, cluster.ErrBadImage},
 		{"subnet of the shared cluster", []cluster.Option{cluster.WithSubnet(shared.Subnet()), cluster.WithImage(shared.Image())}, cluster.ErrNetworkClash},
 	}
 	for _, b := range bad {

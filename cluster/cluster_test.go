@@ -140,11 +140,34 @@ func TestInputsHash(t *testing.T) {
 			t.Errorf("%s: hash unchanged", name)
 		}
 	}
-	if !regexp.MustCompile(`^lockcheck-node:[0-9a-f]{12}$`).MatchString(NodeImageRef()) {
-		t.Errorf("NodeImageRef() = %q", NodeImageRef())
+	// Every version has an image of its own, on a root filesystem that
+	// differs where its Debian suite or Java does.
+	refs := map[string]string{}
+	for _, name := range Versions() {
+		v, err := LookupVersion(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := NodeImageRef(v)
+		if !regexp.MustCompile(`^lockcheck-node:` + regexp.QuoteMeta(v.Name) + `-[0-9a-f]{12}$`).MatchString(ref) {
+			t.Errorf("NodeImageRef(%s) = %q", name, ref)
+		}
+		if other, ok := refs[ref]; ok {
+			t.Errorf("versions %s and %s share the image %s", other, name, ref)
+		}
+		refs[ref] = name
+		if strings.HasSuffix(ref, BaseImageRef(v)[len(baseImageRepo)+1:]) {
+			t.Errorf("%s: node and base image tags coincide", name)
+		}
 	}
-	if NodeImageRef() == nodeImageRepo+":"+BaseImageRef()[len(baseImageRepo)+1:] {
-		t.Error("node and base image tags coincide")
+	v40, _ := LookupVersion("4.0")
+	v41, _ := LookupVersion("4.1")
+	v50, _ := LookupVersion("5.0")
+	if BaseImageRef(v40) != BaseImageRef(v41) {
+		t.Error("4.0 and 4.1 run on the same root filesystem, but their base images differ")
+	}
+	if BaseImageRef(v41) == BaseImageRef(v50) {
+		t.Error("4.1 (Java 11) and 5.0 (Java 17) share a base image")
 	}
 }
 
@@ -274,24 +297,110 @@ func TestNodeFiles(t *testing.T) {
 	if string(byPath[confDir+"/cassandra.yaml"].body) != "cluster_name: x\n" {
 		t.Error("cassandra.yaml not passed through")
 	}
-	// jvm17.options: every option line is a flag the entrypoint passes on;
+	// jvm.options: every option line is a flag the entrypoint passes on;
 	// the heap is the entrypoint's (LOCKCHECK_HEAP), never the file's.
-	opts := string(byPath[confDir+"/jvm17.options"].body)
+	opts := string(byPath[confDir+"/jvm.options"].body)
 	for _, line := range strings.Split(opts, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		if !strings.HasPrefix(line, "-") {
-			t.Errorf("jvm17.options: %q is neither a flag nor a comment", line)
+			t.Errorf("jvm.options: %q is neither a flag nor a comment", line)
 		}
 		if strings.HasPrefix(line, "-Xmx") || strings.HasPrefix(line, "-Xms") {
-			t.Errorf("jvm17.options sets the heap: %q", line)
+			t.Errorf("jvm.options sets the heap: %q", line)
 		}
 	}
 	for _, must := range []string{"--add-opens=java.base/java.lang=ALL-UNNAMED", "-Djdk.attach.allowAttachSelf=true", "-Dcassandra.jmx.local.port=7199"} {
 		if !strings.Contains(opts, must+"\n") {
-			t.Errorf("jvm17.options lacks %s", must)
+			t.Errorf("jvm.options lacks %s", must)
+		}
+	}
+}
+
+// TestRenderYAMLVersions: 4.0 refuses a cassandra.yaml with any name it does
+// not know, and knows only the old names with the unit in the key; 4.1 and
+// later read the new names. Every size and time setting must follow.
+func TestRenderYAMLVersions(t *testing.T) {
+	tests := []struct {
+		version   string
+		want      map[string]string
+		forbidden []string
+	}{
+		{"4.0", map[string]string{
+			"commitlog_sync_period_in_ms":       "10000",
+			"commitlog_segment_size_in_mb":      "8",
+			"prepared_statements_cache_size_mb": "8",
+			"compaction_throughput_mb_per_sec":  "64",
+			"cas_contention_timeout_in_ms":      "1000",
+			"max_hint_window_in_ms":             "10800000",
+		}, []string{"paxos_variant", "commitlog_sync_period", "commitlog_segment_size", "cas_contention_timeout", "compaction_throughput"}},
+		{"4.1", map[string]string{
+			"commitlog_sync_period":  "10000ms",
+			"commitlog_segment_size": "8MiB",
+			"compaction_throughput":  "64MiB/s",
+			"cas_contention_timeout": "1000ms",
+			"paxos_variant":          "v1",
+		}, []string{"commitlog_sync_period_in_ms", "compaction_throughput_mb_per_sec"}},
+		{"5.0", map[string]string{"commitlog_sync_period": "10000ms", "paxos_variant": "v1"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			c := defaultConfig()
+			c.version = tt.version
+			b, err := renderYAML(nodeConfigs(c, newLayout(defaultSubnet("demo"), 3))[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var y map[string]any
+			if err := yaml.Unmarshal(b, &y); err != nil {
+				t.Fatalf("not YAML: %v\n%s", err, b)
+			}
+			for k, v := range tt.want {
+				if got := fmt.Sprint(y[k]); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+			for _, k := range tt.forbidden {
+				if _, ok := y[k]; ok {
+					t.Errorf("%s present: Cassandra %s does not take it", k, tt.version)
+				}
+			}
+			// No size or time is left in a form the version cannot read.
+			for k, v := range y {
+				s := fmt.Sprint(v)
+				legacyKey := strings.HasSuffix(k, "_in_ms") || strings.HasSuffix(k, "_in_mb") || strings.HasSuffix(k, "_mb") || strings.HasSuffix(k, "_mb_per_sec")
+				unitValue := regexp.MustCompile(`^[0-9]+(ms|MiB|MiB/s|h|s)$`).MatchString(s)
+				if tt.version == "4.0" && unitValue {
+					t.Errorf("4.0: %s: %s has a unit in its value", k, s)
+				}
+				if tt.version != "4.0" && legacyKey {
+					t.Errorf("%s: %s is a 4.0 name", tt.version, k)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateVersion(t *testing.T) {
+	tests := []struct {
+		opts    []Option
+		wantErr string
+	}{
+		{[]Option{WithVersion("4.1"), WithPaxos("v2")}, ""},
+		{[]Option{WithVersion("4.1.10")}, ""},
+		{[]Option{WithVersion("4.0"), WithPaxos("v2")}, "Cassandra 4.0 has only v1"},
+		{[]Option{WithVersion("3.11")}, `version "3.11": want one of 4.0, 4.1, 5.0`},
+		{[]Option{WithVersion("")}, "version"},
+	}
+	for _, tt := range tests {
+		err := ValidateOptions(tt.opts...)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%v", err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("err = %v, want one containing %q", err, tt.wantErr)
 		}
 	}
 }

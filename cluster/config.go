@@ -19,6 +19,42 @@ type nodeConfig struct {
 	Address       string
 	CommitlogSync string
 	PaxosVariant  string
+	// Legacy: Cassandra 4.0, which reads only the old setting names.
+	Legacy bool
+}
+
+// legacyNames are 4.0's names of the settings whose old name is not the new
+// one plus _in_mb or _in_ms.
+var legacyNames = map[string]string{
+	"prepared_statements_cache_size": "prepared_statements_cache_size_mb",
+	"compaction_throughput":          "compaction_throughput_mb_per_sec",
+}
+
+// MiB renders a size setting of n MiB.
+func (nc nodeConfig) MiB(key string, n int) string {
+	if !nc.Legacy {
+		return fmt.Sprintf("%s: %dMiB", key, n)
+	}
+	if old, ok := legacyNames[key]; ok {
+		return fmt.Sprintf("%s: %d", old, n)
+	}
+	return fmt.Sprintf("%s_in_mb: %d", key, n)
+}
+
+// MiBps renders a rate setting of n MiB/s.
+func (nc nodeConfig) MiBps(key string, n int) string {
+	if !nc.Legacy {
+		return fmt.Sprintf("%s: %dMiB/s", key, n)
+	}
+	return nc.MiB(key, n)
+}
+
+// Ms renders a duration setting of ms milliseconds.
+func (nc nodeConfig) Ms(key string, ms int) string {
+	if !nc.Legacy {
+		return fmt.Sprintf("%s: %dms", key, ms)
+	}
+	return fmt.Sprintf("%s_in_ms: %d", key, ms)
 }
 
 var yamlTemplate = template.Must(template.New("cassandra.yaml").Option("missingkey=error").
@@ -103,6 +139,7 @@ func nodeConfigs(c config, l layout) []nodeConfig {
 			Address:       a.String(),
 			CommitlogSync: c.commitlogSync,
 			PaxosVariant:  c.paxos,
+			Legacy:        c.release().LegacyYAML,
 		}
 	}
 	return out

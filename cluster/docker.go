@@ -31,6 +31,7 @@ const (
 	labelKeyspace = "io.lockcheck.keyspace"
 	labelRF       = "io.lockcheck.rf"
 	labelPaxos    = "io.lockcheck.paxos"
+	labelVersion  = "io.lockcheck.version"
 	labelCommit   = "io.lockcheck.commitlog-sync"
 	labelHeap     = "io.lockcheck.heap"
 	labelNodes    = "io.lockcheck.nodes"

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"text/template"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -32,15 +33,15 @@ import (
 //go:embed image
 var imageFS embed.FS
 
-// The Debian root filesystem of the node image. Changing any of these
-// changes the image tag.
+// The Debian root filesystem of the node image (the suite and Java are the
+// Version's). Changing any of these changes the image tag.
 const (
-	debianSuite   = "bookworm"
 	debianVariant = "minbase"
 	debianMirror  = "http://deb.debian.org/debian"
 )
 
-var debianPackages = []string{"openjdk-17-jre-headless", "libfaketime", "iptables", "iproute2", "procps", "openssh-server"}
+// debianTools are what the entrypoint and the faults need beside Java.
+var debianTools = []string{"libfaketime", "iptables", "iproute2", "procps", "openssh-server"}
 
 // scripts are the image inputs that must be executable.
 var scripts = []string{"entrypoint.sh", "nodetool"}
@@ -50,12 +51,6 @@ const (
 	nodeImageRepo = "lockcheck-node"
 	baseImageRepo = "lockcheck-base"
 )
-
-// rootfsSpec identifies the debootstrapped root filesystem.
-func rootfsSpec() string {
-	return fmt.Sprintf("debootstrap --variant=%s --include=%s %s %s",
-		debianVariant, strings.Join(debianPackages, ","), debianSuite, debianMirror)
-}
 
 // inputsHash is the hex SHA-256 of everything the image is built from: the
 // root filesystem's spec and every file of fsys (names and contents, in
@@ -88,27 +83,26 @@ func inputsHash(fsys fs.FS, spec string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// NodeImageRef is the tag of lockcheck's own node image for the inputs in
-// this build of the package, e.g. "lockcheck-node:3f2a9c01d4e5".
-func NodeImageRef() string {
+// NodeImageRef is the tag of lockcheck's own node image of a Cassandra
+// version for the inputs in this build of the package, e.g.
+// "lockcheck-node:5.0-3f2a9c01d4e5".
+func NodeImageRef(v Version) string {
 	sub, err := fs.Sub(imageFS, "image")
 	if err != nil {
 		panic(err) // embedded at build time
 	}
-	h, err := inputsHash(sub, rootfsSpec())
+	h, err := inputsHash(sub, v.rootfsSpec()+"\ncassandra-all "+v.Cassandra)
 	if err != nil {
 		panic(err)
 	}
-	return nodeImageRepo + ":" + h[:12]
+	return nodeImageRepo + ":" + v.Name + "-" + h[:12]
 }
 
-// BaseImageRef is the tag of the imported Debian root filesystem the node
-// image is built on (it has no Cassandra: starting a node from it fails with
-// ErrBadImage).
-func BaseImageRef() string { return baseImageRef() }
-
-func baseImageRef() string {
-	s := sha256.Sum256([]byte(rootfsSpec()))
+// BaseImageRef is the tag of the imported Debian root filesystem a
+// version's node image is built on (it has no Cassandra: starting a node
+// from it fails with ErrBadImage).
+func BaseImageRef(v Version) string {
+	s := sha256.Sum256([]byte(v.rootfsSpec()))
 	return baseImageRepo + ":" + hex.EncodeToString(s[:])[:12]
 }
 
@@ -132,6 +126,9 @@ func BuildImage(ctx context.Context, opts ...Option) (string, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	if err := c.validate(); err != nil {
+		return "", err
+	}
 	d, err := newDocker(ctx)
 	if err != nil {
 		return "", err
@@ -153,7 +150,7 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 		}
 		return c.image, nil
 	}
-	ref := NodeImageRef()
+	ref := NodeImageRef(c.release())
 	if _, err := d.ImageInspect(ctx, ref); err == nil {
 		return ref, nil
 	}
@@ -179,8 +176,8 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 	}
 	log := c.logger
 	start := time.Now()
-	log.Info("building the node image (first run: a few minutes)", "image", ref)
-	base, err := ensureBaseImage(ctx, d, dir, log)
+	log.Info("building the node image (first run: a few minutes)", "image", ref, "cassandra", c.release().Cassandra)
+	base, err := ensureBaseImage(ctx, d, dir, c.release(), log)
 	if err != nil {
 		return "", err
 	}
@@ -196,6 +193,9 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 		if err := os.Chmod(filepath.Join(work, script), 0o755); err != nil {
 			return "", fmt.Errorf("build context: %w", err)
 		}
+	}
+	if err := renderPOM(work, c.release()); err != nil {
+		return "", err
 	}
 	if err := mavenLib(ctx, work, log); err != nil {
 		return "", err
@@ -217,14 +217,14 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 
 // ensureBaseImage imports the Debian root filesystem as an image, running
 // debootstrap when its tarball is not in the cache yet.
-func ensureBaseImage(ctx context.Context, d *docker, cacheDir string, log *slog.Logger) (string, error) {
-	ref := baseImageRef()
+func ensureBaseImage(ctx context.Context, d *docker, cacheDir string, v Version, log *slog.Logger) (string, error) {
+	ref := BaseImageRef(v)
 	if _, err := d.ImageInspect(ctx, ref); err == nil {
 		return ref, nil
 	}
 	tarball := filepath.Join(cacheDir, "rootfs-"+strings.TrimPrefix(ref, baseImageRepo+":")+".tar")
 	if _, err := os.Stat(tarball); err != nil {
-		if err := debootstrap(ctx, cacheDir, tarball, log); err != nil {
+		if err := debootstrap(ctx, cacheDir, tarball, v, log); err != nil {
 			return "", err
 		}
 	}
@@ -247,7 +247,7 @@ func ensureBaseImage(ctx context.Context, d *docker, cacheDir string, log *slog.
 
 // debootstrap makes the root filesystem and stores it as a tarball in the
 // cache, so that a lost image is re-imported in seconds.
-func debootstrap(ctx context.Context, cacheDir, tarball string, log *slog.Logger) error {
+func debootstrap(ctx context.Context, cacheDir, tarball string, v Version, log *slog.Logger) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: building the node image runs debootstrap, which needs root (run as root, or pass an image of your own with --image)", ErrMissingTool)
 	}
@@ -261,8 +261,8 @@ func debootstrap(ctx context.Context, cacheDir, tarball string, log *slog.Logger
 		return fmt.Errorf("debootstrap: %w", err)
 	}
 	defer os.RemoveAll(root)
-	log.Info("debootstrap: making the Debian root filesystem (about a minute)", "dir", root)
-	args := []string{"--variant=" + debianVariant, "--include=" + strings.Join(debianPackages, ","), debianSuite, root, debianMirror}
+	log.Info("debootstrap: making the Debian root filesystem (about a minute)", "dir", root, "suite", v.Suite, "java", v.JRE)
+	args := []string{"--variant=" + debianVariant, "--include=" + strings.Join(v.debianPackages(), ","), v.Suite, root, debianMirror}
 	if err := run(ctx, "debootstrap", args...); err != nil {
 		return fmt.Errorf("debootstrap: %w", err)
 	}
@@ -279,6 +279,23 @@ func debootstrap(ctx context.Context, cacheDir, tarball string, log *slog.Logger
 		return fmt.Errorf("tar root filesystem: %w", err)
 	}
 	return os.Rename(tmp, tarball)
+}
+
+// renderPOM writes dir/pom.xml for the version from the copied template.
+func renderPOM(dir string, v Version) error {
+	tmpl := filepath.Join(dir, "pom.xml.tmpl")
+	t, err := template.New("pom.xml.tmpl").Option("missingkey=error").ParseFiles(tmpl)
+	if err != nil {
+		return fmt.Errorf("pom.xml: %w", err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, v); err != nil {
+		return fmt.Errorf("pom.xml: %w", err)
+	}
+	if err := os.Remove(tmpl); err != nil {
+		return fmt.Errorf("pom.xml: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "pom.xml"), b.Bytes(), 0o644)
 }
 
 // mavenLib resolves cassandra-all and its runtime dependencies into dir/lib.

@@ -28,6 +28,7 @@ type config struct {
 	name          string
 	nodes         int
 	paxos         string
+	version       string // a Version's name
 	commitlogSync string
 	heap          string
 	image         string
@@ -44,6 +45,7 @@ func defaultConfig() config {
 		name:          DefaultName,
 		nodes:         DefaultNodes,
 		paxos:         DefaultPaxos,
+		version:       DefaultVersion,
 		commitlogSync: "periodic",
 		heap:          DefaultHeap,
 		logger:        slog.New(slog.DiscardHandler),
@@ -60,6 +62,11 @@ func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
 
 // WithPaxos sets Cassandra's paxos_variant: "v1" (default) or "v2".
 func WithPaxos(variant string) Option { return func(c *config) { c.paxos = variant } }
+
+// WithVersion sets the Cassandra release line the nodes run: "4.0", "4.1",
+// "5.0" (default) or "6.0-alpha" (Versions), each the latest patch release
+// on Maven Central, on a Java it supports.
+func WithVersion(name string) Option { return func(c *config) { c.version = name } }
 
 // WithCommitlogSync sets commitlog_sync: "periodic" (default) or "batch".
 func WithCommitlogSync(mode string) Option { return func(c *config) { c.commitlogSync = mode } }
@@ -137,8 +144,12 @@ func (c *config) validate() error {
 	if c.nodes < 1 || c.nodes > MaxNodes {
 		errs = append(errs, fmt.Sprintf("nodes %d: want 1 to %d", c.nodes, MaxNodes))
 	}
-	if c.paxos != "v1" && c.paxos != "v2" {
+	if v, err := LookupVersion(c.version); err != nil {
+		errs = append(errs, err.Error())
+	} else if c.paxos != "v1" && c.paxos != "v2" {
 		errs = append(errs, fmt.Sprintf("paxos %q: want v1 or v2", c.paxos))
+	} else if !v.takesPaxos(c.paxos) {
+		errs = append(errs, fmt.Sprintf("paxos %s: Cassandra %s has only %s", c.paxos, v.Name, strings.Join(v.Paxos, ", ")))
 	}
 	if c.commitlogSync != "periodic" && c.commitlogSync != "batch" {
 		errs = append(errs, fmt.Sprintf("commitlog sync %q: want periodic or batch", c.commitlogSync))
@@ -172,6 +183,16 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: %s", ErrBadOption, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// release is the Version the options name (the default one for a name
+// validate refuses).
+func (c *config) release() Version {
+	if v, err := LookupVersion(c.version); err == nil {
+		return v
+	}
+	v, _ := LookupVersion(DefaultVersion)
+	return v
 }
 
 // replicationFactor is the keyspace's factor: the option or, by default, one

@@ -1,33 +1,18 @@
 package nemesis
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite docs/faults.md from the kinds table")
+	"github.com/lockcheck/lockcheck/internal/golden"
+)
 
 // The committed fault reference is the one the table renders (golden file):
 // a kind added, changed or removed changes the page in the same commit.
 func TestFaultReference(t *testing.T) {
-	const path = "../docs/faults.md"
 	got := Reference()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("docs/faults.md is not what the table renders: run `go test ./nemesis -run TestFaultReference -update` and commit it")
-	}
+	golden.Check(t, "../docs/faults.md", got, "go test ./nemesis -run TestFaultReference -update")
 	// Every kind, and every field of its values with its meaning, is there.
 	page := string(got)
 	for _, k := range table {

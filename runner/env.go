@@ -90,7 +90,7 @@ func (e ClusterEnv) ContactPoints() []string {
 // Describe records what a power loss can lose: the Paxos variant, the
 // commitlog's sync mode and whether the data is on the lazy filesystem.
 func (e ClusterEnv) Describe() map[string]string {
-	d := map[string]string{"paxos": e.Paxos(), "commitlog": e.CommitlogSync()}
+	d := map[string]string{"cassandra": e.Version().Cassandra, "paxos": e.Paxos(), "commitlog": e.CommitlogSync()}
 	if e.LazyFS() {
 		d["lazyfs"] = "on"
 	}

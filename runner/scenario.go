@@ -34,10 +34,13 @@ var ErrShape = errors.New("cluster shape not supported yet")
 // name and logger aside. lazyFS is the lockcheck-lazyfs binary, needed only
 // by a configuration on the lazy filesystem.
 func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error) {
-	if c.Spares > 0 || c.DCs > 1 || c.Version != "" {
+	if c.Spares > 0 || c.DCs > 1 {
 		return nil, fmt.Errorf("%w: %s", ErrShape, c)
 	}
 	var opts []cluster.Option
+	if c.Version != "" {
+		opts = append(opts, cluster.WithVersion(c.Version))
+	}
 	if c.Nodes > 0 {
 		opts = append(opts, cluster.WithNodes(c.Nodes))
 	}
@@ -63,5 +66,13 @@ func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option
 // that a row can run on it rather than on a cluster started for it.
 func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync()}
-	return c.Spares == 0 && c.DCs <= 1 && c.Version == "" && want.Key() == c.Key()
+	if c.Version != "" {
+		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
+			return false
+		}
+		want.Version = c.Version
+	} else if cl.Version().Name != cluster.DefaultVersion {
+		return false
+	}
+	return c.Spares == 0 && c.DCs <= 1 && want.Key() == c.Key()
 }

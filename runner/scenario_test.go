@@ -60,6 +60,12 @@ func TestScenarioClusterOptions(t *testing.T) {
 	if _, err := ScenarioClusterOptions(scenario.Cluster{Paxos: "v3"}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("paxos v3: %v, want ErrBadOption", err)
 	}
+	if _, err := ScenarioClusterOptions(scenario.Cluster{Version: "4.0", Paxos: "v2"}, ""); !errors.Is(err, cluster.ErrBadOption) {
+		t.Errorf("paxos v2 on 4.0: %v, want ErrBadOption", err)
+	}
+	if opts, err := ScenarioClusterOptions(scenario.Cluster{Version: "4.1", Paxos: "v2"}, ""); err != nil || len(opts) != 2 {
+		t.Errorf("4.1 with paxos v2: %d options, %v", len(opts), err)
+	}
 	opts, err := ScenarioClusterOptions(scenario.Cluster{Paxos: "v2", Nodes: 5}, "")
 	if err != nil || len(opts) != 2 {
 		t.Errorf("paxos v2 on 5 nodes: %d options, %v", len(opts), err)

@@ -2,8 +2,6 @@ package scenario
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,11 +9,10 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/internal/golden"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/findings.md from the rows and rates")
 
 func TestRowsConsistent(t *testing.T) {
 	if err := Check(Rows); err != nil {
@@ -274,19 +271,7 @@ func TestFindingsPage(t *testing.T) {
 	if err := WriteFindings(&buf, Rows, rates); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "docs", "findings.md")
-	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	have, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./scenario -update writes it)", err)
-	}
-	if !bytes.Equal(have, buf.Bytes()) {
-		t.Errorf("docs/findings.md is not what the rows and rates render: run `go test ./scenario -update` and commit it")
-	}
+	golden.Check(t, filepath.Join("..", "docs", "findings.md"), buf.Bytes(), "go test ./scenario -run TestFindingsPage -update")
 	for _, r := range Rows {
 		if !strings.Contains(buf.String(), "\n### "+r.Name+"\n") {
 			t.Errorf("row %s has no section", r.Name)

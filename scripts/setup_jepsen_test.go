@@ -25,7 +25,11 @@ import (
 func TestSetupInstallsEngineBesideClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	base := cluster.BaseImageRef()
+	v, err := cluster.LookupVersion(cluster.DefaultVersion) // bookworm
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := cluster.BaseImageRef(v)
 	if _, err := docker(ctx, "image", "inspect", base); err != nil {
 		t.Fatalf("base image %s missing (lockcheck cluster up builds it): %v", base, err)
 	}

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs one Cassandra node in the foreground. Package cluster copies this file,
-# the rendered cassandra.yaml, jvm17.options and logback.xml into every node
-# before it starts, so a user's own image (--image) needs only Java 17,
-# Cassandra 5.0's jars, libfaketime and iptables.
+# the rendered cassandra.yaml, jvm.options and logback.xml into every node
+# before it starts, so a user's own image (--image) needs only a Java its
+# Cassandra runs on (11 for 4.x, 17 for 5.0), Cassandra's jars, libfaketime
+# and iptables.
 #
 # The container runs with docker's init as PID 1, and this script execs java,
 # so the JVM is init's only child: `kill -STOP` from an exec reaches it (PID 1
@@ -52,7 +53,7 @@ for f in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.
 done
 [ -n "$FAKETIME_SO" ] || fail "libfaketimeMT.so.1 not found: the image needs libfaketime"
 command -v iptables >/dev/null 2>&1 || fail "iptables not found: the image needs iptables"
-command -v java >/dev/null 2>&1 || fail "java not found on PATH: the image needs Java 17"
+command -v java >/dev/null 2>&1 || fail "java not found on PATH: the image needs Java (11 for Cassandra 4.x, 17 for 5.0)"
 
 JAMM=$(ls "$LIB"/jamm-*.jar 2>/dev/null | head -n 1)
 [ -n "$JAMM" ] || fail "jamm agent jar not found in $LIB"
@@ -123,7 +124,7 @@ exec env \
   FAKETIME_DONT_FAKE_MONOTONIC=1 \
   FAKETIME_FORCE_MONOTONIC_FIX=0 \
   java \
-  $(grep -E '^-' "$CONF/jvm17.options") \
+  $(grep -E '^-' "$CONF/jvm.options") \
   "-Xms$HEAP" "-Xmx$HEAP" \
   "-javaagent:$JAMM" \
   "-Dcassandra.config=file://$CONF/cassandra.yaml" \

@@ -21,7 +21,7 @@ var flagSets = []struct {
 	{"cluster up", "usage: lockcheck cluster up [flags]", func() *flag.FlagSet { fs, _ := newUpFlags(); return fs }},
 	{"cluster status", "usage: lockcheck cluster status [--name lockcheck]", func() *flag.FlagSet { fs, _ := newNameFlags("status"); return fs }},
 	{"cluster down", "usage: lockcheck cluster down [--name lockcheck]", func() *flag.FlagSet { fs, _ := newNameFlags("down"); return fs }},
-	{"cluster image", "usage: lockcheck cluster image", func() *flag.FlagSet { return newFlags("image") }},
+	{"cluster image", "usage: lockcheck cluster image", func() *flag.FlagSet { fs, _ := newImageFlags(); return fs }},
 	{"matrix", matrixUsage, func() *flag.FlagSet { fs, _ := newMatrixFlags(); return fs }},
 	{"lockd", "usage: lockcheck lockd [--listen ADDR] [--hosts H1,H2 [--rf N]] [--keyspace KS] [--cluster NAME] [--lock lease-fenced|lease]", func() *flag.FlagSet { fs, _ := newLockdFlags(); return fs }},
 }

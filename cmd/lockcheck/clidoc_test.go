@@ -3,31 +3,18 @@ package main
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite docs/cli.md from the flag sets")
+	"github.com/lockcheck/lockcheck/internal/golden"
+)
 
 // docs/cli.md is what the flag sets say: a flag added, renamed or
 // re-described without regenerating the page fails here.
 func TestCLIReference(t *testing.T) {
 	var b bytes.Buffer
 	writeCLIReference(&b)
-	path := filepath.Join("..", "..", "docs", "cli.md")
-	if *update {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("docs/cli.md is not what the flag sets say: go test ./cmd/lockcheck -run TestCLIReference -update")
-	}
+	golden.Check(t, filepath.Join("..", "..", "docs", "cli.md"), b.Bytes(), "go test ./cmd/lockcheck -run TestCLIReference -update")
 }
 
 // Every subcommand's flags are in the reference, and no usage text puts

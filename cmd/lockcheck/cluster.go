@@ -19,12 +19,12 @@ import (
 
 const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
   up      start a Cassandra cluster and leave it running for later commands
-          [--name lockcheck] [--nodes 3] [--paxos v1|v2] [--commitlog-sync periodic|batch]
+          [--name lockcheck] [--nodes 3] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--commitlog-sync periodic|batch]
           [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub]
           [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version  [--name lockcheck]
   down    remove the cluster's containers and network                       [--name lockcheck]
-  image   build the node image if missing and print its tag`
+  image   build the node image if missing and print its tag               [--version 5.0]`
 
 // runCluster is `lockcheck cluster up|status|down|image`.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -86,9 +86,9 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 // upFlags are `lockcheck cluster up`'s flags.
 type upFlags struct {
-	name, paxos, sync, heap, image, subnet, sshKey string
-	nodes, rf                                      int
-	lazy                                           bool
+	name, version, paxos, sync, heap, image, subnet, sshKey string
+	nodes, rf                                               int
+	lazy                                                    bool
 }
 
 func newUpFlags() (*flag.FlagSet, *upFlags) {
@@ -96,7 +96,8 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	f := &upFlags{}
 	nameFlag(fs, &f.name)
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
-	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2")
+	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", ")+" (the latest patch release of each)")
+	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later)")
 	fs.StringVar(&f.sync, "commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
 	fs.StringVar(&f.heap, "heap", cluster.DefaultHeap, "JVM heap per node")
 	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
@@ -129,7 +130,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	opts := []cluster.Option{
-		cluster.WithName(f.name), cluster.WithNodes(f.nodes), cluster.WithPaxos(f.paxos),
+		cluster.WithName(f.name), cluster.WithNodes(f.nodes), cluster.WithVersion(f.version), cluster.WithPaxos(f.paxos),
 		cluster.WithCommitlogSync(f.sync), cluster.WithHeap(f.heap), cluster.WithReplicationFactor(f.rf),
 	}
 	if f.image != "" {
@@ -160,8 +161,9 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// A cluster of this name already running is kept when it matches the
 	// flags (other processes may be using it), never silently replaced.
 	if c, err := cluster.Attach(ctx, cluster.WithName(f.name), cluster.WithLogger(log)); err == nil {
-		want := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", f.nodes, f.paxos, f.sync, f.lazy)
-		have := fmt.Sprintf("%d nodes, paxos %s, commitlog %s, lazyfs %t", len(c.Nodes()), c.Paxos(), c.CommitlogSync(), c.LazyFS())
+		v, _ := cluster.LookupVersion(f.version) // validated above
+		want := fmt.Sprintf("%d nodes, Cassandra %s, paxos %s, commitlog %s, lazyfs %t", f.nodes, v.Cassandra, f.paxos, f.sync, f.lazy)
+		have := fmt.Sprintf("%d nodes, Cassandra %s, paxos %s, commitlog %s, lazyfs %t", len(c.Nodes()), c.Version().Cassandra, c.Paxos(), c.CommitlogSync(), c.LazyFS())
 		if want != have || (f.image != "" && f.image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}
@@ -224,12 +226,19 @@ func clusterDown(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func clusterImage(ctx context.Context, args []string, stdout io.Writer) error {
+// newImageFlags is `lockcheck cluster image`'s flag set.
+func newImageFlags() (*flag.FlagSet, *string) {
 	fs := newFlags("image")
+	version := fs.String("version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", "))
+	return fs, version
+}
+
+func clusterImage(ctx context.Context, args []string, stdout io.Writer) error {
+	fs, version := newImageFlags()
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	ref, err := cluster.BuildImage(ctx, cluster.WithLogger(slog.Default()))
+	ref, err := cluster.BuildImage(ctx, cluster.WithVersion(*version), cluster.WithLogger(slog.Default()))
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 // the Go API's entry point, lockcheck.Plan.Run.
 type runFlags struct {
 	lock, lockCmd, lockURL, promise, nemesis string
-	cluster, paxos, hosts                    string
+	cluster, paxos, version, hosts           string
 	nodes                                    int
 	keep                                     bool
 	t                                        runner.Test
@@ -42,7 +42,8 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
-	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2")
+	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later)")
+	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line of a cluster this command starts: "+strings.Join(cluster.Versions(), ", "))
 	fs.StringVar(&f.cluster, "cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	fs.BoolVar(&f.keep, "keep", false, "leave a cluster this command started running")
 	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader)", workload.ShapeCycle, workload.ShapeLeader))
@@ -73,7 +74,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
@@ -96,7 +97,7 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 		lockcheck.WithLocks(t.Locks), lockcheck.WithTime(t.Time), lockcheck.WithSeed(t.Seed), lockcheck.WithStore(t.Store),
 		lockcheck.WithInterval(t.Interval), lockcheck.WithTTL(t.TTL), lockcheck.WithQuiet(t.Quiet),
 		lockcheck.WithPauseExtra(t.PauseExtra), lockcheck.WithCluster(f.cluster),
-		lockcheck.WithStartIfMissing(f.nodes, f.paxos),
+		lockcheck.WithStartIfMissing(f.nodes, f.paxos), lockcheck.WithCassandra(f.version),
 	}
 	if t.PinClients {
 		opts = append(opts, lockcheck.WithPinClients())

@@ -27,6 +27,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock-url", closedPort(t)}, "does not answer"},
 		{[]string{"--lock-cmd", "x", "--promise", "linear"}, "--promise must be mutex or fenced"},
 		{[]string{"--lock", "lease", "--promise", "linear"}, "--promise must be mutex or fenced"},
+		{[]string{"--lock", "lease", "--version", "4.0", "--paxos", "v2"}, "Cassandra 4.0 has only v1"},
+		{[]string{"--lock", "lease", "--version", "3.11"}, `version "3.11": want one of`},
 		{[]string{"--lock", "nope"}, `unknown lock "nope"`},
 		{[]string{"--lock", "lease", "--nemesis", "partition,gc"}, `unknown fault "gc"`},
 		{[]string{"--lock", "lease", "--nodes", "6"}, "--nodes must be 1..5"},
@@ -87,7 +89,7 @@ func TestRunFlagsReachThePlan(t *testing.T) {
 	}{
 		{[]string{"--lock", "lease-fenced"}, func(p lockcheck.Plan) bool {
 			return p.Test.Recipe.Name == "lease-fenced" && p.Test.Recipe.Promise == lockcheck.Fenced && p.Cluster == "lockcheck" &&
-				*p.Start == lockcheck.ClusterShape{Nodes: cluster.DefaultNodes, Paxos: cluster.DefaultPaxos} && !p.Keep && p.Hosts == nil && p.Test.Seed != 0
+				*p.Start == lockcheck.ClusterShape{Nodes: cluster.DefaultNodes, Paxos: cluster.DefaultPaxos, Version: cluster.DefaultVersion} && !p.Keep && p.Hosts == nil && p.Test.Seed != 0
 		}},
 		{[]string{"--lock-cmd", "plugins/python-lease/run", "--promise", "fenced"}, func(p lockcheck.Plan) bool {
 			return p.Test.Recipe.Name == "plugin" && p.Test.Recipe.Promise == lockcheck.Fenced
@@ -111,7 +113,10 @@ func TestRunFlagsReachThePlan(t *testing.T) {
 				return tc.Workload == "leader" && tc.Clients == 7 && tc.Locks == 2 && tc.Time == 9*time.Second && tc.Seed == 42 && tc.Store == "s"
 			}},
 		{[]string{"--lock", "lease", "--cluster", "c2", "--nodes", "1", "--paxos", "v1", "--keep"}, func(p lockcheck.Plan) bool {
-			return p.Cluster == "c2" && *p.Start == lockcheck.ClusterShape{Nodes: 1, Paxos: "v1"} && p.Keep
+			return p.Cluster == "c2" && *p.Start == lockcheck.ClusterShape{Nodes: 1, Paxos: "v1", Version: cluster.DefaultVersion} && p.Keep
+		}},
+		{[]string{"--lock", "lease", "--version", "4.1", "--paxos", "v2"}, func(p lockcheck.Plan) bool {
+			return *p.Start == lockcheck.ClusterShape{Nodes: cluster.DefaultNodes, Paxos: "v2", Version: "4.1"}
 		}},
 		{[]string{"--lock", "lease", "--hosts", "192.0.2.1, 192.0.2.2", "--port", "9043", "--keyspace", "ks", "--rf", "2", "--dc", "dc1"},
 			func(p lockcheck.Plan) bool {
