@@ -2,9 +2,7 @@ package runner
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -12,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the generated reference pages (docs/recipes.md)")
 
 // recipeDocs says, for each registered recipe, what it does and how it
 // fails, in words for docs/recipes.md. Everything else on the page (name,
@@ -175,19 +172,6 @@ func renderRecipes(t *testing.T) []byte {
 // TestRecipesReference keeps docs/recipes.md what the registry says
 // (golden file): -update rewrites it.
 func TestRecipesReference(t *testing.T) {
-	got := renderRecipes(t)
-	path := filepath.Join("..", "docs", "recipes.md")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (write it with go test ./runner -run TestRecipesReference -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("docs/recipes.md differs from the registry: run go test ./runner -run TestRecipesReference -update")
-	}
+	golden.Check(t, filepath.Join("..", "docs", "recipes.md"), renderRecipes(t),
+		"go test ./runner -run TestRecipesReference -update")
 }
