@@ -10,6 +10,7 @@
 #                 valid histories, bounded by PORCUPINE_TIMEOUT (default 5m);
 #                 on the hot lock only up to PORCUPINE_HOT_MAX events
 #                 (default 200000: it needs ~15 GiB at 1M).
+#   CASES=regex   run only the cases whose name matches (default: all)
 # Histories go to $BENCH_DIR (default .cache/bench); delete it afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,8 @@ sizes=("$@")
 cases=(
   "many-locks/valid|-clients 100 -locks 1000 -fail 0.05 -info 0.02"
   "many-locks/overlap|-clients 100 -locks 1000 -fail 0.05 -info 0.02 -anomaly overlap"
+  "1000-locks/valid|-clients 1000 -locks 1000 -fail 0 -info 0"
+  "1000-locks-2500-procs/valid|-clients 2500 -locks 1000 -fail 0 -info 0"
   "hot-lock/valid|-clients 50 -locks 1 -fail 0.05 -info 0.05 -lease 200ms -nemesis 10s"
   "hot-lock/lost|-clients 50 -locks 1 -fail 0.05 -info 0.05 -lease 200ms -nemesis 10s -anomaly lost"
 )
@@ -37,6 +40,7 @@ printf "%-9s %-20s %-8s %4s %8s %8s %9s   %s\n" events case verdict exit wall_s 
 for n in "${sizes[@]}"; do
   for c in "${cases[@]}"; do
     name=${c%%|*} args=${c#*|}
+    [[ $name =~ ${CASES:-.} ]] || continue
     run="$dir/run-$n-${name//\//-}"
     mkdir -p "$run"
     # shellcheck disable=SC2086

@@ -6,6 +6,11 @@ import "github.com/lockcheck/lockcheck/history"
 // for the reference checks of the tests. Invocations without a completion
 // become info calls; an ok renew without lease_ms keeps its process's grant's
 // lease.
+type procLock struct {
+	proc int
+	lock string
+}
+
 func pairCalls(ops []history.Op) []call {
 	var calls []call
 	open := map[int]int{}

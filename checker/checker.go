@@ -42,6 +42,7 @@ func Merge(a, b Verdict) Verdict {
 const (
 	CheckMutex      = "mutual-exclusion"
 	CheckLinear     = "linearizable-lock"
+	CheckFencing    = "fencing-tokens" // judged under the fenced promise only
 	CheckResource   = "resource"
 	CheckStatistics = "statistics"
 )
@@ -70,6 +71,10 @@ const (
 	KindFailedAddPresent = "failed-add-present"
 	KindPhantom          = "phantom-element"
 	KindMalformedRead    = "malformed-read" // an ok read whose value is not an array
+	// KindTokenOrder: under the fenced promise, a grant whose token is not
+	// greater than every token granted before it on that lock: the lock's
+	// fault (fencing cannot order its holders).
+	KindTokenOrder = "token-not-increasing"
 )
 
 // Anomaly is one violation (or, in Result.Findings, an observation that the
@@ -169,8 +174,7 @@ func CheckReader(ctx context.Context, r io.Reader, opts ...Option) (Result, erro
 	cfg := newConfig(opts)
 	ctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
-	e := newEngine(ctx, cfg)
-	e.start()
+	e := newMulti(ctx, cfg, false, false)
 	truncated, err := history.Stream(r, func(op history.Op) error { e.feed(op); return nil })
 	if err != nil {
 		e.finish() // stop the workers
@@ -206,9 +210,7 @@ func withTimeout(ctx context.Context, cfg config) (context.Context, context.Canc
 func check(ctx context.Context, ops []history.Op, cfg config) Result {
 	ctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
-	e := newEngine(ctx, cfg)
-	e.keepHolds = true
-	e.start()
+	e := newMulti(ctx, cfg, false, true)
 	// A stream judges by the meta line from where it appears (lockcheck
 	// writes it first); a history in memory may have it anywhere.
 	for i := range ops {
@@ -226,8 +228,8 @@ func check(ctx context.Context, ops []history.Op, cfg config) Result {
 // kindRank orders anomalies by how directly they point at the cause: a
 // stale write or an overlap explains the lost adds that follow from it.
 var kindRank = map[string]int{
-	KindOverlap: 0, KindStaleWrite: 1, KindNonLinearizable: 2, KindFailedAddPresent: 3,
-	KindDuplicate: 4, KindPhantom: 5, KindMalformedRead: 6, KindLostAdd: 7, KindLateWrite: 8,
+	KindOverlap: 0, KindTokenOrder: 1, KindStaleWrite: 2, KindNonLinearizable: 3, KindFailedAddPresent: 4,
+	KindDuplicate: 5, KindPhantom: 6, KindMalformedRead: 7, KindLostAdd: 8, KindLateWrite: 9,
 }
 
 func sortAnomalies(as []Anomaly) {

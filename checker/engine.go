@@ -32,6 +32,14 @@ type call struct {
 	done    bool         // its completion was read
 	invOp   history.Op
 	retOp   history.Op // valid when done
+	// What the lock had acknowledged when this call was invoked (fencing.go):
+	// for an acquire, the greatest token granted; for an add, the write of
+	// the newest grant and the write of the greatest token.
+	snapGrant, snapNewest, snapToken *fenceRef
+	l                                *lockSt // of lock
+	elem                             int32   // an add's element (resource.go)
+	kept                             bool    // a read kept for a later verdict (resource.go: deferred)
+	ps                               *procSt
 }
 
 // ops returns the invoke and completion lines of calls, for an anomaly.
@@ -58,9 +66,79 @@ func expiry(inv, leaseMS int64) int64 {
 	return inv + leaseMS*1e6
 }
 
-type procLock struct {
-	proc int
-	lock string
+// procSt is what the checks keep of one process: its call in flight and its
+// latest hold on each of the last few locks it held. A process that took
+// many locks over time forgets the oldest of its closed holds (keeping a bit
+// that it held that lock), so that memory does not grow with processes times
+// locks.
+type procSt struct {
+	open   *call
+	counts *Counts    // its statistics
+	recent []*holdRec // its latest hold per lock, oldest first
+	locks  []*lockSt  // recent[i].l, to search without touching the holds
+	held   []uint64   // by lock id: it held that lock (its hold may be forgotten)
+	// forgotAt bounds the ends of its forgotten holds (and so their grants'
+	// returns).
+	forgotAt int64
+}
+
+// keepClosed is how many closed holds a process remembers (one per lock, in
+// each shard): its later calls on those locks are judged against them
+// exactly; on an older one, as a hold that ended by forgotAt.
+const keepClosed = 2
+
+// latest returns p's latest hold on l, if remembered.
+func (p *procSt) latest(l *lockSt) *holdRec {
+	for i := len(p.locks) - 1; i >= 0; i-- {
+		if p.locks[i] == l {
+			return p.recent[i]
+		}
+	}
+	return nil
+}
+
+// forgot tells whether p held l once but no longer remembers that hold.
+func (p *procSt) forgot(l *lockSt) bool {
+	w := l.id / 64
+	return w < len(p.held) && p.held[w]&(1<<(l.id%64)) != 0 && p.latest(l) == nil
+}
+
+// remember makes h p's latest hold on its lock, forgetting the oldest
+// closed holds beyond keepClosed.
+func (p *procSt) remember(h *holdRec) {
+	l := h.l
+	kept := p.recent[:0]
+	closed := 0
+	for _, o := range p.recent {
+		if o.l != l {
+			kept = append(kept, o)
+			if !o.open {
+				closed++
+			}
+		}
+	}
+	clear(p.recent[len(kept):])
+	p.recent = append(kept, h)
+	for closed > keepClosed {
+		for i, o := range p.recent {
+			if !o.open {
+				p.forgotAt = max(p.forgotAt, o.End)
+				p.recent = append(p.recent[:i], p.recent[i+1:]...)
+				p.recent[len(p.recent):cap(p.recent)][0] = nil
+				closed--
+				break
+			}
+		}
+	}
+	p.locks = p.locks[:0]
+	for _, o := range p.recent {
+		p.locks = append(p.locks, o.l)
+	}
+	w := l.id / 64
+	for len(p.held) <= w {
+		p.held = append(p.held, 0)
+	}
+	p.held[w] |= 1 << (l.id % 64)
 }
 
 // engine runs every check over one pass of the history.
@@ -74,116 +152,172 @@ type engine struct {
 	meta   *history.Meta
 	fenced bool
 	end    int64 // time of the last line
-	open   map[int]*call
+	procs  map[int]*procSt
 	locks  map[string]*lockSt
-	grant  map[procLock]int64 // lease_ms of each process's latest ok acquire
-	// procLocks lists the locks that keep something of a process, so that
-	// it is dropped when the process retires (completes with info: it may
-	// invoke nothing more).
-	procLocks map[int][]*lockSt
-	pending   int
+	nlocks int
+	// lastLock caches the latest lock looked up: lines of one lock come in
+	// runs.
+	lastLock *lockSt
+	pending  int
 
 	st    statsAcc
 	holds []Hold
 
-	mutex, resource checkOutput
-	mutexKinds      map[string]int
-	resKinds        map[string]int
-	nOverlap        int
-	nHolds          int
-	nResAnom        int
-	noFinal         int
+	mutex, resource, fencing checkOutput
+	mutexKinds               map[string]int
+	resKinds                 map[string]int
+	fenceKinds               map[string]int
+	nFence                   int
+	nOverlap                 int
+	nHolds                   int
+	nResAnom                 int
+	noFinal                  int
 
-	lin *linRunner
+	callPool []*call
+	lin      *linRunner  // shared by the shards
+	visQ     []*linQueue // this shard's candidates for a visualization, by name
 }
 
 func newEngine(ctx context.Context, cfg config) *engine {
 	e := &engine{
 		ctx: ctx, cfg: cfg,
-		open: map[int]*call{}, locks: map[string]*lockSt{}, grant: map[procLock]int64{}, procLocks: map[int][]*lockSt{},
+		procs: map[int]*procSt{}, locks: map[string]*lockSt{},
 		st:         newStatsAcc(),
 		mutex:      checkOutput{result: CheckResult{Name: CheckMutex, Verdict: Valid}},
 		resource:   checkOutput{result: CheckResult{Name: CheckResource, Verdict: Valid}},
-		mutexKinds: map[string]int{}, resKinds: map[string]int{},
+		fencing:    checkOutput{result: CheckResult{Name: CheckFencing, Verdict: Valid}},
+		mutexKinds: map[string]int{}, resKinds: map[string]int{}, fenceKinds: map[string]int{},
 	}
 	return e
 }
 
-func (e *engine) start() {
-	if !e.holdsOnly {
-		e.lin = newLinRunner(e.ctx, e.cfg)
-	}
-}
-
 func (e *engine) lock(name string) *lockSt {
+	if l := e.lastLock; l != nil && l.name == name {
+		return l
+	}
 	l := e.locks[name]
 	if l == nil {
 		l = newLockSt(e, name)
+		l.id = e.nlocks
+		e.nlocks++
 		e.locks[name] = l
 	}
+	e.lastLock = l
 	return l
+}
+
+func (e *engine) proc(p int) *procSt {
+	ps := e.procs[p]
+	if ps == nil {
+		ps = &procSt{counts: e.st.proc(p)}
+		e.procs[p] = ps
+	}
+	return ps
+}
+
+// openCall is p's call in flight, if any.
+func (e *engine) openCall(p int) *call {
+	if ps := e.procs[p]; ps != nil {
+		return ps.open
+	}
+	return nil
 }
 
 // feed takes the next op of a validated history.
 func (e *engine) feed(op history.Op) {
 	e.end = op.Time
-	e.st.events++
 	if op.Process < 0 {
-		e.st.nemesis++
 		if op.F == history.FMeta {
 			e.feedMeta(op)
 		}
 		return
 	}
-	if op.Type == history.Invoke {
-		c := &call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
-			inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op}
-		e.open[op.Process] = c
-		if c.lock != "" {
-			e.lock(c.lock).invoke(c)
+	if op.Type != history.Invoke {
+		e.completeOp(op)
+		return
+	}
+	ps := e.proc(op.Process)
+	c := e.newCall()
+	*c = call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
+		inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op, ps: ps}
+	ps.open = c
+	if c.lock != "" {
+		c.l = e.lock(c.lock)
+		c.l.invoke(c)
+	}
+}
+
+// completeOp takes a completion. A shard also sees the completions of other
+// shards' calls that may concern it (see multi.feed): it takes those only
+// to retire their process after an info.
+func (e *engine) completeOp(op history.Op) {
+	ps := e.procs[op.Process]
+	var c *call
+	if ps != nil {
+		c = ps.open
+	}
+	if c == nil {
+		if op.Type == history.Info {
+			e.retireProc(op.Process)
 		}
 		return
 	}
-	c := e.open[op.Process]
-	if c == nil {
-		return // refused by validation
-	}
-	delete(e.open, op.Process)
+	ps.open = nil
 	c.typ, c.ret, c.retOp, c.done = op.Type, op.Time, op, true
 	if op.LeaseMS > 0 {
 		c.leaseMS = op.LeaseMS
 	}
-	if c.typ == history.OK && c.lock != "" {
+	if c.typ == history.OK && c.l != nil && c.f == history.FRenew && c.leaseMS <= 0 {
 		// An ok renew without lease_ms renews for the lease its process's
-		// grant had, rather than forever.
-		pl := procLock{c.proc, c.lock}
-		switch c.f {
-		case history.FAcquire:
-			e.grant[pl] = c.leaseMS
-		case history.FRenew:
-			if c.leaseMS <= 0 {
-				c.leaseMS = e.grant[pl]
-			}
+		// latest grant had, rather than forever.
+		if h := ps.latest(c.l); h != nil {
+			c.leaseMS = h.grantLease
 		}
 	}
 	e.st.complete(c)
-	if c.lock != "" {
-		e.lock(c.lock).complete(c)
+	proc, typ := c.proc, c.typ
+	if c.l != nil {
+		c.l.complete(c) // may recycle c (linQueue.pop)
 	}
-	if c.typ == history.Info {
-		e.retireProc(c.proc)
+	if typ == history.Info {
+		e.retireProc(proc)
+	}
+	// An add or a read is judged at its completion, and nothing keeps it
+	// after (a fenced lock's maxima keep writes; a read that held an
+	// element whose adds are still running waits for them).
+	if (c.f == history.FAdd && !e.fenced) || (c.f == history.FRead && !c.kept) {
+		e.recycle(c)
 	}
 }
 
-// retireProc forgets what the locks keep of a process that will invoke
-// nothing more. Its open holds stay: they last until their lease runs out.
-func (e *engine) retireProc(p int) {
-	for _, l := range e.procLocks[p] {
-		delete(l.last, p)
-		delete(e.grant, procLock{p, l.name})
-		delete(l.lq.lease, p)
+// newCall and recycle reuse the calls that nothing keeps after they are
+// judged: most of a long history's calls, and most of the garbage.
+func (e *engine) newCall() *call {
+	if n := len(e.callPool); n > 0 {
+		c := e.callPool[n-1]
+		e.callPool = e.callPool[:n-1]
+		return c
 	}
-	delete(e.procLocks, p)
+	return new(call)
+}
+
+func (e *engine) recycle(c *call) {
+	*c = call{}
+	if len(e.callPool) < 1024 {
+		e.callPool = append(e.callPool, c)
+	}
+}
+
+// retireProc forgets a process that will invoke nothing more (it completed
+// with info). Its open holds stay with their locks: they last until their
+// lease runs out.
+func (e *engine) retireProc(p int) {
+	if ps := e.procs[p]; ps != nil {
+		for _, h := range ps.recent {
+			delete(h.l.lq.lease, p)
+		}
+		delete(e.procs, p)
+	}
 }
 
 func (e *engine) feedMeta(op history.Op) {
@@ -197,19 +331,21 @@ func (e *engine) feedMeta(op history.Op) {
 	}
 }
 
-// finish checks what is left at the end of the history and assembles the
-// result.
-func (e *engine) finish() Result {
+// finishShard checks what is left of one shard's locks at the end of the
+// history (the time of its last line, end).
+func (e *engine) finishShard(end int64) {
+	e.end = end
 	// Invocations without completion (a killed run) are info calls.
-	procs := make([]int, 0, len(e.open))
-	for p := range e.open {
-		procs = append(procs, p)
+	var procs []int
+	for p, ps := range e.procs {
+		if ps.open != nil {
+			procs = append(procs, p)
+		}
 	}
 	sort.Ints(procs)
 	e.pending = len(procs)
 	for _, p := range procs {
-		c := e.open[p]
-		e.st.pendingCall(c)
+		e.st.pendingCall(e.procs[p].open)
 	}
 	names := make([]string, 0, len(e.locks))
 	for n := range e.locks {
@@ -219,6 +355,15 @@ func (e *engine) finish() Result {
 	for _, n := range names {
 		e.locks[n].finish()
 	}
+}
+
+// assemble makes the result, on the engine that merged the shards'.
+func (e *engine) assemble(visQ []*linQueue) Result {
+	names := make([]string, 0, len(e.locks))
+	for n := range e.locks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
 	res := Result{Anomalies: []Anomaly{}, Findings: []Anomaly{}, Pending: e.pending}
 	if e.holdsOnly {
 		res.Holds = e.holds
@@ -228,20 +373,21 @@ func (e *engine) finish() Result {
 		res.Meta = e.meta
 		res.Promise = e.meta.Promise
 	}
-	linear, vis := e.lin.finish(e.end)
+	linear, vis := e.lin.finish(e.end, visQ)
 	res.Linearizability = vis
 	res.Stats = e.st.stats(e.end, len(e.locks))
 	stats := checkOutput{result: CheckResult{Name: CheckStatistics, Verdict: Valid, Detail: res.Stats.summary()}}
 	e.finishMutex(len(names))
 	e.finishResource(names)
+	e.finishFencing()
 	if e.keepHolds {
 		sortHolds(e.holds)
 		res.Holds = e.holds
 	}
 	res.Verdict = Valid
-	for _, out := range []*checkOutput{&e.mutex, &linear, &e.resource, &stats} {
+	for _, out := range []*checkOutput{&e.mutex, &linear, &e.fencing, &e.resource, &stats} {
 		cr := out.result
-		cr.Judged = cr.Name != CheckStatistics
+		cr.Judged = cr.Name != CheckStatistics && !cr.Skipped
 		if e.fenced && (cr.Name == CheckMutex || cr.Name == CheckLinear) {
 			cr.Judged = false
 		}
@@ -275,21 +421,24 @@ func sortHolds(hs []Hold) {
 type lockSt struct {
 	e    *engine
 	name string
+	id   int // dense, in order of first use
 
 	// Holds (mutex.go).
-	openHolds map[int]*holdRec // process -> its open hold
-	closed    []*holdRec       // closed holds that may still overlap something
-	last      map[int]*holdRec // process -> its latest hold
+	openHolds []*holdRec // at most one per process; few at a time
+	closed    []*holdRec // closed holds that may still overlap something
 
 	// Operations of the lock object, in invocation order (linear.go).
 	lq linQueue
 
 	// The protected set (resource.go).
 	res *resState
+
+	// What the fencing rules compare against (fencing.go).
+	fence fenceSt
 }
 
 func newLockSt(e *engine, name string) *lockSt {
-	l := &lockSt{e: e, name: name, openHolds: map[int]*holdRec{}, last: map[int]*holdRec{}}
+	l := &lockSt{e: e, name: name}
 	l.lq.setup(l)
 	return l
 }
@@ -300,6 +449,9 @@ func isLockObjF(f string) bool {
 
 func (l *lockSt) invoke(c *call) {
 	l.expire(c.inv)
+	if !l.e.holdsOnly {
+		l.fence.invoke(c)
+	}
 	switch {
 	case c.f == history.FRelease:
 		l.releaseInvoked(c)
@@ -350,8 +502,8 @@ func (l *lockSt) finish() {
 // pendingCalls are the lock's calls still without completion at the end.
 func (l *lockSt) pendingCalls() []*call {
 	var out []*call
-	for _, c := range l.e.open {
-		if c.lock == l.name {
+	for _, ps := range l.e.procs {
+		if c := ps.open; c != nil && c.l == l {
 			out = append(out, c)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -35,22 +36,23 @@ type holdRec struct {
 	expiry   int64
 	open     bool
 	released bool  // its process invoked a release since it began
-	token    int64 // the fencing token of the grant that started it
+	token    int64 // the fencing token of its latest grant
 	hasToken bool
 	acq, rel *call
+	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire
+	// grantLease is the lease_ms of its latest ok acquire: an ok renew
+	// without lease_ms renews for that long.
+	grantLease int64
+	l          *lockSt
 }
 
 // Holds computes every hold of a (valid) history, ordered by start.
 func Holds(ops []history.Op) []Hold {
-	e := newEngine(context.Background(), newConfig(nil))
-	e.holdsOnly = true
-	e.start()
+	e := newMulti(context.Background(), newConfig(nil), true, false)
 	for _, op := range ops {
 		e.feed(op)
 	}
-	hs := e.finish().Holds
-	sortHolds(hs)
-	return hs
+	return e.finish().Holds
 }
 
 // token reads a fencing token: an ok acquire's value, when it is an integer.
@@ -59,18 +61,42 @@ func token(v json.RawMessage) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	t, err := strconv.ParseInt(string(v), 10, 64)
-	return t, err == nil
+	if t, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		return t, true
+	}
+	// Tokens are compared as JSON values too: 1e1 and 10.0 are token 10.
+	if v[0] == '"' || v[0] == '[' || v[0] == '{' {
+		return 0, false
+	}
+	i, k := elemID(v)
+	return i, k == ""
 }
 
 // granted: an ok acquire or renew starts a hold or extends it.
 func (l *lockSt) granted(c *call) {
 	exp := expiry(c.inv, c.leaseMS)
-	if h := l.openHolds[c.proc]; h != nil {
+	var tok int64
+	var hasTok bool
+	if c.f == history.FAcquire {
+		tok, hasTok = token(c.retOp.Value)
+		if !l.e.holdsOnly {
+			// A holder's own acquire is a grant too; handing it back the
+			// token it holds (a re-entrant acquire, perhaps after the
+			// lease_ms the client counts but before the lock's own TTL)
+			// is no regression, unless it released since.
+			last := c.ps.latest(l)
+			same := hasTok && last != nil && !last.released && last.hasToken && last.token == tok
+			l.fence.granted(l, c, tok, hasTok, same)
+		}
+	}
+	if h := l.openHold(c.proc); h != nil {
 		if c.inv < h.expiry {
 			h.expiry = exp // the last ok acquire or renew sets the lease
-			if t, ok := token(c.retOp.Value); ok && c.f == history.FAcquire {
-				h.token, h.hasToken = t, true
+			if c.f == history.FAcquire {
+				h.grant, h.grantLease = c, c.leaseMS
+				if hasTok {
+					h.token, h.hasToken = tok, true
+				}
 			}
 			return
 		}
@@ -78,50 +104,64 @@ func (l *lockSt) granted(c *call) {
 		// then, and another process may have held the lock in between. The
 		// new grant starts a new hold.
 		l.closeHold(h, h.expiry, "expired", nil)
-	} else if last := l.last[c.proc]; c.f == history.FRenew && (last == nil || last.released) {
+	} else if last := c.ps.latest(l); c.f == history.FRenew && (last == nil || last.released) {
 		// A renew ok without a hold starts nothing; after a lease that
 		// ran out (and no release), it starts a new hold.
 		return
 	}
 	h := &holdRec{Hold: Hold{Lock: l.name, Process: c.proc, Start: c.ret, AcquireIdx: int(c.retOp.Index)},
-		expiry: exp, open: true, acq: c}
+		expiry: exp, open: true, acq: c, grant: c, l: l}
 	if c.f == history.FAcquire {
-		h.token, h.hasToken = token(c.retOp.Value)
+		h.grantLease = c.leaseMS
+	} else if last := c.ps.latest(l); last != nil {
+		h.grantLease = last.grantLease
 	}
-	l.openHolds[c.proc] = h
-	if _, ok := l.last[c.proc]; !ok {
-		l.e.procLocks[c.proc] = append(l.e.procLocks[c.proc], l)
-	}
-	l.last[c.proc] = h
+	h.token, h.hasToken = tok, hasTok
+	l.openHolds = append(l.openHolds, h)
+	c.ps.remember(h)
 }
 
 func (l *lockSt) releaseInvoked(c *call) {
-	if h := l.last[c.proc]; h != nil {
+	if h := c.ps.latest(l); h != nil {
 		h.released = true
 	}
-	if h := l.openHolds[c.proc]; h != nil {
+	if h := l.openHold(c.proc); h != nil {
 		l.closeHold(h, c.inv, "release", c)
 	}
+}
+
+// openHold is p's open hold of l, if any.
+func (l *lockSt) openHold(p int) *holdRec {
+	for _, h := range l.openHolds {
+		if h.Process == p {
+			return h
+		}
+	}
+	return nil
 }
 
 // expire closes the holds whose lease ran out before now, unless an acquire
 // or renew of their process invoked before the expiry may still extend them.
 func (l *lockSt) expire(now int64) {
-	for p, h := range l.openHolds {
+	for i := 0; i < len(l.openHolds); i++ {
+		h := l.openHolds[i]
 		if h.expiry >= now {
 			continue
 		}
-		if c := l.e.open[p]; c != nil && c.lock == l.name && (c.f == history.FAcquire || c.f == history.FRenew) && c.inv < h.expiry {
+		if c := l.e.openCall(h.Process); c != nil && c.l == l && (c.f == history.FAcquire || c.f == history.FRenew) && c.inv < h.expiry {
 			continue
 		}
 		l.closeHold(h, h.expiry, "expired", nil)
+		i-- // the last open hold took its place
 	}
 }
 
 // closeAll ends every open hold at the end of the history.
 func (l *lockSt) closeAll(end int64) {
-	for _, p := range sortedKeys(l.openHolds) {
-		l.closeHold(l.openHolds[p], end, "end", nil)
+	hs := slices.Clone(l.openHolds)
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Process < hs[j].Process })
+	for _, h := range hs {
+		l.closeHold(h, end, "end", nil)
 	}
 }
 
@@ -144,7 +184,12 @@ func (l *lockSt) closeHold(h *holdRec, at int64, how string, rel *call) {
 		h.rel = rel
 	}
 	h.open = false
-	delete(l.openHolds, h.Process)
+	if i := slices.Index(l.openHolds, h); i >= 0 {
+		last := len(l.openHolds) - 1
+		l.openHolds[i] = l.openHolds[last]
+		l.openHolds[last] = nil
+		l.openHolds = l.openHolds[:last]
+	}
 	e := l.e
 	e.nHolds++
 	if e.keepHolds || e.holdsOnly {

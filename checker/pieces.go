@@ -34,6 +34,7 @@ type linQueue struct {
 	maxRet int64 // of the settled operations taken so far
 	info   []*lockOp
 	lease  map[int]int64 // process -> expiry of its latest ok grant
+	leaseN int           // len(lease) after its last pruning
 	nops   int
 	vis    []*lockOp // the first operations, when this lock may be visualized
 	visOn  bool
@@ -88,6 +89,7 @@ func isModel(c *call) bool {
 // advance takes the calls at the head of the queue that are settled. now is
 // the time of the line being read: every later invocation is at or after it.
 func (lq *linQueue) advance(now int64, final bool) {
+	defer lq.pruneLeases(now)
 	segMin := lq.l.e.cfg.segmentMin
 	for lq.head < len(lq.q) {
 		c := lq.q[lq.head]
@@ -123,10 +125,34 @@ func (lq *linQueue) advance(now int64, final bool) {
 	}
 }
 
+// pruneLeases drops the leases that ran out before any release still to be
+// taken was invoked: for such a release an expired lease is the same as none
+// (its window ends at its invocation either way). Without it the map would
+// hold every process that ever took the lock.
+func (lq *linQueue) pruneLeases(now int64) {
+	if len(lq.lease) < 64 || len(lq.lease) < 2*lq.leaseN {
+		return
+	}
+	t := now
+	if lq.head < len(lq.q) {
+		t = min(t, lq.q[lq.head].inv)
+	}
+	for p, exp := range lq.lease {
+		if exp <= t {
+			delete(lq.lease, p)
+		}
+	}
+	lq.leaseN = len(lq.lease)
+}
+
 func (lq *linQueue) pop() {
+	if c := lq.q[lq.head]; c.done && c.f != history.FRelease && !isModel(c) {
+		// A failed or unknown acquire or renew: nothing else keeps it.
+		lq.l.e.recycle(c)
+	}
 	lq.q[lq.head] = nil
 	lq.head++
-	if lq.head > 1024 && lq.head*2 > len(lq.q) {
+	if lq.head > 32 && lq.head*2 > len(lq.q) {
 		n := copy(lq.q, lq.q[lq.head:])
 		clear(lq.q[n:])
 		lq.q, lq.head = lq.q[:n], 0
@@ -204,7 +230,7 @@ func (lq *linQueue) take(op *lockOp) {
 	lq.nops++
 	if !lq.offer {
 		lq.offer = true
-		lq.visOn = lq.l.e.lin.offerVis(lq)
+		lq.visOn = lq.l.e.offerVis(lq)
 	}
 	if lq.visOn && len(lq.vis) <= visOps {
 		lq.vis = append(lq.vis, op)
@@ -228,13 +254,12 @@ type linRunner struct {
 	cfg     config
 	work    chan piece
 	wg      sync.WaitGroup
-	mu      sync.Mutex
+	mu      sync.Mutex // the shards submit, the workers report
 	pieces  int
 	ops     int
 	unknown int
 	illegal []piece
 	locks   map[string]bool
-	visQ    []*linQueue // candidates for a visualization, by name
 }
 
 func newLinRunner(ctx context.Context, cfg config) *linRunner {
@@ -262,9 +287,11 @@ func newLinRunner(ctx context.Context, cfg config) *linRunner {
 }
 
 func (r *linRunner) submit(p piece) {
+	r.mu.Lock()
 	r.pieces++
 	r.ops += len(p.ops)
 	r.locks[p.lock] = true
+	r.mu.Unlock()
 	if r.ctx.Err() != nil {
 		r.mu.Lock()
 		r.unknown++
@@ -280,28 +307,31 @@ func (r *linRunner) submit(p piece) {
 	}
 }
 
-// offerVis keeps the visualize locks first by name as candidates.
-func (r *linRunner) offerVis(lq *linQueue) bool {
-	n := r.cfg.visualize
+// offerVis keeps the visualize locks of the shard first by name as
+// candidates (the result takes the first of all the shards').
+func (e *engine) offerVis(lq *linQueue) bool {
+	n := e.cfg.visualize
 	if n <= 0 {
 		return false
 	}
-	i := sort.Search(len(r.visQ), func(i int) bool { return r.visQ[i].l.name > lq.l.name })
+	i := sort.Search(len(e.visQ), func(i int) bool { return e.visQ[i].l.name > lq.l.name })
 	if i >= n {
 		return false
 	}
-	r.visQ = append(r.visQ, nil)
-	copy(r.visQ[i+1:], r.visQ[i:])
-	r.visQ[i] = lq
-	if len(r.visQ) > n {
-		out := r.visQ[n]
+	e.visQ = append(e.visQ, nil)
+	copy(e.visQ[i+1:], e.visQ[i:])
+	e.visQ[i] = lq
+	if len(e.visQ) > n {
+		out := e.visQ[n]
 		out.visOn, out.vis = false, nil
-		r.visQ = r.visQ[:n]
+		e.visQ = e.visQ[:n]
 	}
 	return true
 }
 
-func (r *linRunner) finish(histEnd int64) (checkOutput, []LockLinearization) {
+// finish waits for the pieces and judges them; visQ are the candidates for
+// a visualization, by name.
+func (r *linRunner) finish(histEnd int64, visQ []*linQueue) (checkOutput, []LockLinearization) {
 	close(r.work)
 	r.wg.Wait()
 	ctx := r.ctx
@@ -325,7 +355,7 @@ func (r *linRunner) finish(histEnd int64) (checkOutput, []LockLinearization) {
 	}
 	// Locks without a violation get a visualization of their first
 	// operations, their whole history when it is small.
-	for _, lq := range r.visQ {
+	for _, lq := range visQ {
 		if len(vis) >= r.cfg.visualize || ctx.Err() != nil {
 			break
 		}

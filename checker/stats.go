@@ -3,7 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
-	"slices"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -60,57 +60,176 @@ type Stats struct {
 // statsAcc gathers the statistics as calls complete.
 type statsAcc struct {
 	events, nemesis int
-	byF             map[string]Counts
-	byProc          map[int]Counts
-	okLat, allLat   map[string][]float32 // ms: half the memory of ns, ample precision
+	byF             []*fStats // few: searched in order
+	byProc          map[int]*Counts
 }
 
+// fStats are one f's counts and latencies.
+type fStats struct {
+	f       string
+	counts  Counts
+	ok, all latHist
+}
+
+func (s *statsAcc) forF(f string) *fStats {
+	for _, x := range s.byF {
+		if x.f == f {
+			return x
+		}
+	}
+	x := &fStats{f: f}
+	s.byF = append(s.byF, x)
+	return x
+}
+
+func (s *statsAcc) proc(p int) *Counts {
+	c := s.byProc[p]
+	if c == nil {
+		c = &Counts{}
+		s.byProc[p] = c
+	}
+	return c
+}
+
+// latHist counts latencies in logarithmic buckets, 1024 to each power of
+// two (within 0.2%), with the exact maximum: its memory does not grow with
+// the history, as a list of every latency would.
+type latHist struct {
+	n   int
+	max int64
+	b   [64]*[latSub]uint32
+}
+
+const latSub = 1024
+
+func latBucket(d int64) (int, int) {
+	if d < latSub {
+		return 0, int(d)
+	}
+	e := bits.Len64(uint64(d)) - 10 // d >> e is in [512, 1024)
+	return e, int(d >> e)
+}
+
+func (h *latHist) add(d int64) {
+	d = max(d, 0)
+	e, m := latBucket(d)
+	if h.b[e] == nil {
+		h.b[e] = new([latSub]uint32)
+	}
+	h.b[e][m]++
+	h.n++
+	h.max = max(h.max, d)
+}
+
+// at returns the q-quantile (the value of rank q*(n-1), rounded), as the
+// middle of its bucket, in ms.
+func (h *latHist) at(q float64) float64 {
+	rank := int(q*float64(h.n-1) + 0.5)
+	for e := range h.b {
+		if h.b[e] == nil {
+			continue
+		}
+		for m, c := range h.b[e] {
+			if rank < int(c) {
+				lo := int64(m) << e
+				v := lo + (int64(1)<<e)/2
+				if e == 0 {
+					v = lo
+				}
+				return nsToMS(min(v, h.max))
+			}
+			rank -= int(c)
+		}
+	}
+	return nsToMS(h.max)
+}
+
+func nsToMS(ns int64) float64 { return math.Round(float64(ns)/1e3) / 1e3 }
+
 func newStatsAcc() statsAcc {
-	return statsAcc{byF: map[string]Counts{}, byProc: map[int]Counts{},
-		okLat: map[string][]float32{}, allLat: map[string][]float32{}}
+	return statsAcc{byProc: map[int]*Counts{}}
 }
 
 func (s *statsAcc) count(c *call, pending bool) {
-	bf := s.byF[c.f]
-	bf.add(c.typ, pending)
-	s.byF[c.f] = bf
-	bp := s.byProc[c.proc]
-	bp.add(c.typ, pending)
-	s.byProc[c.proc] = bp
+	s.forF(c.f).counts.add(c.typ, pending)
+	c.ps.counts.add(c.typ, pending)
 }
 
 func (s *statsAcc) complete(c *call) {
-	s.count(c, false)
-	d := float32(float64(c.ret-c.inv) / 1e6)
-	s.allLat[c.f] = append(s.allLat[c.f], d)
+	x := s.forF(c.f)
+	x.counts.add(c.typ, false)
+	c.ps.counts.add(c.typ, false)
+	d := c.ret - c.inv
+	x.all.add(d)
 	if c.typ == history.OK {
-		s.okLat[c.f] = append(s.okLat[c.f], d)
+		x.ok.add(d)
 	}
 }
 
 func (s *statsAcc) pendingCall(c *call) { s.count(c, true) }
 
+// merge adds a shard's counts and latencies to s.
+func (s *statsAcc) merge(o *statsAcc) {
+	for _, x := range o.byF {
+		y := s.forF(x.f)
+		y.counts.OK += x.counts.OK
+		y.counts.Fail += x.counts.Fail
+		y.counts.Info += x.counts.Info
+		y.counts.Pending += x.counts.Pending
+		y.ok.merge(&x.ok)
+		y.all.merge(&x.all)
+	}
+	for p, c := range o.byProc {
+		if c.Total() == 0 {
+			continue // a process that only passed through this shard
+		}
+		d := s.proc(p)
+		d.OK += c.OK
+		d.Fail += c.Fail
+		d.Info += c.Info
+		d.Pending += c.Pending
+	}
+}
+
+func (h *latHist) merge(o *latHist) {
+	h.n += o.n
+	h.max = max(h.max, o.max)
+	for e, b := range o.b {
+		if b == nil {
+			continue
+		}
+		if h.b[e] == nil {
+			h.b[e] = new([latSub]uint32)
+		}
+		for m, c := range b {
+			h.b[e][m] += c
+		}
+	}
+}
+
 func (s *statsAcc) stats(end int64, locks int) Stats {
 	st := Stats{
 		Events: s.events, Duration: float64(end) / 1e9, Nemesis: s.nemesis,
-		ByF: s.byF, ByProcess: s.byProc, Processes: len(s.byProc), Locks: locks,
+		ByF: map[string]Counts{}, ByProcess: map[int]Counts{}, Processes: len(s.byProc), Locks: locks,
 		LatencyOK: map[string]Latency{}, LatencyAll: map[string]Latency{},
 	}
-	for f, l := range s.okLat {
-		st.LatencyOK[f] = percentiles(l)
+	for _, x := range s.byF {
+		st.ByF[x.f] = x.counts
+		if x.ok.n > 0 {
+			st.LatencyOK[x.f] = percentiles(&x.ok)
+		}
+		if x.all.n > 0 {
+			st.LatencyAll[x.f] = percentiles(&x.all)
+		}
 	}
-	for f, l := range s.allLat {
-		st.LatencyAll[f] = percentiles(l)
+	for p, c := range s.byProc {
+		st.ByProcess[p] = *c
 	}
 	return st
 }
 
-func percentiles(d []float32) Latency {
-	slices.Sort(d)
-	// float32 keeps 7 digits: round off the conversion's noise.
-	ms := func(v float32) float64 { return math.Round(float64(v)*1e6) / 1e6 }
-	at := func(q float64) float64 { return ms(d[int(q*float64(len(d)-1)+0.5)]) }
-	return Latency{Count: len(d), P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: ms(d[len(d)-1])}
+func percentiles(h *latHist) Latency {
+	return Latency{Count: h.n, P50: h.at(0.5), P90: h.at(0.9), P99: h.at(0.99), Max: nsToMS(h.max)}
 }
 
 func (s Stats) summary() string {

@@ -58,7 +58,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		opts = append(opts, checker.WithTimeout(f.timeout))
 	}
 	start := time.Now()
-	defer tuneGC()()
+	defer tuneGC(checkMemLimit)()
 	var (
 		res checker.Result
 		err error

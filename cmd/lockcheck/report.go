@@ -34,7 +34,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		opts = append(opts, reports.WithCheckOptions(checker.WithTimeout(*timeout)))
 	}
 	dir := arg
-	defer tuneGC()()
+	defer tuneGC(reportMemLimit)()
 	res, err := reports.Build(ctx, dir, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "lockcheck report: %v\n", err)
