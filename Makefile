@@ -10,10 +10,16 @@ BIN := bin/lockcheck
 CLUSTER := $(or $(LOCKCHECK_CLUSTER),lockcheck)
 export LOCKCHECK_CLUSTER := $(CLUSTER)
 
-.PHONY: setup build plugins run test unit jepsen clean
+.PHONY: setup setup-run build plugins run test unit jepsen clean
 
+# scripts/setup.sh installs what is missing (docs/setup.md): `run` only what
+# make run needs (the engine, debootstrap, Maven), `test` also what the tests
+# need (Chromium, libfaketime, a JDK and python3-venv for the plug-ins).
 setup:
-	scripts/setup.sh
+	scripts/setup.sh test
+
+setup-run:
+	scripts/setup.sh run
 
 # lockcheck-lazyfs goes into the nodes of `cluster up --lazyfs`: static, so
 # that it runs whatever the node image's libc.
@@ -21,7 +27,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/lockcheck
 	CGO_ENABLED=0 $(GO) build -o bin/lockcheck-lazyfs ./cmd/lockcheck-lazyfs
 
-# The reference plug-ins of --lock-cmd (README, "Your own lock"): Python's
+# The reference plug-ins of --lock-cmd (docs/plugin.md): Python's
 # cassandra-driver from PyPI in a venv (pure Python: no C build), and the
 # Java driver from Maven Central, compiled with its classpath written out.
 PY_VENV := .cache/plugins/python-lease
@@ -39,8 +45,9 @@ $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main
 
 # A real test end to end: the fenced lease under every fault for a minute,
 # stored, checked and reported under store/ (the cluster stays up for more
-# runs; `make clean` removes it).
-run: setup build
+# runs; `make clean` removes it). Its set-up installs only what the run
+# needs (scripts/setup.sh run).
+run: setup-run build
 	$(BIN) cluster up
 	$(BIN) cluster status
 	$(BIN) run --lock lease-fenced --nemesis all --time 60s --interval 5s --seed 1
@@ -74,6 +81,9 @@ jepsen: build plugins
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
 	[ $$rc = 0 ] && [ $$orc = 0 ]
 
+# LOCKCHECK_BROWSER=1: here a missing Chromium fails the browser test (a
+# plain `go test ./...` skips it).
+test: export LOCKCHECK_BROWSER := 1
 test: setup unit jepsen
 
 clean:

@@ -21,7 +21,10 @@ import (
 	"github.com/lockcheck/lockcheck/checker/synth"
 )
 
-// chromiumPath finds Debian's chromium (LOCKCHECK_CHROMIUM overrides).
+// chromiumPath finds Debian's chromium (LOCKCHECK_CHROMIUM overrides). A
+// machine without it skips the test, so that `go test ./...` needs no
+// browser; `make test` sets LOCKCHECK_BROWSER=1 (and its set-up installs
+// Chromium), and there a missing browser fails instead of passing unseen.
 func chromiumPath(t *testing.T) string {
 	if p := os.Getenv("LOCKCHECK_CHROMIUM"); p != "" {
 		return p
@@ -34,8 +37,12 @@ func chromiumPath(t *testing.T) string {
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
 	}
-	t.Fatal("headless Chromium not found at /usr/bin/chromium: install it with scripts/setup.sh " +
-		"(or apt-get install -y chromium), or point LOCKCHECK_CHROMIUM at it")
+	const missing = "headless Chromium not found at /usr/bin/chromium: install it with `scripts/setup.sh test` " +
+		"(or apt-get install -y chromium), or point LOCKCHECK_CHROMIUM at it"
+	if os.Getenv("LOCKCHECK_BROWSER") == "1" {
+		t.Fatal(missing + " (LOCKCHECK_BROWSER=1: the browser test must run)")
+	}
+	t.Skip(missing + "; set LOCKCHECK_BROWSER=1 to make this a failure")
 	return ""
 }
 

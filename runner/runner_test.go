@@ -209,19 +209,17 @@ func TestRunVerdicts(t *testing.T) {
 	}
 }
 
-// An interrupted run (SIGINT) still checks and reports what ran.
+// An interrupted run (SIGINT) still checks and reports what ran. It asks
+// for an hour of clients and an hour of quiet: a run that did not stop at
+// the cancel would not return before the test binary's time-out.
 func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	out, err := Run(ctx, nil, memStore{t.TempDir()}, Test{
 		Recipe: memRecipe("mutex", history.PromiseMutex, &memLocks{}), Time: time.Hour, Quiet: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("interrupted run took %v", d)
 	}
 	if out.Verdict != checker.Valid || out.Ops == 0 {
 		t.Errorf("verdict %s after %d ops; want a checked valid run", out.Verdict, out.Ops)

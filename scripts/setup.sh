@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs what lockcheck needs on a fresh Debian machine and starts Docker.
 # Idempotent: it installs only what is missing, and a machine that has
-# everything is left alone (root is then not needed). See README "Set-up".
+# everything is left alone (root is then not needed). See docs/setup.md.
+#
+#   scripts/setup.sh run    what `make run` needs: the engine, and what builds
+#                           the node image
+#   scripts/setup.sh test   (the default) the run's set plus what the tests
+#                           need: `make test`
 #
 # Every tool is judged by running it, never by its name on PATH: a docker
 # *client* without an engine is common (CI images, Docker Desktop leftovers),
 # and a command found on PATH may not run at all.
 #
+# The run's set:
 #   Docker Engine  an engine must answer `docker info`; when none does, a
 #                  dockerd is started (systemd, else in the background with
 #                  its log in /var/log/dockerd.log), and when no dockerd
@@ -14,7 +20,9 @@
 #                  docker client is already on PATH
 #   debootstrap    builds the node image's Debian root filesystem
 #   maven          resolves the Cassandra server jars from Maven Central
-#   chromium, chromium-driver   the report's browser test
+# The test set adds:
+#   chromium       the report's browser test (reports/browser_test.go drives
+#                  it over the DevTools protocol: no chromedriver)
 #   libfaketime    skews the clocks of --lock-cmd plug-ins (client-clock);
 #                  judged by its library file, it has no command
 #   python3-venv, default-jdk-headless   build the reference plug-ins
@@ -26,12 +34,17 @@ set -euo pipefail
 log() { echo "setup: $*" >&2; }
 die() { echo "setup: $*" >&2; exit 1; }
 
+set_=${1:-test}
+case "$set_" in
+run | test) ;;
+*) die "unknown set '$set_': use 'run' (make run) or 'test' (make test, the default)" ;;
+esac
+
 # Each probe runs the tool as lockcheck will; a probe that fails means the
 # package must be (re)installed.
 probe_debootstrap() { debootstrap --version >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ]; }
 probe_mvn() { mvn -v >/dev/null 2>&1; }
 probe_chromium() { chromium --version >/dev/null 2>&1; }
-probe_chromedriver() { chromedriver --version >/dev/null 2>&1; }
 probe_faketime() { compgen -G '/usr/lib/*/faketime/libfaketimeMT.so.1' >/dev/null; }
 probe_venv() { python3 -c 'import venv, ensurepip' >/dev/null 2>&1; }
 probe_javac() { javac -version >/dev/null 2>&1; }
@@ -47,11 +60,12 @@ dockerd_path() {
 missing=()
 probe_debootstrap || missing+=(debootstrap)
 probe_mvn || missing+=(maven)
-probe_chromium || missing+=(chromium)
-probe_chromedriver || missing+=(chromium-driver)
-probe_faketime || missing+=(libfaketime)
-probe_venv || missing+=(python3 python3-venv)
-probe_javac || missing+=(default-jdk-headless)
+if [ "$set_" = test ]; then
+  probe_chromium || missing+=(chromium)
+  probe_faketime || missing+=(libfaketime)
+  probe_venv || missing+=(python3 python3-venv)
+  probe_javac || missing+=(default-jdk-headless)
+fi
 # The engine: only when none answers and no dockerd can be started. A docker
 # client on PATH does not count (docker.io brings its own client too).
 if ! engine_answers && ! dockerd_path >/dev/null; then
@@ -73,11 +87,12 @@ if ((${#missing[@]} > 0)); then
   # a missing package: say which and stop.
   probe_debootstrap || die "debootstrap installed but does not run"
   probe_mvn || die "maven installed but 'mvn -v' fails (is a JDK installed?)"
-  probe_chromium || die "chromium installed but 'chromium --version' fails"
-  probe_chromedriver || die "chromium-driver installed but 'chromedriver --version' fails"
-  probe_faketime || die "libfaketime installed but no libfaketimeMT.so.1 under /usr/lib/*/faketime"
-  probe_venv || die "python3-venv installed but 'python3 -c \"import venv, ensurepip\"' fails"
-  probe_javac || die "default-jdk-headless installed but 'javac -version' fails"
+  if [ "$set_" = test ]; then
+    probe_chromium || die "chromium installed but 'chromium --version' fails"
+    probe_faketime || die "libfaketime installed but no libfaketimeMT.so.1 under /usr/lib/*/faketime"
+    probe_venv || die "python3-venv installed but 'python3 -c \"import venv, ensurepip\"' fails"
+    probe_javac || die "default-jdk-headless installed but 'javac -version' fails"
+  fi
 fi
 
 if ! command -v go >/dev/null 2>&1; then
@@ -102,4 +117,6 @@ if ! engine_answers; then
   done
   engine_answers || die "dockerd did not answer within 60 s; see /var/log/dockerd.log"
 fi
-log "ok: docker engine $(docker version --format '{{.Server.Version}}'), $(debootstrap --version 2>/dev/null | head -1 || echo debootstrap), $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g' | cut -d' ' -f1-3), $(chromium --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
+browser=
+[ "$set_" = test ] && browser=", $(chromium --version 2>/dev/null | head -1)"
+log "ok ($set_): docker engine $(docker version --format '{{.Server.Version}}'), $(debootstrap --version 2>/dev/null | head -1 || echo debootstrap), $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g' | cut -d' ' -f1-3)$browser, $(go version | cut -d' ' -f3)"

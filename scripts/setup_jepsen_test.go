@@ -19,8 +19,9 @@ import (
 // TestSetupInstallsEngineBesideClient runs scripts/setup.sh as a newcomer
 // would, on a clean Debian bookworm (the node image's base) that holds only a
 // docker *client* and Go: the machine on which setup.sh once took the client
-// for an engine and failed. It must install Docker Engine, start it, and on a
-// second run install nothing.
+// for an engine and failed. `setup.sh run` must install Docker Engine and
+// start it, and install nothing only the tests need; `setup.sh test` the
+// rest; a second run installs nothing.
 func TestSetupInstallsEngineBesideClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -82,24 +83,48 @@ func TestSetupInstallsEngineBesideClient(t *testing.T) {
 		}
 	}
 
+	// make run's set first: the engine and the node image's tools, no
+	// browser and no plug-in toolchains.
 	start := time.Now()
-	out, err := docker(ctx, "exec", name, "/src/scripts/setup.sh")
-	t.Logf("first setup.sh took %v:\n%s", time.Since(start).Round(time.Second), out)
+	out, err := docker(ctx, "exec", name, "/src/scripts/setup.sh", "run")
+	t.Logf("setup.sh run took %v:\n%s", time.Since(start).Round(time.Second), out)
 	if err != nil {
-		t.Fatalf("setup.sh failed: %v", err)
+		t.Fatalf("setup.sh run failed: %v", err)
 	}
 	if !strings.Contains(out, "installing") || !strings.Contains(out, "docker.io") {
-		t.Errorf("setup.sh did not say it installs docker.io")
+		t.Errorf("setup.sh run did not say it installs docker.io")
 	}
 	if info, err := docker(ctx, "exec", name, "docker", "info", "--format", "{{.ServerVersion}}"); err != nil {
 		dlog, _ := docker(ctx, "exec", name, "tail", "-20", "/var/log/dockerd.log")
-		t.Fatalf("no engine answers after setup.sh: %v\n%s\ndockerd.log:\n%s", err, info, dlog)
+		t.Fatalf("no engine answers after setup.sh run: %v\n%s\ndockerd.log:\n%s", err, info, dlog)
 	} else {
 		t.Logf("engine %s", strings.TrimSpace(info))
 	}
-	for _, probe := range []string{"dockerd --version", "debootstrap --version", "mvn -v", "chromium --version", "chromedriver --version"} {
+	runProbes := []string{"dockerd --version", "debootstrap --version", "mvn -v"}
+	testProbes := []string{"chromium --version", "javac -version", "python3 -c 'import venv, ensurepip'",
+		"ls /usr/lib/*/faketime/libfaketimeMT.so.1"}
+	for _, probe := range runProbes {
 		if _, err := docker(ctx, "exec", name, "sh", "-c", probe); err != nil {
-			t.Errorf("after setup.sh, %q fails: %v", probe, err)
+			t.Errorf("after setup.sh run, %q fails: %v", probe, err)
+		}
+	}
+	if _, err := docker(ctx, "exec", name, "sh", "-c", "command -v chromium"); err == nil {
+		t.Errorf("setup.sh run installed chromium, which only the tests need")
+	}
+
+	// make test's set adds the rest.
+	start = time.Now()
+	out, err = docker(ctx, "exec", name, "/src/scripts/setup.sh", "test")
+	t.Logf("setup.sh test after run took %v:\n%s", time.Since(start).Round(time.Second), out)
+	if err != nil {
+		t.Fatalf("setup.sh test failed: %v", err)
+	}
+	if strings.Contains(out, "docker.io") {
+		t.Errorf("setup.sh test installed docker.io again:\n%s", out)
+	}
+	for _, probe := range append(runProbes, testProbes...) {
+		if _, err := docker(ctx, "exec", name, "sh", "-c", probe); err != nil {
+			t.Errorf("after setup.sh test, %q fails: %v", probe, err)
 		}
 	}
 

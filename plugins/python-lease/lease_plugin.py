@@ -8,8 +8,8 @@ published, flaw included:
     renew    UPDATE leases USING TTL ? SET owner = ? WHERE name = ? IF owner = ?
     release  DELETE FROM leases WHERE name = ? IF owner = ?
 
-It speaks lockcheck's JSON-lines protocol on stdin/stdout (README, "Your own
-lock"); its environment names the cluster (LOCKCHECK_HOSTS, LOCKCHECK_KEYSPACE,
+It speaks lockcheck's JSON-lines protocol on stdin/stdout (docs/plugin.md);
+its environment names the cluster (LOCKCHECK_HOSTS, LOCKCHECK_KEYSPACE,
 LOCKCHECK_TTL_MS). Logs go to stderr, which lockcheck writes to the run's log.
 """
 

@@ -33,7 +33,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * release  DELETE FROM leases WHERE name = ? IF owner = ?
  * </pre>
  *
- * It speaks lockcheck's JSON-lines protocol on stdin/stdout (README, "Your own lock"); the driver
+ * It speaks lockcheck's JSON-lines protocol on stdin/stdout (docs/plugin.md); the driver
  * logs to stderr, which lockcheck writes to the run's log.
  */
 public final class LeasePlugin {
