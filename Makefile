@@ -10,7 +10,7 @@ BIN := bin/lockcheck
 CLUSTER := $(or $(LOCKCHECK_CLUSTER),lockcheck)
 export LOCKCHECK_CLUSTER := $(CLUSTER)
 
-.PHONY: setup setup-run build plugins run test unit jepsen clean
+.PHONY: setup setup-run build cli plugins run test unit jepsen clean
 
 # scripts/setup.sh installs what is missing (docs/setup.md): `run` only what
 # make run needs (the engine, debootstrap, Maven), `test` also what the tests
@@ -21,10 +21,13 @@ setup:
 setup-run:
 	scripts/setup.sh run
 
+# The CLI alone: what make run needs (it starts no lazy filesystem).
+cli:
+	$(GO) build -o $(BIN) ./cmd/lockcheck
+
 # lockcheck-lazyfs goes into the nodes of `cluster up --lazyfs`: static, so
 # that it runs whatever the node image's libc.
-build:
-	$(GO) build -o $(BIN) ./cmd/lockcheck
+build: cli
 	CGO_ENABLED=0 $(GO) build -o bin/lockcheck-lazyfs ./cmd/lockcheck-lazyfs
 
 # The reference plug-ins of --lock-cmd (docs/plugin.md): Python's
@@ -47,7 +50,7 @@ $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main
 # stored, checked and reported under store/ (the cluster stays up for more
 # runs; `make clean` removes it). Its set-up installs only what the run
 # needs (scripts/setup.sh run).
-run: setup-run build
+run: setup-run cli
 	$(BIN) cluster up
 	$(BIN) cluster status
 	$(BIN) run --lock lease-fenced --nemesis all --time 60s --interval 5s --seed 1
