@@ -49,7 +49,7 @@ func TestLazyFSPowerOffAndKill(t *testing.T) {
 	// Cassandra 5.0.9 exits with code 100 ("Exiting due to error while
 	// processing commit log during initialization") when a commitlog
 	// segment other than the newest has a descriptor that was never synced
-	// (README, Findings). That is a finding of the power kinds, not what
+	// (docs/notes-on-cassandra.md). That is a finding of the power kinds, not what
 	// this test checks: wait a commitlog sync period first.
 	time.Sleep(11 * time.Second)
 	write("synced", "kept", true)

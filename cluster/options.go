@@ -75,7 +75,7 @@ func WithCommitlogSync(mode string) Option { return func(c *config) { c.commitlo
 func WithHeap(size string) Option { return func(c *config) { c.heap = size } }
 
 // WithImage runs the nodes from a user's image instead of building
-// lockcheck's own; see the README for deriving one from the official image.
+// lockcheck's own; docs/cluster.md says how to derive one from the official image.
 func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
 
 // WithReplicationFactor sets the lockcheck keyspace's replication factor

@@ -1,7 +1,7 @@
 // Package lockcmd drives a lock written in any language: a plug-in command
 // (`lockcheck run --lock-cmd`) started through `sh -c` once per client
 // process, speaking JSON lines over its stdin and stdout, as Jepsen's
-// Maelstrom does. The protocol is in protocol.go and the README.
+// Maelstrom does. The protocol is in protocol.go and docs/plugin.md.
 //
 // A plug-in's reply that is not valid JSON, carries another id, or does not
 // come in time makes that operation's outcome unknown: the process is killed

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// The protocol, one JSON object a line each way (README, "Your own lock"):
+// The protocol, one JSON object a line each way (docs/plugin.md):
 //
 //	-> {"id":1,"op":"setup","timeout_ms":120000}                 once, first: create your schema (idempotent)
 //	-> {"id":2,"op":"acquire","lock":L,"owner":O,"timeout_ms":T}

@@ -489,7 +489,7 @@ func (n *Node) SetClockOffset(ctx context.Context, d time.Duration) error {
 		if d == 0 {
 			return nil
 		}
-		return fmt.Errorf("%s: the Cassandra JVM does not run under libfaketime; --ssh-clock-step steps the host's clock instead (see the README's risks)", n.Name)
+		return fmt.Errorf("%s: the Cassandra JVM does not run under libfaketime; --ssh-clock-step steps the host's clock instead (docs/hosts.md: the risk)", n.Name)
 	}
 	cur, err := n.stepped(ctx)
 	if err != nil {

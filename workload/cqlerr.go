@@ -42,7 +42,7 @@ func isType[T error](err error) bool {
 }
 
 // ErrorTable is the classification Classify applies, first match wins. It is
-// the table of the README's "Lock recipes" section. An error that matches no
+// the table of docs/troubleshooting.md ("Which errors mean failed and which unknown"). An error that matches no
 // row is Unknown: calling a failure unknown costs a checker precision,
 // calling an unknown failure makes it wrong.
 var ErrorTable = []ErrorRule{

@@ -12,7 +12,7 @@ import (
 	"github.com/lockcheck/lockcheck/workload"
 )
 
-// The glue a user writes (README, "Testing your own lock from Go"): the lock
+// The glue a user writes (docs/go-api.md): the lock
 // under test, made with the run's TTL (lockcheck.WithTTL), and one call per
 // test. From a module of its own, the user's go.mod also needs lockcheck's
 // require and replace lines (package lockcheck's doc).
