@@ -163,8 +163,14 @@ func NewOne(s *gocql.Session, opts ...Option) (*Bakery, error) {
 
 // Recipes are the variants of this package, for `lockcheck run --lock NAME`.
 var Recipes = []recipe.Entry{
-	{Name: "bakery", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema},
-	{Name: "bakery-one", Promise: history.PromiseMutex, New: recipe.Constructor(NewOne), Schema: CreateSchema},
+	{Name: "bakery", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema,
+		Does:  "seed 003: Lamport's bakery over `bakery_choosing` and `bakery_numbers`, one cell per client, QUORUM, client timestamps from the injectable clock",
+		Fails: "a client clock stepping back: its new number is shadowed by its own older tombstone",
+	},
+	{Name: "bakery-one", Promise: history.PromiseMutex, New: recipe.Constructor(NewOne), Schema: CreateSchema,
+		Does:  "the same at ONE, as the published code ran",
+		Fails: "stale reads of Choosing/Numbers",
+	},
 }
 
 // CreateSchema creates the two tables.

@@ -80,16 +80,34 @@ func newLease(s *gocql.Session, fenced bool, table string, opts []Option) (*Leas
 
 // Recipes are the variants of this package, for `lockcheck run --lock NAME`.
 var Recipes = []recipe.Entry{
-	{Name: "lease", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema},
-	{Name: "lease-fenced", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema},
-	{Name: "racy", Promise: history.PromiseMutex, New: recipe.Constructor(NewRacy), Schema: CreateSchema},
-	{Name: "election", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLock), Schema: CreateSchema},
-	{Name: "election-refresh", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLockRefresh), Schema: CreateSchema},
+	{Name: "lease", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema,
+		Does:  "seed 000: `INSERT ... IF NOT EXISTS USING TTL`, renew `UPDATE ... IF owner=?`, release `DELETE ... IF owner=?`, holder read at SERIAL with `writetime(owner)`",
+		Fails: "a holder that stalls past its TTL keeps writing after another took the lease; node clock skew ends a lease early",
+	},
+	{Name: "lease-fenced", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema,
+		Does:  "the same plus a `fence` column without TTL bumped in the same Paxos round (conditional batch); grants carry the token",
+		Fails: "holds may overlap; the resource refuses the stale holder",
+	},
+	{Name: "racy", Promise: history.PromiseMutex, New: recipe.Constructor(NewRacy), Schema: CreateSchema,
+		Does:  "the control: read the holder at QUORUM, then write it without LWT",
+		Fails: "always (two readers both see it free); a checker that passes it is broken",
+	},
+	{Name: "election", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLock), Schema: CreateSchema,
+		Does:  "seed 002's leadership election as a lock (`lease.ElectionLock`): the group is the lock, a claim (`INSERT ... IF NOT EXISTS USING TTL`) a grant; no `Renew`, so a leader keeps its term by claiming again",
+		Fails: "a re-claim by the leader returns a fresh-looking token without refreshing the TTL: the row expires under a leader that still writes (leader workload, no fault needed)",
+	},
+	{Name: "election-refresh", Promise: history.PromiseMutex, New: recipe.Constructor(NewElectionLockRefresh), Schema: CreateSchema,
+		Does:  "the same with `WithRefreshOnReclaim(true)`: a re-claim heartbeats",
+		Fails: "—",
+	},
 	// The control of the fenced promise: lease-fenced's grants and tokens,
 	// but a resource that accepts any token. A stale holder's write lands;
 	// the checker must judge it invalid, as racy proves the mutex checks.
 	{Name: "lease-fenced-broken", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema,
-		Resource: []workload.ResourceOption{workload.AcceptAnyToken()}},
+		Resource: []workload.ResourceOption{workload.AcceptAnyToken()},
+		Does:     "the fenced promise's control: `lease-fenced`'s grants and tokens over a resource that accepts any token (`workload.AcceptAnyToken`, the entry's `Resource` option)",
+		Fails:    "a stale holder's write lands (under client-pause); a checker that passes it cannot judge fencing",
+	},
 }
 
 // CreateSchema creates the tables of every variant of this package

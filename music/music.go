@@ -123,8 +123,14 @@ func newMusic(s *gocql.Session, seq bool, opts []Option) (*Music, error) {
 
 // Recipes are the variants of this package, for `lockcheck run --lock NAME`.
 var Recipes = []recipe.Entry{
-	{Name: "music", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema},
-	{Name: "music-seq", Promise: history.PromiseFenced, New: recipe.Constructor(NewSeq), Schema: CreateSchema},
+	{Name: "music", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema,
+		Does:  "seed 001: a queue `(key, ref timeuuid)` per key, ref from the client clock inserted `IF NOT EXISTS`, acquire = \"is the top row mine?\" read at ONE by default (the source asks only for a non-serial read), release `DELETE ... IF EXISTS`; `CriticalGet`/`CriticalPut`",
+		Fails: "a client whose clock is behind sorts first and enters while the holder is inside; a stale top at ONE",
+	},
+	{Name: "music-seq", Promise: history.PromiseFenced, New: recipe.Constructor(NewSeq), Schema: CreateSchema,
+		Does:  "refs numbered from a per-key guard row bumped by LWT in the same conditional batch that inserts the ref; top read at QUORUM; the ref is the token",
+		Fails: "— (order no longer depends on clocks)",
+	},
 }
 
 // CreateSchema creates the tables of both variants and the values table.

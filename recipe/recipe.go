@@ -35,6 +35,11 @@ type Entry struct {
 	// Resource configures the lock-protected resource of the recipe's runs;
 	// a control recipe breaks it on purpose (workload.AcceptAnyToken).
 	Resource []workload.ResourceOption
+	// Does and Fails say, in a sentence each, what the recipe does (its CQL
+	// and consistency levels) and how it fails: docs/recipes.md is rendered
+	// from them (runner's TestRecipesReference), so every registered recipe
+	// has them.
+	Does, Fails string
 }
 
 // Validate tells whether e can be registered.

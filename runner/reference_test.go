@@ -13,55 +13,6 @@ import (
 	"github.com/lockcheck/lockcheck/internal/golden"
 )
 
-// recipeDocs says, for each registered recipe, what it does and how it
-// fails, in words for docs/recipes.md. Everything else on the page (name,
-// package, promise, schema, a control's broken resource) is read from the
-// registry, so that the page lists exactly the recipes `--lock` accepts: a
-// recipe registered without words here, or words for a recipe that is not
-// registered, fails TestRecipesReference.
-var recipeDocs = map[string]struct{ does, fails string }{
-	"lease": {
-		does:  "seed 000: `INSERT ... IF NOT EXISTS USING TTL`, renew `UPDATE ... IF owner=?`, release `DELETE ... IF owner=?`, holder read at SERIAL with `writetime(owner)`",
-		fails: "a holder that stalls past its TTL keeps writing after another took the lease; node clock skew ends a lease early",
-	},
-	"lease-fenced": {
-		does:  "the same plus a `fence` column without TTL bumped in the same Paxos round (conditional batch); grants carry the token",
-		fails: "holds may overlap; the resource refuses the stale holder",
-	},
-	"racy": {
-		does:  "the control: read the holder at QUORUM, then write it without LWT",
-		fails: "always (two readers both see it free); a checker that passes it is broken",
-	},
-	"lease-fenced-broken": {
-		does:  "the fenced promise's control: `lease-fenced`'s grants and tokens over a resource that accepts any token (`workload.AcceptAnyToken`, the entry's `Resource` option)",
-		fails: "a stale holder's write lands (under client-pause); a checker that passes it cannot judge fencing",
-	},
-	"music": {
-		does:  "seed 001: a queue `(key, ref timeuuid)` per key, ref from the client clock inserted `IF NOT EXISTS`, acquire = \"is the top row mine?\" read at ONE by default (the source asks only for a non-serial read), release `DELETE ... IF EXISTS`; `CriticalGet`/`CriticalPut`",
-		fails: "a client whose clock is behind sorts first and enters while the holder is inside; a stale top at ONE",
-	},
-	"music-seq": {
-		does:  "refs numbered from a per-key guard row bumped by LWT in the same conditional batch that inserts the ref; top read at QUORUM; the ref is the token",
-		fails: "— (order no longer depends on clocks)",
-	},
-	"bakery": {
-		does:  "seed 003: Lamport's bakery over `bakery_choosing` and `bakery_numbers`, one cell per client, QUORUM, client timestamps from the injectable clock",
-		fails: "a client clock stepping back: its new number is shadowed by its own older tombstone",
-	},
-	"bakery-one": {
-		does:  "the same at ONE, as the published code ran",
-		fails: "stale reads of Choosing/Numbers",
-	},
-	"election": {
-		does:  "seed 002's leadership election as a lock (`lease.ElectionLock`): the group is the lock, a claim (`INSERT ... IF NOT EXISTS USING TTL`) a grant; no `Renew`, so a leader keeps its term by claiming again",
-		fails: "a re-claim by the leader returns a fresh-looking token without refreshing the TTL: the row expires under a leader that still writes (leader workload, no fault needed)",
-	},
-	"election-refresh": {
-		does:  "the same with `WithRefreshOnReclaim(true)`: a re-claim heartbeats",
-		fails: "—",
-	},
-}
-
 // seeds are the published designs the first recipes were built from
 // (../shared/seeds in the project's workspace).
 var seeds = []struct{ id, what, recipes string }{
@@ -72,7 +23,7 @@ var seeds = []struct{ id, what, recipes string }{
 	{"004", "Leader election as a lock with `IF NOT EXISTS` and a default TTL, exposed over REST: `PUT /v1/locks/{name}` answers 201 Created or 409 Conflict", "`lockcheck lockd`, and the contract of `--lock-url` ([http.md](http.md))"},
 }
 
-const recipesHeader = `<!-- Generated from the recipe registry (runner/recipes.go) and runner/reference_test.go by ` + "`go test ./runner -run TestRecipesReference -update`" + `: edit those, not this page. -->
+const recipesHeader = `<!-- Generated from the recipe registry (runner/recipes.go; each entry's Does and Fails) and runner/reference_test.go by ` + "`go test ./runner -run TestRecipesReference -update`" + `: edit those, not this page. -->
 # Lock recipes
 
 The recipes ` + "`lockcheck run --lock NAME`" + ` accepts. Every recipe is built as published (flaws
@@ -140,27 +91,21 @@ func renderRecipes(t *testing.T) []byte {
 	}
 	b.WriteString("\n## The recipes\n\n")
 	b.WriteString("| `--lock` | package | schema | promise | what it does | how it fails |\n| --- | --- | --- | --- | --- | --- |\n")
-	seen := map[string]bool{}
 	for _, pkg := range registry {
 		for _, e := range pkg {
-			d, ok := recipeDocs[e.Name]
-			if !ok {
-				t.Errorf("recipe %q is registered but runner/reference_test.go's recipeDocs does not describe it", e.Name)
+			// Every registered recipe says what it does and how it fails
+			// (recipe.Entry's Does and Fails): the page is their only home.
+			if e.Does == "" || e.Fails == "" {
+				t.Errorf("recipe %q is registered without Does and Fails", e.Name)
 				continue
 			}
-			seen[e.Name] = true
 			schema := funcName(e.Schema)
 			pkgName, _, _ := strings.Cut(schema, ".")
 			promise := string(e.Promise)
 			if len(e.Resource) > 0 {
 				promise += " (resource broken on purpose: a control)"
 			}
-			fmt.Fprintf(&b, "| `%s` | `%s` | `%s` | %s | %s | %s |\n", e.Name, pkgName, schema, promise, d.does, d.fails)
-		}
-	}
-	for name := range recipeDocs {
-		if !seen[name] {
-			t.Errorf("recipeDocs describes %q, which is not registered", name)
+			fmt.Fprintf(&b, "| `%s` | `%s` | `%s` | %s | %s | %s |\n", e.Name, pkgName, schema, promise, e.Does, e.Fails)
 		}
 	}
 	fmt.Fprintf(&b, "\nPromises: `%s` (no two holders at once) or `%s` (holds may overlap; the resource, which refuses\nolder tokens, never loses a write). What each promise judges: [checking.md](checking.md#promises).\n",
