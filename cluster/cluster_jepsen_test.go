@@ -216,6 +216,25 @@ func nodeNow(ctx context.Context, s *gocql.Session) (time.Time, error) {
 	return time.UnixMilli(ms), err
 }
 
+// checkJVMOffset sets n's clock offset and checks that the JVM's wall
+// clock moved by it.
+func checkJVMOffset(t *testing.T, ctx context.Context, n *cluster.Node, off time.Duration) {
+	t.Helper()
+	if err := n.SetClockOffset(ctx, off); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	got, err := jvmClock(ctx, n)
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Log timestamps have millisecond precision: allow 1 s either side.
+	if got.Before(before.Add(off-time.Second)) || got.After(after.Add(off+time.Second)) {
+		t.Errorf("offset %v: JVM clock %v, want within [%v, %v]", off, got, before.Add(off), after.Add(off))
+	}
+}
+
 // jvmClock is the JVM's raw wall clock, read from the timestamp of a log
 // line it writes on request (nodetool setlogginglevel logs at INFO).
 func jvmClock(ctx context.Context, n *cluster.Node) (time.Time, error) {
@@ -247,19 +266,7 @@ func TestClockOffset(t *testing.T) {
 	// catches up. An hour here once left n2 writing an hour in the future
 	// for the lease tests that run after this package.
 	for _, off := range []time.Duration{5 * time.Second, -90 * time.Second, 0} {
-		if err := n2.SetClockOffset(ctx, off); err != nil {
-			t.Fatal(err)
-		}
-		before := time.Now()
-		got, err := jvmClock(ctx, n2)
-		after := time.Now()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Log timestamps have millisecond precision: allow 1 s either side.
-		if got.Before(before.Add(off-time.Second)) || got.After(after.Add(off+time.Second)) {
-			t.Errorf("offset %v: JVM clock %v, want within [%v, %v]", off, got, before.Add(off), after.Add(off))
-		}
+		checkJVMOffset(t, ctx, n2, off)
 		if off > 0 {
 			now, err := nodeNow(ctx, s)
 			if err != nil {

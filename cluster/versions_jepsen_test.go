@@ -121,20 +121,8 @@ func TestVersions(t *testing.T) {
 			}
 
 			n, _ := c.Node("n1")
-			const off = 5 * time.Second
-			if err := n.SetClockOffset(ctx, off); err != nil {
-				t.Fatal(err)
-			}
 			defer n.SetClockOffset(ctx, 0)
-			before := time.Now()
-			got, err := jvmClock(ctx, n)
-			after := time.Now()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Before(before.Add(off-time.Second)) || got.After(after.Add(off+time.Second)) {
-				t.Errorf("offset %v: JVM clock %v, want within [%v, %v]", off, got, before.Add(off), after.Add(off))
-			}
+			checkJVMOffset(t, ctx, n, 5*time.Second)
 		})
 	}
 }
