@@ -250,6 +250,11 @@ func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.Pa
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.
 func WithPinClients() Option { return func(c *config) { c.test.PinClients = true } }
 
+// WithNoWait refuses a cluster another process holds (the error wraps
+// exclusive.ErrBusy and names the holder) instead of waiting until it is
+// free: every run takes its cluster before it heals or faults it.
+func WithNoWait() Option { return func(c *config) { c.test.NoWait = true } }
+
 // WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
 // release) or "leader" (each client tries to lead; a leader keeps the lock
 // for many seconds, heartbeats with the lock's Renew, or re-acquires, and
