@@ -41,7 +41,7 @@ type multi struct {
 	// setupFailed is the cause of an FSetupFailed line: the run never
 	// started, and its history vouches for nothing.
 	setupFailed string
-	metaSeen  bool
+	metaSeen    bool
 }
 
 func newMulti(ctx context.Context, cfg config, holdsOnly, keepHolds bool) *multi {
