@@ -46,15 +46,15 @@ type page struct {
 	HealedBefore []string
 	// Foreign is state lockcheck did not make that the nodes held through
 	// the run (the meta line's foreign): never "no faults" over it either.
-	Foreign []string
-	Latency      chart
-	Vis          []visLink
-	ByF          []fRow
-	ByProcess    []pRow
-	MoreProcs    int
-	Files        []string
-	Events       int
-	End          string
+	Foreign   []string
+	Latency   chart
+	Vis       []visLink
+	ByF       []fRow
+	ByProcess []pRow
+	MoreProcs int
+	Files     []string
+	Events    int
+	End       string
 }
 
 type kindCount struct {
