@@ -180,6 +180,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	fileHandler := slog.NewTextHandler(logFile, nil)
 	log := slog.New(teeHandler{t.Log.Handler(), fileHandler}).With("test", t.Name)
 	t.runLog = slog.New(fileHandler).With("test", t.Name)
+	// Where the history goes, said at once: a run killed mid-way is found
+	// by it.
+	log.Info("run started", "dir", dir)
 
 	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
@@ -254,6 +257,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			log.Warn("node logs not copied", "err", err)
 		}
 	}
+	log.Info("checking")
 	res, err := store.Build(cctx, dir)
 	if err != nil {
 		return out, errors.Join(runErr, fmt.Errorf("runner: check and report: %w", err))
@@ -358,6 +362,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer rcancel()
+	log.Info("final reads")
 	if err := wl.FinalReads(rctx); err != nil {
 		errs = append(errs, fmt.Errorf("runner: %w", err))
 	}
