@@ -36,8 +36,8 @@ var killPhases = []struct {
 	maxDelay     time.Duration
 }{
 	{"set-up", "", 4 * time.Second},
-	{"faults", " ops/s ", 6 * time.Second},
-	{"heal", `msg=healing`, 1500 * time.Millisecond},
+	{"faults", " ops/s ", 500 * time.Millisecond},
+	{"heal", `msg=healing`, 300 * time.Millisecond},
 	{"quiet", `msg="quiet phase"`, time.Second},
 	{"final reads", `msg="final reads"`, 200 * time.Millisecond},
 	{"check", `msg=checking`, 3 * time.Millisecond},
@@ -244,7 +244,9 @@ func (r *run) killAt(phase, marker string, delay time.Duration) string {
 	default:
 		found := false
 		for l := range r.seen {
-			if strings.Contains(l, marker) {
+			// Faults: aimed at a window open (the progress line's faults
+			// column names it), the moment that leaves a fault behind.
+			if strings.Contains(l, marker) && (phase != "faults" || activeFault(l)) {
 				found = true
 				break
 			}
@@ -269,15 +271,24 @@ func (r *run) killAt(phase, marker string, delay time.Duration) string {
 	if r.resultsAt() != "" {
 		return "report"
 	}
-	last := "set-up"
+	// The furthest phase whose line came (progress lines go on through
+	// the heal and the quiet phase).
+	last := 0
 	for _, l := range strings.Split(r.stderr(), "\n") {
-		for _, p := range killPhases {
+		for i, p := range killPhases {
 			if p.marker != "" && strings.Contains(l, p.marker) {
-				last = p.name
+				last = max(last, i)
 			}
 		}
 	}
-	return last
+	return killPhases[last].name
+}
+
+// activeFault tells whether a progress line ("  3s  120 ops/s  ok 5 fail
+// 0 info 0  faults pause  overlaps 0") shows a fault window open.
+func activeFault(l string) bool {
+	_, rest, ok := strings.Cut(l, "  faults ")
+	return ok && !strings.HasPrefix(rest, "-")
 }
 
 // runDir is the run's directory.
