@@ -57,11 +57,11 @@ func (c CQL) schema(ctx context.Context, s *gocql.Session) error {
 func (c CQL) TryTake(ctx context.Context, me Holder) (func(), Holder, error) {
 	s, err := c.Session(ctx)
 	if err != nil {
-		return nil, Holder{}, err
+		return nil, Holder{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if err := c.schema(ctx, s); err != nil {
 		s.Close()
-		return nil, Holder{}, fmt.Errorf("lease table: %w", err)
+		return nil, Holder{}, fmt.Errorf("%w: lease table: %w", ErrUnavailable, err)
 	}
 	mine, _ := json.Marshal(me)
 	for range 2 {
@@ -70,7 +70,7 @@ func (c CQL) TryTake(ctx context.Context, me Holder) (func(), Holder, error) {
 			leaseRow, string(mine), int(c.ttl().Seconds())).WithContext(ctx).ScanCAS(new(string), &cur)
 		if err != nil {
 			s.Close()
-			return nil, Holder{}, fmt.Errorf("lease: %w", err)
+			return nil, Holder{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		if applied {
 			return c.hold(s, string(mine)), Holder{}, nil
@@ -87,11 +87,11 @@ func (c CQL) TryTake(ctx context.Context, me Holder) (func(), Holder, error) {
 		if _, err := s.Query(fmt.Sprintf(`DELETE FROM %s.%s WHERE name = ? IF holder = ?`, c.Keyspace, CQLTable), leaseRow, cur).
 			WithContext(ctx).ScanCAS(new(string)); err != nil {
 			s.Close()
-			return nil, Holder{}, fmt.Errorf("lease: remove a dead holder: %w", err)
+			return nil, Holder{}, fmt.Errorf("%w: remove a dead holder: %w", ErrUnavailable, err)
 		}
 	}
 	s.Close()
-	return nil, Holder{}, errors.New("lease: taken by another process as a dead holder's was removed")
+	return nil, Holder{}, fmt.Errorf("%w: taken by another process as a dead holder's was removed", ErrUnavailable)
 }
 
 // hold renews the row until released. A renewal that fails (the holder's

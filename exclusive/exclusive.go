@@ -117,6 +117,11 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("cluster %s is in use by %s (wait for it, or end that process)", e.Cluster, e.Holder)
 }
 
+// ErrUnavailable is wrapped by a Store's error when the lease cannot be
+// read for now (a cluster without a quorum): Take waits on it as on a
+// holder. Any other error ends Take.
+var ErrUnavailable = errors.New("lease unavailable")
+
 // ErrBusy is wrapped by every BusyError.
 var ErrBusy = errors.New("cluster in use")
 
@@ -192,6 +197,9 @@ func Take(ctx context.Context, store Store, opts ...Option) (*Lease, error) {
 		}
 		line := ""
 		switch {
+		case err != nil && !errors.Is(err, ErrUnavailable):
+			held.abandon(key)
+			return nil, fmt.Errorf("cluster %s: %w", cfg.name, err)
 		case err != nil:
 			if cfg.noWait {
 				held.abandon(key)
