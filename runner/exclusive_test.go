@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +122,30 @@ func TestForeignStateInMeta(t *testing.T) {
 	}
 	if f := out.Result.Meta.Foreign[0]; f.What != "iptables rule -A INPUT -s 10.9.0.3/32 -j DROP" || f.Fix == "" {
 		t.Fatalf("foreign %+v", f)
+	}
+}
+
+// A run killed with SIGKILL leaves its plug-ins' clock directory behind;
+// the next run with plug-ins removes the directories of processes that are
+// gone, and no other.
+func TestSweepFaketimeDirs(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(os.TempDir(), faketimePrefix+strconv.Itoa(cmd.Process.Pid)+"-1")
+	mine := filepath.Join(os.TempDir(), faketimePrefix+strconv.Itoa(os.Getpid())+"-2")
+	other := filepath.Join(os.TempDir(), faketimePrefix+"x-3")
+	for _, d := range []string{gone, mine, other} {
+		if err := os.MkdirAll(filepath.Join(d, "c0"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepFaketimeDirs(slog.Default())
+	for d, want := range map[string]bool{gone: false, mine: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", filepath.Base(d), err == nil, want)
+		}
 	}
 }
