@@ -135,6 +135,9 @@ func AttachOrStart(ctx context.Context, opts ...cluster.Option) (c *cluster.Clus
 // healthy (nemesis.HealAndWait). It is the heal-then-wait of a run's
 // start, `cluster up` and `cluster heal` on a running cluster, and lockd.
 func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
 	lease, err := TakeCluster(ctx, env, false, func(line string) { log.Warn(line) })
 	if err != nil {
 		return err
