@@ -45,7 +45,7 @@ func TestForeignRulePartlyPartitions(t *testing.T) {
 	}
 	var prog bytes.Buffer
 	tc := Defaults()
-	tc.Recipe, tc.Time, tc.Quiet, tc.HealTimeout, tc.Store, tc.Progress = r, 5*time.Second, 0, 45*time.Second, t.TempDir(), &prog
+	tc.Recipe, tc.Time, tc.Quiet, tc.HealTimeout, tc.Store, tc.Progress = r, 5*time.Second, 0, 20*time.Second, t.TempDir(), &prog
 	out, err := Run(ctx, ClusterEnv{Cluster: c}, ReportStore{}, tc)
 	var se *SetupError
 	if !errors.As(err, &se) {
