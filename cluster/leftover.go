@@ -101,8 +101,13 @@ func (n *Node) Foreign(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st != string(container.StateRunning) {
-		return nil, nil // no exec; the heal says what it could not undo
+	switch container.ContainerState(st) {
+	case container.StateRunning:
+	case container.StateDead, container.StateRemoving:
+		// Docker itself gave up on it: no heal starts it again.
+		return []string{"container " + st + " (Docker cannot start it again: `lockcheck cluster down`, then up)"}, nil
+	default:
+		return nil, nil // no exec; the heal starts it, or its health check says why not
 	}
 	out, err := n.Exec(ctx, "iptables", "-w", "-S")
 	if err != nil {
