@@ -1,7 +1,10 @@
 package checker
 
 import (
+	"cmp"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/anishathalye/porcupine"
@@ -76,4 +79,60 @@ func TestCheckInOrderLeavesOverlapsToPorcupine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGreedyLinearizationIsSound: a linearization found without
+// backtracking must be one porcupine accepts; on contended pieces (acquires
+// that wait for a release) it should find most of the legal ones, or it
+// saves nothing.
+func TestGreedyLinearizationIsSound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	kinds := []byte{'a', 'a', 'r', 'n'}
+	var legal, found int
+	for n := range 5000 {
+		var ops []*lockOp
+		for range 2 + rng.IntN(7) {
+			inv := rng.Int64N(30)
+			op := &lockOp{kind: kinds[rng.IntN(len(kinds))], proc: rng.IntN(3), inv: inv, ret: inv + rng.Int64N(10), exp: Never}
+			if op.kind != 'r' && rng.IntN(2) == 0 {
+				op.exp = op.inv + rng.Int64N(15)
+			}
+			if op.kind == 'r' && rng.IntN(6) == 0 {
+				op.info = true
+				if rng.IntN(2) == 0 {
+					op.ret = Never
+				}
+			}
+			ops = append(ops, op)
+		}
+		slices.SortStableFunc(ops, func(a, b *lockOp) int { return cmp.Compare(a.inv, b.inv) })
+		init := free
+		if rng.IntN(3) == 0 {
+			init = lockState{owner: rng.IntN(3), expiry: rng.Int64N(10)}
+		}
+		p := piece{lock: "l", init: init, ops: ops}
+		greedy := p.linearizeGreedily()
+		want := porcupine.CheckOperations(lockModel(init), p.operations())
+		if greedy && !want {
+			t.Fatalf("piece %d: a greedy linearization of a piece porcupine finds illegal: %s", n, describePiece(p))
+		}
+		if want {
+			legal++
+			if greedy {
+				found++
+			}
+		}
+	}
+	if legal < 500 || found*10 < legal*8 {
+		t.Fatalf("greedy found %d of %d legal pieces", found, legal)
+	}
+	t.Logf("greedy found %d of %d legal pieces", found, legal)
+}
+
+func describePiece(p piece) string {
+	s := describeLockState(p.init)
+	for _, op := range p.ops {
+		s += fmt.Sprintf("; %s [%d,%d]", describeLockOp(op, nil), op.inv, op.ret)
+	}
+	return s
 }
