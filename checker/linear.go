@@ -54,7 +54,7 @@ type lockOp struct {
 	exp   int64 // the grant's expiry for acquire and renew
 	info  bool  // an info release
 	clamp bool  // an info release whose window was closed early
-	src   *opSrc
+	src   opSrc // in the op, not beside it: one allocation an op
 }
 
 // opSrc is what an anomaly shows of a lock op's lines: kept instead of its
@@ -69,8 +69,8 @@ type opSrc struct {
 	err            string
 }
 
-func newOpSrc(c *call) *opSrc {
-	s := &opSrc{lock: c.lock, invIdx: c.invLine.index, retIdx: -1, typ: c.typ, leaseMS: c.leaseMS}
+func newOpSrc(c *call) opSrc {
+	s := opSrc{lock: c.lock, invIdx: c.invLine.index, retIdx: -1, typ: c.typ, leaseMS: c.leaseMS}
 	if c.done {
 		s.retIdx, s.retTime, s.value, s.err = c.retLine.index, c.ret, c.retLine.value, c.retLine.err
 	}
@@ -81,7 +81,7 @@ var kindF = map[byte]string{'a': history.FAcquire, 'r': history.FRelease, 'n': h
 
 // lines rebuilds the op's invoke and completion lines.
 func (op *lockOp) lines() []history.Op {
-	s := op.src
+	s := &op.src
 	f := kindF[op.kind]
 	out := []history.Op{{Index: s.invIdx, Time: op.inv, Process: op.proc, Type: history.Invoke, F: f, Lock: s.lock}}
 	if s.retIdx >= 0 {
