@@ -174,7 +174,10 @@ const pollEvery = 500 * time.Millisecond
 // that cannot be read is waited on as a holder is: it may be a live run's
 // faults that cut it off.
 func Take(ctx context.Context, store Store, opts ...Option) (*Lease, error) {
-	cfg := takeConfig{poll: pollEvery, log: slog.Default(), name: store.Key()}
+	// "docker:lockcheck" is the cluster lockcheck, "cql:h1,h2:9042/ks" the
+	// hosts' keyspace ks.
+	_, name, _ := strings.Cut(store.Key(), ":")
+	cfg := takeConfig{poll: pollEvery, log: slog.Default(), name: name}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -69,7 +69,7 @@ func TestForeignRulePartlyPartitions(t *testing.T) {
 	if res.Verdict == checker.Valid || res.SetupFailed == "" || res.Meta == nil || len(res.Meta.Foreign) != 1 {
 		t.Errorf("stored verdict %q, setup_failed %q, meta %+v: want a failed set-up with the rule in the meta", res.Verdict, res.SetupFailed, res.Meta)
 	}
-	t.Logf("refused with: %v", err)
+	t.Logf("refused with: %v", se)
 	if err := n2.RemoveForeign(ctx); err != nil {
 		t.Fatal(err)
 	}
