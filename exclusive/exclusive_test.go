@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,4 @@ func TestAlive(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return fmtInt(i) }
+func itoa(i int) string { return strconv.Itoa(i) }

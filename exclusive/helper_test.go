@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,4 +59,3 @@ func helper(t *testing.T, dir, name, mode string) (string, int) {
 	return string(out), 0
 }
 
-func fmtInt(i int) string { return strconv.Itoa(i) }
