@@ -58,4 +58,3 @@ func helper(t *testing.T, dir, name, mode string) (string, int) {
 	}
 	return string(out), 0
 }
-
