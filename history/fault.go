@@ -232,6 +232,8 @@ type ClientPauseStart struct {
 type ClientPauseStop struct {
 	Client  int `json:"client" doc:"as at the start"`
 	Process int `json:"process" doc:"as at the start"`
+	// StalledMS was added after the first histories: absent in theirs.
+	StalledMS int64 `json:"stalled_ms,omitempty" doc:"how long the client stood still, from its stall to its resume (the line is written at the resume)"`
 }
 
 // ClientClockStart is the value of a start-client-clock line.

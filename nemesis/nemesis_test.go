@@ -234,13 +234,18 @@ type fakeClients struct {
 
 func (c *fakeClients) Clients() int   { return c.n }
 func (c *fakeClients) Holders() []int { return []int{0} }
-func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error) {
+func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
 	c.mu.Lock()
 	c.pauses++
 	c.mu.Unlock()
 	done := make(chan struct{})
 	d := 10*time.Millisecond + extra
-	time.AfterFunc(d, func() { close(done) })
+	time.AfterFunc(d, func() {
+		if resumed != nil {
+			resumed()
+		}
+		close(done)
+	})
 	return history.ClientPauseStart{Client: 0, Process: 0, Lock: "l0", MS: d.Milliseconds()}, done, nil
 }
 func (c *fakeClients) SetClientClock(i int, d time.Duration) error {

@@ -34,8 +34,14 @@ type Control struct {
 }
 
 type pauseReq struct {
-	extra   time.Duration
-	claimed chan history.ClientPauseStart
+	extra time.Duration
+	// began receives who stalled, once the stall has begun (the process
+	// stopped, or the client's goroutine asleep): the start line's moment.
+	began chan history.ClientPauseStart
+	// resumed runs in the client's goroutine as it resumes, before it goes
+	// on (the nemesis writes its stop line there: nothing of the client's
+	// comes before it); done is closed after it.
+	resumed func()
 	done    chan struct{}
 }
 
@@ -210,11 +216,14 @@ func (c *Control) setClock(i int, d time.Duration) error {
 // section (necessarily a holder): it stalls between reading the protected
 // set and writing it, for its grant's lease plus extra (extra alone when
 // the grant does not expire). PauseHolder blocks until a client has begun
-// the pause, or ctx is done (the pause is then disarmed). It returns who
-// stalled, as the fault's start line records it, and a channel closed when
-// the client resumes.
-func (c *Control) PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error) {
-	req := &pauseReq{extra: extra, claimed: make(chan history.ClientPauseStart, 1), done: make(chan struct{})}
+// the stall (its process stopped when the lock has one), or ctx is done
+// (the pause is then disarmed). It returns who stalled, as the fault's
+// start line records it, and a channel closed when the client resumed.
+// resumed (may be nil) runs as the client resumes, before any operation of
+// its own: the start and stop lines are the stall's own times, not the
+// schedule's.
+func (c *Control) PauseHolder(ctx context.Context, extra time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
+	req := &pauseReq{extra: extra, began: make(chan history.ClientPauseStart, 1), resumed: resumed, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.pause != nil {
 		c.mu.Unlock()
@@ -223,7 +232,7 @@ func (c *Control) PauseHolder(ctx context.Context, extra time.Duration) (history
 	c.pause = req
 	c.mu.Unlock()
 	select {
-	case p := <-req.claimed:
+	case p := <-req.began:
 		return p, req.done, nil
 	case <-ctx.Done():
 		c.mu.Lock()
@@ -233,14 +242,22 @@ func (c *Control) PauseHolder(ctx context.Context, extra time.Duration) (history
 			return history.ClientPauseStart{}, nil, ctx.Err()
 		}
 		c.mu.Unlock()
-		// Claimed meanwhile: report it, since the pause happens anyway.
-		return <-req.claimed, req.done, nil
+		// Claimed meanwhile: the stall begins within the claimer's read
+		// (or the claim is handed back and the pause disarmed below).
+		select {
+		case p := <-req.began:
+			return p, req.done, nil
+		case <-req.done:
+			return history.ClientPauseStart{}, nil, ctx.Err()
+		}
 	}
 }
 
 // claimPause takes the armed pause, if any, for client i's process proc
-// holding g, and says how long it stalls.
-func (c *Control) claimPause(i, proc int, g Grant) (*pauseReq, time.Duration) {
+// holding g, and says how long it stalls. The claimer calls begin when the
+// stall has begun and end when it resumed; a claimer whose critical section
+// ended before the stall (its read failed) calls unclaim.
+func (c *Control) claimPause(g Grant) (*pauseReq, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	req := c.pause
@@ -248,7 +265,30 @@ func (c *Control) claimPause(i, proc int, g Grant) (*pauseReq, time.Duration) {
 		return nil, 0
 	}
 	c.pause = nil
-	d := req.extra + g.Lease
-	req.claimed <- history.ClientPauseStart{Client: i, Process: proc, Lock: g.Lock, MS: d.Milliseconds()}
-	return req, d
+	return req, req.extra + g.Lease
+}
+
+// begin says the stall of client i's process proc on lock, for d, has begun.
+func (r *pauseReq) begin(i, proc int, lock string, d time.Duration) {
+	r.began <- history.ClientPauseStart{Client: i, Process: proc, Lock: lock, MS: d.Milliseconds()}
+}
+
+// end says the stalled client resumed.
+func (r *pauseReq) end() {
+	if r.resumed != nil {
+		r.resumed()
+	}
+	close(r.done)
+}
+
+// unclaim hands back a pause whose claimer never stalled: armed again for
+// the next holder, or, when the nemesis gave up meanwhile, dropped.
+func (c *Control) unclaim(r *pauseReq) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pause == nil {
+		c.pause = r
+		return
+	}
+	close(r.done)
 }
