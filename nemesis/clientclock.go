@@ -64,18 +64,37 @@ func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 	// The step lands between two of the client's operations: one inside a
 	// recipe's writes mostly wedges it (a cell written before the step
 	// shadows those after), which hides the flaw a step between them shows.
-	if err := e.Clients.SetClientClockAtRest(cl, d); err != nil {
-		return nil, fmt.Errorf("nemesis: client clock: %w", err)
+	// The start line is written when the clock moved, in the client's own
+	// goroutine before its next operation; a window whose step never came
+	// (the client was inside one operation all along) writes no lines.
+	var mu sync.Mutex
+	stepped, stopped := false, false
+	var recErr error
+	onStep := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		stepped = true
+		recErr = e.Record(history.StartF(ClientClock), history.ClientClockStart{Client: cl, Offset: d.String()}, nil)
 	}
-	if err := e.Record(history.StartF(ClientClock), history.ClientClockStart{Client: cl, Offset: d.String()}, nil); err != nil {
-		return nil, err
+	if err := e.Clients.SetClientClockAtRest(cl, d, onStep); err != nil {
+		return nil, fmt.Errorf("nemesis: client clock: %w", err)
 	}
 	return func(ctx context.Context) error {
 		err := e.Clients.SetClientClock(cl, 0)
 		if err == nil {
 			c.mark(cl, false)
 		}
-		return errors.Join(err, e.Record(history.StopF(ClientClock), history.ClientClockStop{Client: cl}, nil))
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if !stepped {
+			e.Log.Info("client clock: the client never rested in the window; not stepped", "client", cl)
+			return err
+		}
+		return errors.Join(err, recErr, e.Record(history.StopF(ClientClock), history.ClientClockStop{Client: cl}, nil))
 	}, nil
 }
 

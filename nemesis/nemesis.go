@@ -59,8 +59,9 @@ type Clients interface {
 	SetClientClock(i int, d time.Duration) error
 	// SetClientClockAtRest moves client i's clock by d between two of its
 	// operations (after the one it is in), so that a step never falls
-	// inside a recipe's sequence of writes.
-	SetClientClockAtRest(i int, d time.Duration) error
+	// inside a recipe's sequence of writes; stepped runs once it moved,
+	// before the client's next operation (the start line's moment).
+	SetClientClockAtRest(i int, d time.Duration, stepped func()) error
 	// HoldAtRest keeps each client of cs between two of its operations
 	// (holding nothing, in no sequence of writes) until release; it
 	// returns once all rest there.

@@ -258,8 +258,14 @@ func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 	return nil
 }
 
-func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration) error {
-	return c.SetClientClock(i, d)
+func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration, stepped func()) error {
+	if err := c.SetClientClock(i, d); err != nil {
+		return err
+	}
+	if stepped != nil {
+		stepped()
+	}
+	return nil
 }
 
 func (c *fakeClients) HoldAtRest(ctx context.Context, cs []int) (func(), error) {

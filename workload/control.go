@@ -27,8 +27,8 @@ type Control struct {
 	holding map[int]bool // clients holding a grant now
 	pause   *pauseReq    // armed client pause, claimed by the next critical section
 	// atRest are clock steps waiting for their client's next rest (between
-	// a cycle's end and the next acquire): client -> offset.
-	atRest map[int]time.Duration
+	// a cycle's end and the next acquire): client -> the step.
+	atRest map[int]restStep
 	// gates hold clients at their rest (HoldAtRest): client -> gate.
 	gates map[int]*restGate
 }
@@ -45,6 +45,13 @@ type pauseReq struct {
 	done    chan struct{}
 }
 
+// restStep is a clock step waiting for its client's rest; stepped (may be
+// nil) runs once the clock moved, before the client's next operation.
+type restStep struct {
+	d       time.Duration
+	stepped func()
+}
+
 // restGate keeps one client at its rest until opened.
 type restGate struct {
 	arrived, open chan struct{}
@@ -52,7 +59,7 @@ type restGate struct {
 
 func newControl(clocks []*SkewClock, log *slog.Logger) *Control {
 	return &Control{clocks: clocks, log: log, locks: make([]Lock, len(clocks)), holding: map[int]bool{},
-		atRest: map[int]time.Duration{}, gates: map[int]*restGate{}}
+		atRest: map[int]restStep{}, gates: map[int]*restGate{}}
 }
 
 // Control is the workload's door for client faults.
@@ -115,15 +122,17 @@ func (c *Control) SetClientClock(i int, d time.Duration) error {
 // steps in the middle of a recipe's sequence of writes mostly wedges it (a
 // cell written before the step shadows the ones after); a step between
 // operations is what lets a client-timestamp recipe's flaw show (bakery: the
-// client's new ticket sits under its own older tombstone). A SetClientClock
-// before the rest cancels the step.
-func (c *Control) SetClientClockAtRest(i int, d time.Duration) error {
+// client's new ticket sits under its own older tombstone). stepped (may be
+// nil) runs in the client's goroutine once its clock moved, before its next
+// operation: the fault's start line is written there, when it took effect.
+// A SetClientClock before the rest cancels the step (stepped never runs).
+func (c *Control) SetClientClockAtRest(i int, d time.Duration, stepped func()) error {
 	if err := c.client(i); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.atRest[i] = d
+	c.atRest[i] = restStep{d: d, stepped: stepped}
 	return nil
 }
 
@@ -176,13 +185,16 @@ func (c *Control) HoldAtRest(ctx context.Context, cs []int) (release func(), err
 // waits at its gate while one holds it (or until ctx ends).
 func (c *Control) rest(ctx context.Context, i int) {
 	c.mu.Lock()
-	d, ok := c.atRest[i]
+	st, ok := c.atRest[i]
 	delete(c.atRest, i)
 	g := c.gates[i]
 	c.mu.Unlock()
 	if ok {
-		if err := c.setClock(i, d); err != nil {
+		if err := c.setClock(i, st.d); err != nil {
 			c.log.Warn("client clock not stepped", "client", i, "err", err)
+		}
+		if st.stepped != nil {
+			st.stepped()
 		}
 	}
 	if g == nil {

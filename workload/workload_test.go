@@ -578,12 +578,12 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	for k := range 20 {
-		if err := w.Control().SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second); err != nil {
+		if err := w.Control().SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := w.Control().SetClientClockAtRest(1, -10*time.Second); err != nil {
+	if err := w.Control().SetClientClockAtRest(1, -10*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -599,7 +599,7 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 		t.Errorf("client 0's clock moved: %v", got)
 	}
 	// A step still waiting is cancelled by a direct set.
-	if err := w.Control().SetClientClockAtRest(2, time.Minute); err != nil {
+	if err := w.Control().SetClientClockAtRest(2, time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Control().SetClientClock(2, 0); err != nil {
@@ -609,7 +609,7 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 	if got := w.Clock(2).Offset(); got != 0 {
 		t.Errorf("cancelled step applied: %v", got)
 	}
-	if err := w.Control().SetClientClockAtRest(7, time.Second); err == nil {
+	if err := w.Control().SetClientClockAtRest(7, time.Second, nil); err == nil {
 		t.Error("no error for a client that does not exist")
 	}
 }
