@@ -1,10 +1,12 @@
 package reports
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,6 +79,7 @@ type opRow struct {
 	Time, Process, Type, F, Lock   string
 	Value, Lease, Node, Error, Cls string
 	FullValue                      string
+	Role                           string // what it did to a hold of the anomaly ("starts 3's hold")
 }
 
 type fRow struct {
@@ -150,6 +153,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		}
 	}
 	faults, marks := faultViews(ops, res.Meta, end)
+	tl := &causeTimeline{ops: ops}
 	// At most maxPerKind of each kind in full (the checker puts the
 	// likeliest causes first); the rest are counted.
 	perKind := map[string]*kindCount{}
@@ -166,7 +170,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			continue
 		}
 		kc.Shown++
-		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a, faults))
+		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a, faults, tl))
 	}
 	p.Kinds = p.Kinds[:0]
 	for _, a := range res.Anomalies {
@@ -180,7 +184,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		if i == maxAnoShow {
 			break
 		}
-		p.Findings = append(p.Findings, viewAnomaly(i+1, a, faults))
+		p.Findings = append(p.Findings, viewAnomaly(i+1, a, faults, tl))
 	}
 	p.FaultLegend = legend(faults)
 	holds := res.Holds
@@ -224,21 +228,73 @@ func secs(ns int64) string {
 	return fmt.Sprintf("%.3fs", float64(ns)/1e9)
 }
 
-func viewAnomaly(n int, a checker.Anomaly, faults []faultView) anomalyView {
-	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End), Cause: likelyCause(a, faults)}
+func viewAnomaly(n int, a checker.Anomaly, faults []faultView, tl *causeTimeline) anomalyView {
+	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End), Cause: likelyCause(a, faults, tl)}
+	// A lost add's table shows the write that overwrote it.
+	if w, ok := overwriter(a, tl); ok {
+		a.Ops = append(slices.Clone(a.Ops), w...)
+		slices.SortStableFunc(a.Ops, func(x, y history.Op) int { return cmp.Compare(x.Index, y.Index) })
+	}
 	var ps []string
 	for _, p := range a.Processes {
 		ps = append(ps, fmt.Sprint(p))
 	}
 	v.Processes = strings.Join(ps, ", ")
+	roles := holdRoles(a)
 	for i, op := range a.Ops {
 		if i == maxOpsShow {
 			v.MoreOps = len(a.Ops) - i
 			break
 		}
-		v.Ops = append(v.Ops, viewOp(op))
+		r := viewOp(op)
+		r.Role = roles[op.Index]
+		v.Ops = append(v.Ops, r)
 	}
 	return v
+}
+
+// holdRoles says, for an overlap, which of its operations set each hold's
+// start (the ok grant that began it) and end (the release's invocation, or
+// the grant whose lease ran out: a heartbeat), by line index.
+func holdRoles(a checker.Anomaly) map[int64]string {
+	if a.Kind != checker.KindOverlap {
+		return nil
+	}
+	roles := map[int64]string{}
+	for _, p := range a.Processes {
+		started := false
+		for _, op := range a.Ops {
+			if op.Process != p {
+				continue
+			}
+			switch {
+			case !started && op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew):
+				started = true
+				roles[op.Index] = fmt.Sprintf("starts %d's hold", p)
+			case op.Type == history.Invoke && op.F == history.FRelease:
+				roles[op.Index] = fmt.Sprintf("ends %d's hold", p)
+			}
+		}
+		if g, ok := lastGrant(a.Ops, p); ok {
+			if _, released := releaseOf(a.Ops, p); !released {
+				role := fmt.Sprintf("ends %d's hold: lease to %s", p, secs(g.deadline()))
+				if roles[g.ok.Index] != "" {
+					role = roles[g.ok.Index] + "; " + role
+				}
+				roles[g.ok.Index] = role
+			}
+		}
+	}
+	return roles
+}
+
+func releaseOf(ops []history.Op, p int) (history.Op, bool) {
+	for _, op := range ops {
+		if op.Process == p && op.Type == history.Invoke && op.F == history.FRelease {
+			return op, true
+		}
+	}
+	return history.Op{}, false
 }
 
 func viewOp(op history.Op) opRow {
