@@ -60,6 +60,13 @@ func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 		}
 	}
 	cl := cands[e.Pick.IntN(len(cands))]
+	if v, ok := given[history.ClientClockStart](e); ok {
+		od, err := time.ParseDuration(v.Offset)
+		if err != nil || v.Client < 0 || v.Client >= e.Clients.Clients() {
+			return nil, fmt.Errorf("nemesis: schedule: client-clock of client %d by %q: no such client or offset", v.Client, v.Offset)
+		}
+		cl, d = v.Client, od
+	}
 	c.mark(cl, true)
 	// The step lands between two of the client's operations: one inside a
 	// recipe's writes mostly wedges it (a cell written before the step

@@ -97,6 +97,9 @@ type Env struct {
 
 	Log *slog.Logger
 	rec Recorder
+	// step is the schedule's step being dealt (nil: the fault is drawn):
+	// a kind takes its parameters from it (given, givenTargets).
+	step *Step
 }
 
 // Record appends one nemesis line to the history.
@@ -183,6 +186,10 @@ func WithPins(pins map[int]string) Option { return func(n *Nemesis) { n.env.Pins
 // more than it.
 func WithLeaseTTL(d time.Duration) Option { return func(n *Nemesis) { n.env.LeaseTTL = d } }
 
+// WithSchedule deals s's steps (their kinds, times and parameters) instead
+// of drawing faults: a replay. The run's kinds are the schedule's.
+func WithSchedule(s Schedule) Option { return func(n *Nemesis) { n.schedule = &s } }
+
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(n *Nemesis) { n.env.Log = l } }
 
@@ -194,8 +201,11 @@ type Nemesis struct {
 	interval time.Duration
 	env      Env
 
+	schedule *Schedule
+
 	mu     sync.Mutex
 	active []string
+	dealt  []string // kinds that took effect at least once, in order
 }
 
 // New makes a nemesis over targets that records to rec.
@@ -210,6 +220,19 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	}
 	if rec == nil {
 		return nil, errors.New("nemesis: a recorder is required")
+	}
+	if n.schedule != nil {
+		if err := n.schedule.Validate(); err != nil {
+			return nil, err
+		}
+		n.names = n.schedule.Kinds()
+		for i, st := range n.schedule.Steps {
+			for _, name := range st.Nodes {
+				if !slices.ContainsFunc(targets, func(t Target) bool { return t.Name == name }) {
+					return nil, fmt.Errorf("nemesis: schedule step %d (%s) names node %s, which this cluster does not have", i+1, st.Kind, name)
+				}
+			}
+		}
 	}
 	// Every kind the run cannot serve is named, one line each, before
 	// anything starts.
@@ -245,6 +268,23 @@ func (n *Nemesis) Active() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.active)
+}
+
+// Dealt are the kinds that took effect at least once so far, in order of
+// their first window: a kind asked for and never dealt (the run too short,
+// its start failing) is missing.
+func (n *Nemesis) Dealt() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.dealt)
+}
+
+func (n *Nemesis) markDealt(k string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !slices.Contains(n.dealt, k) {
+		n.dealt = append(n.dealt, k)
+	}
 }
 
 func (n *Nemesis) setActive(k string, on bool) {
