@@ -32,7 +32,14 @@ const (
 // HTML only through html/template, which escapes them.
 type page struct {
 	Dir       string
-	Title     string
+	Title     string // the test's short name (ShortName) and the run
+	FullTitle string
+	// NeverDealt are the fault kinds requested and never dealt, named so
+	// that a test's name does not promise what the run did not do.
+	NeverDealt string
+	// Shrunk is the smallest reproduction `lockcheck shrink` found, if
+	// it ran on this run.
+	Shrunk    *Shrunk
 	Result    checker.Result
 	Meta      *history.Meta
 	Config    [][2]string
@@ -97,9 +104,15 @@ type pRow struct {
 func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *page {
 	p := &page{Dir: dir, Result: res, Meta: res.Meta, Vis: vis, Events: len(ops)}
 	p.Title = filepath.Base(filepath.Dir(dir)) + " / " + filepath.Base(dir)
+	p.FullTitle = p.Title
 	if res.Meta != nil && res.Meta.Test != "" {
-		p.Title = res.Meta.Test + " / " + filepath.Base(dir)
+		p.Title = ShortName(res.Meta.Test, res.Meta.Nemesis) + " / " + filepath.Base(dir)
+		p.FullTitle = res.Meta.Test + " / " + filepath.Base(dir)
 	}
+	if res.Injected != nil && len(res.Injected.Never) > 0 {
+		p.NeverDealt = strings.Join(res.Injected.Never, ", ")
+	}
+	p.Shrunk = readShrunk(dir)
 	var end int64 = 1
 	if len(ops) > 0 {
 		end = max(end, ops[len(ops)-1].Time)
@@ -314,4 +327,55 @@ func viewOp(op history.Op) opRow {
 		r.Lease = fmt.Sprint(op.LeaseMS)
 	}
 	return r
+}
+
+// ShortName is a test's name where space is short: its list of fault
+// kinds, when it has more than three, becomes their count
+// ("lease-fenced-partition_pause_kill_clock_loss" is "lease-fenced-5-faults");
+// the full name stays in the page's title attribute and the run's meta.
+func ShortName(test string, kinds []string) string {
+	if len(kinds) <= 3 {
+		return test
+	}
+	list := strings.Join(kinds, "_")
+	if !strings.Contains(test, list) {
+		return test
+	}
+	return strings.Replace(test, list, fmt.Sprintf("%d-faults", len(kinds)), 1)
+}
+
+// ShrinkDir is where `lockcheck shrink` stores what it found, in the run's
+// directory; ShrinkFile its summary.
+const (
+	ShrinkDir  = "shrink"
+	ShrinkFile = "shrink.json"
+)
+
+// Shrunk is the summary `lockcheck shrink` writes (shrink/shrink.json):
+// the smallest schedule and run found that still fail the same way.
+type Shrunk struct {
+	Anomaly  string   `json:"anomaly"`  // the anomaly kind kept
+	Schedule string   `json:"schedule"` // the minimal schedule file, relative to the run directory
+	Steps    int      `json:"steps"`
+	Caught   int      `json:"caught"` // tries of the minimal candidate that failed the same way
+	Tries    int      `json:"tries"`
+	Command  string   `json:"command"` // the one command that reproduces it
+	Clients  int      `json:"clients"`
+	Locks    int      `json:"locks"`
+	Time     string   `json:"time"`
+	Runs     int      `json:"runs"`    // replays the search made
+	Seconds  float64  `json:"seconds"` // its wall time
+	Notes    []string `json:"notes,omitempty"`
+}
+
+func readShrunk(dir string) *Shrunk {
+	b, err := os.ReadFile(filepath.Join(dir, ShrinkDir, ShrinkFile))
+	if err != nil {
+		return nil
+	}
+	var s Shrunk
+	if json.Unmarshal(b, &s) != nil || s.Schedule == "" {
+		return nil
+	}
+	return &s
 }

@@ -174,6 +174,10 @@ func printResult(ctx context.Context, res lockcheck.Result, err error, stdout, s
 		fmt.Fprintf(stdout, "  %s on %s: %s\n", a.Kind, a.Lock, a.Message)
 	}
 	fmt.Fprintf(stdout, "report: %s\n", res.Report)
+	if len(res.NeverDealt) > 0 {
+		fmt.Fprintf(stderr, "lockcheck run: requested and never dealt: %s (the run ended before their turn, or their starts failed: a longer --time or a shorter --nemesis list deals them)\n",
+			strings.Join(res.NeverDealt, ", "))
+	}
 	if res.Phases.TotalMS > 0 {
 		fmt.Fprintf(stderr, "lockcheck run: %s\n", res.Phases)
 	}
