@@ -374,7 +374,7 @@ func readShrunk(dir string) *Shrunk {
 		return nil
 	}
 	var s Shrunk
-	if json.Unmarshal(b, &s) != nil || s.Schedule == "" {
+	if json.Unmarshal(b, &s) != nil || s.Command == "" {
 		return nil
 	}
 	return &s

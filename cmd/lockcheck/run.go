@@ -24,6 +24,7 @@ import (
 // the Go API's entry point, lockcheck.Plan.Run.
 type runFlags struct {
 	lock, lockCmd, lockURL, promise, nemesis string
+	schedule                                 string
 	cluster, paxos, version, hosts           string
 	nodes                                    int
 	keep                                     bool
@@ -40,6 +41,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.lockCmd, "lock-cmd", "", "your lock as a plug-in command (sh -c), one process per client, JSON lines on stdin/stdout (docs: your own lock)")
 	fs.StringVar(&f.lockURL, "lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (docs: your own lock)")
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
+	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable; not with --nemesis")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later)")
@@ -74,7 +76,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
@@ -101,6 +103,16 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.PinClients {
 		opts = append(opts, lockcheck.WithPinClients())
+	}
+	if f.schedule != "" {
+		if f.nemesis != "none" && f.nemesis != "" {
+			return lockcheck.Lock{}, nil, errors.New("give --schedule or --nemesis, not both (the schedule names its kinds)")
+		}
+		s, err := nemesis.LoadSchedule(f.schedule)
+		if err != nil {
+			return lockcheck.Lock{}, nil, err
+		}
+		opts = append(opts, lockcheck.WithSchedule(s))
 	}
 	if f.keep {
 		opts = append(opts, lockcheck.WithKeep())
