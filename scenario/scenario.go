@@ -153,7 +153,7 @@ type Row struct {
 	// Faults are then its kinds, and the name ends in "/shrunk".
 	Schedule *nemesis.Schedule
 	Clients  int // 0: DefaultClients
-	Locks   int // 0: DefaultLocks
+	Locks    int // 0: DefaultLocks
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
