@@ -134,8 +134,8 @@ func failedHeartbeat(tl *causeTimeline, p int, g grantOf, until int64) string {
 		if op.Time <= g.ok.Time || op.Process != p {
 			continue
 		}
-		if until != checker.Never && op.Time > until+g.ok.LeaseMS*1e6 {
-			break
+		if until != checker.Never && op.Time > until+g.ok.LeaseMS*1e6 || op.F == history.FRelease {
+			break // a heartbeat is made while holding: not after the release
 		}
 		if (op.F == history.FRenew || op.F == history.FAcquire) && (op.Type == history.Fail || op.Type == history.Info) {
 			return fmt.Sprintf("failed heartbeat: process %d's %s at %s came back %s (%s): by then the server no longer held its lease",
