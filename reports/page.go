@@ -39,15 +39,17 @@ type page struct {
 	NeverDealt string
 	// Shrunk is the smallest reproduction `lockcheck shrink` found, if
 	// it ran on this run.
-	Shrunk    *Shrunk
-	Result    checker.Result
-	Meta      *history.Meta
-	Config    [][2]string
-	Anomalies []anomalyView
-	Kinds     []kindCount
-	More      int // anomalies not shown in full
-	Findings  []anomalyView
-	Timeline  timeline
+	Shrunk *Shrunk
+	// Replayable: the run has fault lines (a schedule to replay and shrink).
+	Replayable bool
+	Result     checker.Result
+	Meta       *history.Meta
+	Config     [][2]string
+	Anomalies  []anomalyView
+	Kinds      []kindCount
+	More       int // anomalies not shown in full
+	Findings   []anomalyView
+	Timeline   timeline
 	// FaultLegend names each fault kind of the run in its colour.
 	FaultLegend []legendItem
 	// HealedBefore is what the run healed before it started, per node
@@ -113,6 +115,11 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		p.NeverDealt = strings.Join(res.Injected.Never, ", ")
 	}
 	p.Shrunk = readShrunk(dir)
+	if res.Injected != nil {
+		for _, n := range res.Injected.Dealt {
+			p.Replayable = p.Replayable || n > 0
+		}
+	}
 	var end int64 = 1
 	if len(ops) > 0 {
 		end = max(end, ops[len(ops)-1].Time)

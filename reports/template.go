@@ -63,7 +63,7 @@ const reportHTML = `<!DOCTYPE html>
 {{with .Result.Promise}}<span class="muted">&nbsp; promise: <b>{{.}}</b></span>{{else}}<span class="muted">&nbsp; no meta line: every property judged</span>{{end}}
 <span class="muted">&nbsp; {{.Events}} events over {{.End}}</span></p>
 {{with .NeverDealt}}<p class="leftover" id="never-dealt">Requested and never dealt: {{.}} (the run ended before their turn, or their starts failed: a longer --time or a shorter --nemesis list deals them).</p>{{end}}
-{{with .Shrunk}}<p id="shrunk">Smallest reproduction found: {{if .Schedule}}<a href="{{.Schedule}}">{{.Steps}} fault{{if ne .Steps 1}}s{{end}}</a>{{else}}no fault{{end}}, {{.Clients}} clients, {{.Locks}} lock{{if ne .Locks 1}}s{{end}}, {{.Time}}: {{.Anomaly}} in {{.Caught}} of {{.Tries}} tries. <code>{{.Command}}</code></p>{{end}}
+{{with .Shrunk}}<p id="shrunk">Smallest reproduction found: {{if .Schedule}}<a href="{{.Schedule}}">{{.Steps}} fault{{if ne .Steps 1}}s{{end}}</a>{{else}}no fault{{end}}, {{.Clients}} clients, {{.Locks}} lock{{if ne .Locks 1}}s{{end}}, {{.Time}}: {{.Anomaly}} in {{.Caught}} of {{.Tries}} tries. <code>{{.Command}}</code></p>{{else}}{{if and (eq (print .Result.Verdict) "invalid") .Replayable}}<p id="shrink" class="muted">Replay this run with its faults as they happened: <code>lockcheck replay {{.Dir}}</code>; find the smallest run that fails the same way: <code>lockcheck shrink {{.Dir}}</code> (this report then links to it).</p>{{end}}{{end}}
 {{if .Result.Pending}}<p class="muted">{{.Result.Pending}} invocations have no completion (the run was cut short); they are checked as info.</p>{{end}}
 {{if .Result.Truncated}}<p class="muted">An unterminated last line was dropped.</p>{{end}}
 
