@@ -41,11 +41,15 @@ func (c *clientClock) mark(i int, on bool) {
 	}
 }
 
+// clientClockWait is how long a client-clock fault waits at least for its
+// client's rest (a blocking acquire lasts up to its timeout, 5 s).
+const clientClockWait = 10 * time.Second
+
 // Start sets one contender's clock behind: a client that does not hold a
 // lock now, from its next rest between operations, so that its next request
 // jumps the queue (or hides under its own older tombstone) while the holder
 // is still inside.
-func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+func (c *clientClock) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
 	d := -logUniform(e.Sched, e.SkewMin, e.SkewMax).Round(time.Millisecond)
 	holders := e.Clients.Holders()
 	var cands []int
@@ -72,11 +76,11 @@ func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 	// recipe's writes mostly wedges it (a cell written before the step
 	// shadows those after), which hides the flaw a step between them shows.
 	// The start line is written when the clock moved, in the client's own
-	// goroutine before its next operation; a window whose step never came
-	// (the client was inside one operation all along) writes no lines.
+	// goroutine before its next operation.
 	var mu sync.Mutex
 	stepped, stopped := false, false
 	var recErr error
+	took := make(chan struct{})
 	onStep := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -85,10 +89,29 @@ func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 		}
 		stepped = true
 		recErr = e.Record(history.StartF(ClientClock), history.ClientClockStart{Client: cl, Offset: d.String()}, nil)
+		close(took)
 	}
 	if err := e.Clients.SetClientClockAtRest(cl, d, onStep); err != nil {
 		return nil, fmt.Errorf("nemesis: client clock: %w", err)
 	}
+	// The fault starts when the step took effect: wait for the client's
+	// rest (a contender may be inside a blocking acquire for seconds). One
+	// that does not come is a start that failed, dealt again later.
+	wait := time.NewTimer(max(hold, clientClockWait))
+	defer wait.Stop()
+	select {
+	case <-took:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	if !stepped {
+		stopped = true
+		mu.Unlock()
+		return nil, errors.Join(fmt.Errorf("nemesis: client clock: client %d did not rest between operations within %v", cl, max(hold, clientClockWait)),
+			e.Clients.SetClientClock(cl, 0))
+	}
+	mu.Unlock()
 	return func(ctx context.Context) error {
 		err := e.Clients.SetClientClock(cl, 0)
 		if err == nil {
@@ -96,11 +119,6 @@ func (c *clientClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		stopped = true
-		if !stepped {
-			e.Log.Info("client clock: the client never rested in the window; not stepped", "client", cl)
-			return err
-		}
 		return errors.Join(err, recErr, e.Record(history.StopF(ClientClock), history.ClientClockStop{Client: cl}, nil))
 	}, nil
 }

@@ -154,3 +154,29 @@ func TestScheduleBadInput(t *testing.T) {
 		t.Errorf("a node the cluster lacks: %v", err)
 	}
 }
+
+// restless never rests: its clock steps wait for ever.
+type restless struct{ fakeClients }
+
+func (*restless) SetClientClockAtRest(int, time.Duration, func()) error { return nil }
+
+// A client clock whose client never rests did not take effect: its start
+// fails (recorded as such) rather than drawing a window of a fault that
+// never happened.
+func TestClientClockStartsWhenItSteps(t *testing.T) {
+	ts, _ := fakeCluster(3)
+	rec := &timedRec{}
+	cl := &restless{fakeClients{n: 4, clocks: map[int]time.Duration{}}}
+	n, err := New(ts, rec, WithKinds(ClientClock), WithClients(cl), WithInterval(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	_ = n.Run(ctx)
+	for _, op := range rec.all() {
+		if op.F == history.StartF(ClientClock) || op.F == history.StopF(ClientClock) {
+			t.Errorf("%s written for a step that never came", op.F)
+		}
+	}
+}
