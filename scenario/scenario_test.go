@@ -58,7 +58,7 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"schedule of other kinds", func(r *Row) {
 			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientClock, For: nemesis.Duration(s)}}}
 		}, "want the schedule's kinds [client-clock]"},
-		{"schedule longer than the row", func(r *Row) { r.Name, r.Schedule, r.Time = "lease/client-pause/shrunk", &pauseSchedule, 3 * s }, "after the row's time"},
+		{"schedule longer than the row", func(r *Row) { r.Name, r.Schedule, r.Time = "lease/client-pause/shrunk", &pauseSchedule, 3*s }, "after the row's time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := good()
