@@ -193,7 +193,12 @@ func TestCauseFromTimeline(t *testing.T) {
 			}
 		})
 	}
-	roles := holdRoles(renewed)
+	// A release the anomaly's ops leave out is found in the timeline.
+	withRelease := &causeTimeline{ops: append(slices.Clone(overlap.Ops), op(7, 2500, 2, history.Invoke, history.FRelease))}
+	if r := holdRoles(overlap, withRelease)[6]; r != "starts 2's hold; 2's hold ended by its release at 2.500s (line 7)" {
+		t.Errorf("role of 2's grant %q", r)
+	}
+	roles := holdRoles(renewed, nil)
 	if roles[2] != "starts 1's hold" || roles[4] != "ends 1's hold: lease to 4.000s" || roles[6] != "starts 2's hold; ends 2's hold: lease to 6.400s" {
 		t.Errorf("roles %v", roles)
 	}

@@ -260,7 +260,7 @@ func viewAnomaly(n int, a checker.Anomaly, faults []faultView, tl *causeTimeline
 		ps = append(ps, fmt.Sprint(p))
 	}
 	v.Processes = strings.Join(ps, ", ")
-	roles := holdRoles(a)
+	roles := holdRoles(a, tl)
 	for i, op := range a.Ops {
 		if i == maxOpsShow {
 			v.MoreOps = len(a.Ops) - i
@@ -273,11 +273,12 @@ func viewAnomaly(n int, a checker.Anomaly, faults []faultView, tl *causeTimeline
 	return v
 }
 
-// holdRoles says, for an overlap, which of its operations set each hold's
-// start (the ok grant that began it) and end (the release's invocation, or
-// the grant whose lease ran out: a heartbeat), by line index.
-func holdRoles(a checker.Anomaly) map[int64]string {
-	if a.Kind != checker.KindOverlap {
+// holdRoles says, for an anomaly between holds (an overlap, a stale
+// holder's write), which of its operations set each hold's start (the ok
+// grant that began it) and end (the release's invocation, or the grant
+// whose lease ran out: a heartbeat), by line index.
+func holdRoles(a checker.Anomaly, tl *causeTimeline) map[int64]string {
+	if a.Kind != checker.KindOverlap && a.Kind != checker.KindStaleWrite {
 		return nil
 	}
 	roles := map[int64]string{}
@@ -298,6 +299,11 @@ func holdRoles(a checker.Anomaly) map[int64]string {
 		if g, ok := lastGrant(a.Ops, p); ok {
 			if _, released := releaseOf(a.Ops, p); !released {
 				role := fmt.Sprintf("ends %d's hold: lease to %s", p, secs(g.deadline()))
+				// A release the anomaly's operations leave out ended it
+				// first.
+				if rel, ok := releaseAfter(tl, g); ok {
+					role = fmt.Sprintf("%d's hold ended by its release at %s (line %d)", p, secs(rel.Time), rel.Index)
+				}
 				if roles[g.ok.Index] != "" {
 					role = roles[g.ok.Index] + "; " + role
 				}
@@ -306,6 +312,26 @@ func holdRoles(a checker.Anomaly) map[int64]string {
 		}
 	}
 	return roles
+}
+
+// releaseAfter is the release invoked by g's process after g and before
+// g's deadline, in the timeline.
+func releaseAfter(tl *causeTimeline, g grantOf) (history.Op, bool) {
+	if tl == nil {
+		return history.Op{}, false
+	}
+	for _, op := range tl.ops {
+		if op.Index <= g.ok.Index || op.Process != g.ok.Process {
+			continue
+		}
+		if op.Time > g.deadline() {
+			break
+		}
+		if op.Type == history.Invoke && op.F == history.FRelease {
+			return op, true
+		}
+	}
+	return history.Op{}, false
 }
 
 func releaseOf(ops []history.Op, p int) (history.Op, bool) {
