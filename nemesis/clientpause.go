@@ -43,12 +43,11 @@ func (*clientPause) Start(ctx context.Context, e *Env, hold time.Duration) (Stop
 		recorded <- e.Record(history.StopF(ClientPause), history.ClientPauseStop{Client: p.Client, Process: p.Process,
 			StalledMS: time.Since(began).Milliseconds()}, nil)
 	}
-	extra := e.PauseExtra
+	var stall time.Duration
 	if v, ok := given[history.ClientPauseStart](e); ok && v.MS > 0 {
-		// The stall as it happened: its length less the lease (the TTL).
-		extra = max(time.Duration(v.MS)*time.Millisecond-e.LeaseTTL, 0)
+		stall = time.Duration(v.MS) * time.Millisecond // the stall as it happened
 	}
-	p, _, err := e.Clients.PauseHolder(pctx, extra, resumed)
+	p, _, err := e.Clients.PauseHolder(pctx, e.PauseExtra, stall, resumed)
 	if err != nil {
 		close(startWritten) // never waited on: no stall began
 		return nil, fmt.Errorf("nemesis: client pause: no holder entered a critical section: %w", err)

@@ -53,9 +53,10 @@ type Clients interface {
 	// PauseHolder stalls the next client to enter a critical section for its
 	// lease plus extra, and returns once the stall has begun: who stalled,
 	// as the start line records it, and a channel closed when the stall
-	// ends. resumed runs as the client resumes, before it goes on (the
-	// stop line's moment).
-	PauseHolder(ctx context.Context, extra time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error)
+	// ends. A positive stall is the stall's length instead (a replay's).
+	// resumed runs as the client resumes, before it goes on (the stop
+	// line's moment).
+	PauseHolder(ctx context.Context, extra, stall time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error)
 	SetClientClock(i int, d time.Duration) error
 	// SetClientClockAtRest moves client i's clock by d between two of its
 	// operations (after the one it is in), so that a step never falls

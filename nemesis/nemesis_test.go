@@ -234,12 +234,15 @@ type fakeClients struct {
 
 func (c *fakeClients) Clients() int   { return c.n }
 func (c *fakeClients) Holders() []int { return []int{0} }
-func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
+func (c *fakeClients) PauseHolder(ctx context.Context, extra, stall time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
 	c.mu.Lock()
 	c.pauses++
 	c.mu.Unlock()
 	done := make(chan struct{})
 	d := 10*time.Millisecond + extra
+	if stall > 0 {
+		d = stall
+	}
 	time.AfterFunc(d, func() {
 		if resumed != nil {
 			resumed()

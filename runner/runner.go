@@ -473,7 +473,7 @@ var errNoClients = errors.New("runner: no clients yet")
 
 func (c noClients) Clients() int { return c.n }
 func (noClients) Holders() []int { return nil }
-func (noClients) PauseHolder(context.Context, time.Duration, func()) (history.ClientPauseStart, <-chan struct{}, error) {
+func (noClients) PauseHolder(context.Context, time.Duration, time.Duration, func()) (history.ClientPauseStart, <-chan struct{}, error) {
 	return history.ClientPauseStart{}, nil, errNoClients
 }
 func (noClients) SetClientClock(int, time.Duration) error { return errNoClients }

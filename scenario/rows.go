@@ -171,4 +171,18 @@ var Rows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "The same: guard-counter bumps and refs survive the cut.",
 	},
+	// Shrunk regression rows (issue 21): a known flaw's smallest
+	// reproduction found by `lockcheck shrink`, its faults a schedule dealt
+	// as written (not drawn), so that it fails in seconds and stays a
+	// one-command target (`matrix --rows NAME`).
+	{
+		Name: "lease/client-pause/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Time: 16 * s, Interval: 3 * s, Seed: 6000,
+		Schedule: &nemesis.Schedule{Source: "lease/client-pause, seed 1001 (store/lease-client-pause/20261123T233045), shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+			{Kind: nemesis.ClientPause, At: nemesis.Duration(9 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Two stalls of the next holder, 4.7 s each (its 1.7 s lease plus 3 s), 2 s and 9 s into the run: each time another " +
+			"client takes the expired lease and adds, and the stalled holder's read-modify-write lands over it (stale-holder-write, lost-add).",
+	},
 }

@@ -35,6 +35,7 @@ type Control struct {
 
 type pauseReq struct {
 	extra time.Duration
+	stall time.Duration // when positive, the stall's length (a replay's), not lease plus extra
 	// began receives who stalled, once the stall has begun (the process
 	// stopped, or the client's goroutine asleep): the start line's moment.
 	began chan history.ClientPauseStart
@@ -227,15 +228,16 @@ func (c *Control) setClock(i int, d time.Duration) error {
 // PauseHolder arms a pause for the next client that enters a critical
 // section (necessarily a holder): it stalls between reading the protected
 // set and writing it, for its grant's lease plus extra (extra alone when
-// the grant does not expire). PauseHolder blocks until a client has begun
+// the grant does not expire), or for stall when it is positive (a replay
+// stalls as long as the run it replays did). PauseHolder blocks until a client has begun
 // the stall (its process stopped when the lock has one), or ctx is done
 // (the pause is then disarmed). It returns who stalled, as the fault's
 // start line records it, and a channel closed when the client resumed.
 // resumed (may be nil) runs as the client resumes, before any operation of
 // its own: the start and stop lines are the stall's own times, not the
 // schedule's.
-func (c *Control) PauseHolder(ctx context.Context, extra time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
-	req := &pauseReq{extra: extra, began: make(chan history.ClientPauseStart, 1), resumed: resumed, done: make(chan struct{})}
+func (c *Control) PauseHolder(ctx context.Context, extra, stall time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
+	req := &pauseReq{extra: extra, stall: stall, began: make(chan history.ClientPauseStart, 1), resumed: resumed, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.pause != nil {
 		c.mu.Unlock()
@@ -277,6 +279,9 @@ func (c *Control) claimPause(g Grant) (*pauseReq, time.Duration) {
 		return nil, 0
 	}
 	c.pause = nil
+	if req.stall > 0 {
+		return req, req.stall
+	}
 	return req, req.extra + g.Lease
 }
 

@@ -331,7 +331,7 @@ func TestPauseHolder(t *testing.T) {
 					<-started
 					h.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.StopF(history.KindClientPause)})
 				}
-				p, done, perr = w.Control().PauseHolder(pctx, 300*time.Millisecond, resumed)
+				p, done, perr = w.Control().PauseHolder(pctx, 300*time.Millisecond, 0, resumed)
 				if perr == nil {
 					h.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.StartF(history.KindClientPause)})
 				}
@@ -523,7 +523,7 @@ func TestClientFaultsReachLockProcess(t *testing.T) {
 	var p history.ClientPauseStart
 	var perr error
 	var wg sync.WaitGroup
-	wg.Go(func() { p, _, perr = w.Control().PauseHolder(ctx, 200*time.Millisecond, nil) })
+	wg.Go(func() { p, _, perr = w.Control().PauseHolder(ctx, 200*time.Millisecond, 0, nil) })
 	if err := w.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
