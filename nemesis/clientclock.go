@@ -64,7 +64,7 @@ func (c *clientClock) Start(ctx context.Context, e *Env, hold time.Duration) (St
 		}
 	}
 	cl := cands[e.Pick.IntN(len(cands))]
-	if v, ok := given[history.ClientClockStart](e); ok {
+	if v, ok := given[history.ClientClockStart](e); ok && v.Offset != "" {
 		od, err := time.ParseDuration(v.Offset)
 		if err != nil || v.Client < 0 || v.Client >= e.Clients.Clients() {
 			return nil, fmt.Errorf("nemesis: schedule: client-clock of client %d by %q: no such client or offset", v.Client, v.Offset)
