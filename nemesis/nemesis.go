@@ -206,7 +206,6 @@ type Nemesis struct {
 
 	mu     sync.Mutex
 	active []string
-	dealt  []string // kinds that took effect at least once, in order
 }
 
 // New makes a nemesis over targets that records to rec.
@@ -269,23 +268,6 @@ func (n *Nemesis) Active() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.active)
-}
-
-// Dealt are the kinds that took effect at least once so far, in order of
-// their first window: a kind asked for and never dealt (the run too short,
-// its start failing) is missing.
-func (n *Nemesis) Dealt() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return slices.Clone(n.dealt)
-}
-
-func (n *Nemesis) markDealt(k string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !slices.Contains(n.dealt, k) {
-		n.dealt = append(n.dealt, k)
-	}
 }
 
 func (n *Nemesis) setActive(k string, on bool) {

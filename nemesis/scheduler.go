@@ -106,7 +106,6 @@ func (n *Nemesis) deal(ctx context.Context, kind fault, hold time.Duration, step
 		return false, err
 	}
 	n.setActive(kind.Name, true)
-	n.markDealt(kind.Name)
 	sleep(ctx, hold)
 	// The stop runs to completion even when the run is over, so that its
 	// line is recorded.
