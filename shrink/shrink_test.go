@@ -49,9 +49,6 @@ type fake struct {
 }
 
 func (f *fake) try(_ context.Context, c Candidate) (bool, error) {
-	if f.mu == nil {
-		f.mu = &sync.Mutex{}
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.runs++
