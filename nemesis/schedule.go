@@ -139,7 +139,9 @@ func ScheduleFromHistory(ops []history.Op) (Schedule, error) {
 		if !ok {
 			continue
 		}
-		at := max(op.Time-origin, 0)
+		// Milliseconds: what a fault's timing means at this scale, and a
+		// file a user reads and edits.
+		at := time.Duration(max(op.Time-origin, 0)).Round(time.Millisecond).Nanoseconds()
 		if start {
 			st := Step{Kind: kind, At: Duration(at), Value: op.Value}
 			if op.Node != "" {
@@ -156,7 +158,7 @@ func ScheduleFromHistory(ops []history.Op) (Schedule, error) {
 	}
 	for _, q := range open {
 		for _, i := range q {
-			s.Steps[i].For = Duration(max(end-origin-s.Steps[i].At.D().Nanoseconds(), 0))
+			s.Steps[i].For = Duration(time.Duration(max(end-origin-s.Steps[i].At.D().Nanoseconds(), 0)).Round(time.Millisecond))
 		}
 	}
 	if len(s.Steps) == 0 {

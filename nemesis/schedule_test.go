@@ -76,7 +76,7 @@ func TestScheduleReplaysTheFaultsAsTheyHappened(t *testing.T) {
 		if st.Kind != kind || !bytes.Equal(st.Value, orig[i].Value) || strings.Join(st.Nodes, ",") != orig[i].Node {
 			t.Errorf("step %d %+v, start line %+v", i, st, orig[i])
 		}
-		if st.At.D() != time.Duration(orig[i].Time) || st.For < 0 {
+		if st.At.D() != time.Duration(orig[i].Time).Round(time.Millisecond) || st.For < 0 {
 			t.Errorf("step %d at %v for %v, start line at %v", i, st.At.D(), st.For.D(), time.Duration(orig[i].Time))
 		}
 	}

@@ -49,7 +49,7 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), "lock"), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
 		if r.Schedule != nil {
-			b.WriteString("\nIts schedule (shrunk by `lockcheck shrink`; `run --schedule` takes it as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
+			b.WriteString("\nIts schedule, dealt as written (`run --schedule` takes the same steps as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
 			for _, st := range r.Schedule.Steps {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", st.Kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), st.Value)
 			}

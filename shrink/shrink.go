@@ -283,7 +283,7 @@ func (s *search) shift(ctx context.Context, best *Candidate) error {
 			shifted = true
 		}
 	}
-	c.Time = min(c.Time, max(c.Schedule.End()+s.o.Lead, s.o.MinTime))
+	c.Time = min(c.Time, ceilSecond(max(c.Schedule.End()+s.o.Lead, s.o.MinTime)))
 	if c.Time == best.Time && !shifted {
 		return nil
 	}
@@ -296,7 +296,7 @@ func (s *search) windows(ctx context.Context, best *Candidate) error {
 	for i := range best.Schedule.Steps {
 		for best.Schedule.Steps[i].For.D()/2 >= s.o.MinFor {
 			c := best.clone()
-			c.Schedule.Steps[i].For /= 2
+			c.Schedule.Steps[i].For = nemesis.Duration((c.Schedule.Steps[i].For.D() / 2).Round(time.Millisecond))
 			ok, err := s.keep(ctx, best, c)
 			if err != nil {
 				return err
@@ -355,11 +355,16 @@ func (s *search) time(ctx context.Context, best *Candidate) error {
 	floor := max(s.o.MinTime, best.Schedule.End())
 	for best.Time/2 >= floor {
 		c := best.clone()
-		c.Time /= 2
+		c.Time = max((c.Time / 2).Round(time.Second), floor)
 		ok, err := s.keep(ctx, best, c)
 		if err != nil || !ok {
 			return err
 		}
 	}
 	return nil
+}
+
+// ceilSecond rounds d up to a whole second: a run's time a user reads.
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
 }
