@@ -108,6 +108,9 @@ type Result struct {
 	// Injected is the fault kinds requested and dealt (filled by the
 	// report's build, which reads the fault lines; nil from Check alone).
 	Injected *history.Injected `json:"injected,omitempty"`
+	// SetupFailed is why the run's set-up failed (its history's
+	// setup-failed line): no test ran, so the verdict is unknown.
+	SetupFailed string `json:"setup_failed,omitempty"`
 	// Linearizability keeps porcupine's data for the report (not in JSON).
 	Linearizability []LockLinearization `json:"-"`
 	// Holds are the holds the checks saw, by start (for the report; not in

@@ -104,6 +104,8 @@ type Run struct {
 	Files    []string // raw files present, relative to Dir
 	HasHTML  bool
 	Err      string // why results.json could not be read
+	// SetupFailed is why the run's set-up failed (no test ran).
+	SetupFailed string
 }
 
 // ListRuns lists the runs of a store, newest first.
@@ -168,6 +170,7 @@ func readRun(store, test, name string, at time.Time) Run {
 	if res.Meta != nil {
 		r.Short = ShortName(test, res.Meta.Nemesis)
 	}
+	r.SetupFailed = res.SetupFailed
 	return r
 }
 
