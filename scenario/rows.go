@@ -188,4 +188,15 @@ var Rows = []Row{
 		Mechanism: "Two stalls of the next holder, 4.7 s each (its 1.7 s lease plus 3 s), 2 s and 9 s into the run: each time another " +
 			"client takes the expired lease and adds, and the stalled holder's read-modify-write lands over it (stale-holder-write, lost-add).",
 	},
+	{
+		Name: "music/client-clock/shrunk", Recipe: "music", Faults: []string{nemesis.ClientClock}, Time: 8 * s, Interval: 3 * s, Seed: 6001,
+		// `lockcheck shrink` of a music/client-clock run (seed 1004, two
+		// skews in 30 s): one skew, 8 s, caught in 10 of 10 tries.
+		Schedule: &nemesis.Schedule{Source: "music/client-clock, seed 1004, shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(2162 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-23.038s"}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Client 3's clock set 23 s behind at its next rest, 2 s into the run: its next time-UUID ref sorts before the holder's, " +
+			"it finds itself on top and enters while the holder is inside (overlapping-holds), within seconds.",
+	},
 }
