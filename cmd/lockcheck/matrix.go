@@ -314,13 +314,19 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 }
 
 // firstAnomaly is the time from the start of a run's clients and faults
-// (the end of its history less its total) to its first anomaly.
+// (the end of its history less its total) to its first anomaly. A
+// non-linearizable piece's window starts with the piece, not with the
+// violation: it counts only when the run has nothing else.
 func firstAnomaly(out runner.Outcome) (time.Duration, bool) {
-	if len(out.Result.Anomalies) == 0 || out.Phases.TotalMS <= 0 {
+	as := slices.DeleteFunc(slices.Clone(out.Result.Anomalies), func(a checker.Anomaly) bool { return a.Kind == checker.KindNonLinearizable })
+	if len(as) == 0 {
+		as = out.Result.Anomalies
+	}
+	if len(as) == 0 || out.Phases.TotalMS <= 0 {
 		return 0, false
 	}
-	first := out.Result.Anomalies[0].Start
-	for _, a := range out.Result.Anomalies {
+	first := as[0].Start
+	for _, a := range as {
 		first = min(first, a.Start)
 	}
 	origin := int64(out.Result.Stats.Duration*1e9) - out.Phases.TotalMS*int64(time.Millisecond)
