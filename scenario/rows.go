@@ -190,7 +190,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "music/client-clock/shrunk", Recipe: "music", Faults: []string{nemesis.ClientClock}, Time: 8 * s, Interval: 3 * s, Seed: 6001,
-		// `lockcheck shrink` of a music/client-clock run (seed 1004, two
+		// `lockcheck shrink` of a music/client-clock run (seed 1004, five
 		// skews in 30 s): one skew, 8 s, caught in 10 of 10 tries.
 		Schedule: &nemesis.Schedule{Source: "music/client-clock, seed 1004, shrunk", Steps: []nemesis.Step{
 			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(2162 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-23.038s"}`)},
