@@ -9,10 +9,12 @@ package shrink
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -291,12 +293,15 @@ func (s *search) shift(ctx context.Context, best *Candidate) error {
 	return err
 }
 
-// windows halves each step's window while the run still fails.
+// windows halves each step's window while the run still fails, and with
+// it a stall its value names ("ms": a client pause stalls that long
+// whatever its window).
 func (s *search) windows(ctx context.Context, best *Candidate) error {
 	for i := range best.Schedule.Steps {
 		for best.Schedule.Steps[i].For.D()/2 >= s.o.MinFor {
 			c := best.clone()
 			c.Schedule.Steps[i].For = nemesis.Duration((c.Schedule.Steps[i].For.D() / 2).Round(time.Millisecond))
+			c.Schedule.Steps[i].Value = halveMS(c.Schedule.Steps[i].Value, s.o.MinFor)
 			ok, err := s.keep(ctx, best, c)
 			if err != nil {
 				return err
@@ -367,4 +372,24 @@ func (s *search) time(ctx context.Context, best *Candidate) error {
 // ceilSecond rounds d up to a whole second: a run's time a user reads.
 func ceilSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// halveMS halves the "ms" field of a step's value (not below min), and
+// leaves a value without one as it is.
+func halveMS(v json.RawMessage, min time.Duration) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(v, &fields) != nil {
+		return v
+	}
+	var ms int64
+	if raw, ok := fields["ms"]; !ok || json.Unmarshal(raw, &ms) != nil || ms <= 0 {
+		return v
+	}
+	ms = max(ms/2, min.Milliseconds())
+	fields["ms"] = json.RawMessage(strconv.FormatInt(ms, 10))
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return v
+	}
+	return out
 }

@@ -170,3 +170,18 @@ func TestSearchStopsOnError(t *testing.T) {
 		t.Errorf("err %v after %d calls", err, calls)
 	}
 }
+
+// A step's stall ("ms", a client pause's) is halved with its window; a
+// value without one is kept.
+func TestHalveMS(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"client":3,"ms":5014,"process":3}`, `{"client":3,"ms":2507,"process":3}`},
+		{`{"ms":600}`, `{"ms":500}`},
+		{`{"node":"n1","offset":"+5s"}`, `{"node":"n1","offset":"+5s"}`},
+		{`not json`, `not json`},
+	} {
+		if got := string(halveMS([]byte(tt.in), 500*time.Millisecond)); got != tt.want {
+			t.Errorf("halveMS(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
