@@ -94,7 +94,7 @@ func TestScheduleReplaysTheFaultsAsTheyHappened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := starts(runNemesis(t, s.End()+500*time.Millisecond, WithSchedule(loaded), WithSeed(99)))
+	replay := starts(runNemesis(t, s.End()+3*time.Second, WithSchedule(loaded), WithSeed(99))) // room for a loaded machine
 	if len(replay) != len(orig) {
 		t.Fatalf("replay dealt %d faults, the run %d", len(replay), len(orig))
 	}
