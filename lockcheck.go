@@ -55,6 +55,7 @@ import (
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
+	"github.com/lockcheck/lockcheck/lockcmd"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
@@ -81,9 +82,10 @@ const (
 
 // Lock is the lock under test: exactly one of New, Recipe, Command and URL.
 type Lock struct {
-	// Name names its runs in the store (default "mine"; with Command
-	// "plugin", with URL "http"; a Recipe keeps its own): lower-case words
-	// joined by dashes.
+	// Name names its runs in the store and the meta line's lock (default
+	// "mine"; with Command the base name of its program, lockcmd.Name:
+	// "python-lease" for plugins/python-lease/run; with URL "http"; a
+	// Recipe keeps its own): lower-case words joined by dashes.
 	Name string
 	// New makes one client's lock: once per client when the run starts,
 	// and once before, to check that it can.
@@ -142,6 +144,7 @@ func (l Lock) recipe() (runner.Recipe, error) {
 		return runner.LookupRecipe(l.Recipe)
 	case l.Command != "":
 		r = runner.CmdRecipe(l.Command, promise)
+		r.Name = lockcmd.Name(l.Command)
 	case l.URL != "":
 		// The address is checked here; whether it answers, before a run.
 		d, err := httplock.New(l.URL)

@@ -47,7 +47,8 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			}
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
 		}
-		d, err := lockcmd.New(command, lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}, opts...)
+		penv := lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}
+		d, err := lockcmd.New(command, penv, opts...) // a bad command is refused before the cluster is asked
 		var res workload.Resource
 		closeRes := func() {}
 		if err == nil {
@@ -55,9 +56,13 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			s, res, err = cassandraResource(ctx, env, nil)
 			if err == nil {
 				closeRes = s.Close
+				if penv.DC, err = localDC(ctx, env, s); err == nil {
+					d, err = lockcmd.New(command, penv, opts...)
+				}
 			}
 		}
 		if err != nil {
+			closeRes()
 			if clockDir != "" {
 				os.RemoveAll(clockDir)
 			}
@@ -85,6 +90,20 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		nl := func(client int, _ workload.Clock) (workload.Lock, error) { return locks[client], nil }
 		return nl, res, closeAll, nil
 	}}
+}
+
+// localDC is the data centre a plug-in's driver calls local
+// (LOCKCHECK_DC): the one the user named (run --dc), else the one of the
+// node the harness's session asked.
+func localDC(ctx context.Context, env Env, s *gocql.Session) (string, error) {
+	if e, ok := env.(interface{ LocalDC() string }); ok && e.LocalDC() != "" {
+		return e.LocalDC(), nil
+	}
+	var dc string
+	if err := s.Query(`SELECT data_center FROM system.local`).ScanContext(ctx, &dc); err != nil {
+		return "", fmt.Errorf("local data centre: %w", err)
+	}
+	return dc, nil
 }
 
 // startPlugins starts a process per client: the first alone, so that its

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
@@ -138,8 +139,17 @@ type Row struct {
 	// Name is stable and short: tests are named after it, --rows and
 	// LOCKCHECK_ROWS filter on it, measured rates refer to it. Form:
 	// [cluster key/]recipe/faults[/shape].
-	Name     string
-	Recipe   string
+	Name string
+	// Recipe is the lock: a recipe of the registry, or, with Command, the
+	// name the plug-in's runs are stored under (lower-case words joined by
+	// dashes).
+	Recipe string
+	// Command is a --lock-cmd plug-in, a command line whose program is a
+	// path relative to the repository's root (plugins/shedlock/run): the
+	// row runs it instead of a recipe. Promise is what it promises ("":
+	// mutex).
+	Command  string
+	Promise  history.Promise
 	Workload string   // the clients' shape; "": workload.ShapeCycle
 	Faults   []string // fault kinds; none: no fault
 	Cluster  Cluster
@@ -223,6 +233,9 @@ func Caught(invalid, runs int) bool { return runs > 0 && invalid*10 >= 9*runs }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(/[a-z0-9][a-z0-9.+-]*)*$`)
 
+// pluginNameRE is a plug-in row's lock name (the registry's rule for names).
+var pluginNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
 // Check tells what is inconsistent in the row: an expectation that cannot
 // be asserted (unsafe without want invalid, want invalid without the catch
 // rate), a name that does not say which cluster, faults or shape it runs,
@@ -244,6 +257,23 @@ func (r Row) Check() error {
 		bad("unsafe but want %s: a known-unsafe row asserts invalid", r.Want)
 	case !r.Unsafe && r.Want == checker.Invalid:
 		bad("want invalid but not unsafe: a row that asserts invalid is known-unsafe and asserts its catch rate")
+	}
+	if r.Command == "" && r.Promise != "" {
+		bad("promise %q without a command: a recipe has its own", r.Promise)
+	}
+	if r.Command != "" {
+		if !pluginNameRE.MatchString(r.Recipe) {
+			bad("recipe %q: a plug-in's name is lower-case words joined by dashes", r.Recipe)
+		}
+		if r.Promise != "" && r.Promise != history.PromiseMutex && r.Promise != history.PromiseFenced {
+			bad("promise %q: want %s or %s", r.Promise, history.PromiseMutex, history.PromiseFenced)
+		}
+		if prog := strings.Fields(r.Command)[0]; strings.HasPrefix(prog, "/") || strings.Contains(prog, "..") {
+			bad("command %q: its program is a path inside the repository (plugins/NAME/run)", r.Command)
+		}
+		if r.Pin {
+			bad("a plug-in cannot be pinned to coordinators (its driver picks them)")
+		}
 	}
 	if r.Tier != Quick && r.Tier != Full {
 		bad("tier %q: want %s or %s", r.Tier, Quick, Full)

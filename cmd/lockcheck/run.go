@@ -24,6 +24,7 @@ import (
 // the Go API's entry point, lockcheck.Plan.Run.
 type runFlags struct {
 	lock, lockCmd, lockURL, promise, nemesis string
+	name                                     string
 	cluster, paxos, version, hosts           string
 	nodes                                    int
 	keep                                     bool
@@ -39,6 +40,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.lock, "lock", "", "the lock recipe: "+fmt.Sprint(runner.RecipeNames()))
 	fs.StringVar(&f.lockCmd, "lock-cmd", "", "your lock as a plug-in command (sh -c), one process per client, JSON lines on stdin/stdout (docs: your own lock)")
 	fs.StringVar(&f.lockURL, "lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (docs: your own lock)")
+	fs.StringVar(&f.name, "name", "", "with --lock-cmd or --lock-url: the lock's name in the store and the report, lower-case words joined by dashes (default: --lock-cmd's program's base name, python-lease for plugins/python-lease/run; http)")
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
@@ -74,7 +76,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--name NAME] [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
@@ -84,10 +86,12 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 		return lockcheck.Lock{}, nil, fmt.Errorf("--lock (one of %v), --lock-cmd or --lock-url is required", runner.RecipeNames())
 	case given > 1:
 		return lockcheck.Lock{}, nil, fmt.Errorf("give one of --lock, --lock-cmd and --lock-url, not %d", given)
+	case f.name != "" && f.lock != "":
+		return lockcheck.Lock{}, nil, errors.New("--name names a --lock-cmd or --lock-url lock (a --lock recipe keeps its own name)")
 	case f.promise != string(lockcheck.Mutex) && f.promise != string(lockcheck.Fenced):
 		return lockcheck.Lock{}, nil, fmt.Errorf("--promise must be mutex or fenced, got %q", f.promise)
 	}
-	lock := lockcheck.Lock{Recipe: f.lock, Command: f.lockCmd, URL: f.lockURL}
+	lock := lockcheck.Lock{Recipe: f.lock, Command: f.lockCmd, URL: f.lockURL, Name: f.name}
 	if f.lock == "" {
 		lock.Promise = history.Promise(f.promise)
 	}
