@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,9 +27,6 @@ import (
 // ended.
 func CmdRecipe(command string, promise history.Promise) Recipe {
 	return Recipe{Name: "plugin", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
-		if t.pins != nil {
-			return nil, nil, nil, errPinExternal
-		}
 		if env == nil {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
 		}
@@ -48,6 +47,13 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
 		}
 		penv := lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}
+		if t.pins != nil {
+			pins, err := pinAddresses(env, t.pins)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			penv.Pins = pins
+		}
 		d, err := lockcmd.New(command, penv, opts...) // a bad command is refused before the cluster is asked
 		var res workload.Resource
 		closeRes := func() {}
@@ -179,6 +185,32 @@ func cassandraResource(ctx context.Context, env Env, schema func(context.Context
 	return s, res, nil
 }
 
-// errPinExternal: a plug-in or a lock service picks its own coordinators, so
-// the harness cannot pin them (nor aim a fault by a pinning it did not make).
-var errPinExternal = errors.New("--pin-clients works with --lock recipes only: a plug-in or lock service chooses its own coordinators")
+// errPinExternal: a lock service picks its own coordinators, so the harness
+// cannot pin them (nor aim a fault by a pinning it did not make). A plug-in
+// is told its coordinator (LOCKCHECK_PIN).
+var errPinExternal = errors.New("--pin-clients works with --lock recipes and --lock-cmd plug-ins only: a lock service chooses its own coordinators")
+
+// pinAddresses are the CQL addresses (host:port) of the clients' pinned
+// nodes, by client number: the node's address with the contact points'
+// port.
+func pinAddresses(env Env, pins map[int]string) ([]string, error) {
+	port := strconv.Itoa(cqlPort)
+	if cps := env.ContactPoints(); len(cps) > 0 {
+		if _, p, err := net.SplitHostPort(cps[0]); err == nil {
+			port = p
+		}
+	}
+	ips := map[string]string{}
+	for _, tg := range env.Targets() {
+		ips[tg.Name] = tg.IP
+	}
+	out := make([]string, len(pins))
+	for i := range out {
+		ip, ok := ips[pins[i]]
+		if !ok {
+			return nil, fmt.Errorf("pin client %d: no address for node %q", i, pins[i])
+		}
+		out[i] = net.JoinHostPort(ip, port)
+	}
+	return out, nil
+}
