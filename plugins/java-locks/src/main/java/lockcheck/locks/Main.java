@@ -115,12 +115,16 @@ public final class Main {
     if (dc == null || dc.isEmpty()) {
       config.withString(DefaultDriverOption.LOAD_BALANCING_POLICY_CLASS, "DcInferringLoadBalancingPolicy");
     }
-    CqlSessionBuilder b =
-        CqlSession.builder().addContactPoints(hosts(System.getenv("LOCKCHECK_HOSTS"))).withConfigLoader(config.build());
-    if (dc != null && !dc.isEmpty()) b.withLocalDatacenter(dc);
     String pin = System.getenv("LOCKCHECK_PIN");
-    if (pin != null && !pin.isEmpty()) {
-      // A pinned client talks to its one coordinator only (the coord-* faults aim at it).
+    boolean pinned = pin != null && !pin.isEmpty();
+    // A pinned client talks to its one coordinator only (the coord-* faults aim at it): the
+    // control connection too, so it is the only contact point.
+    CqlSessionBuilder b =
+        CqlSession.builder()
+            .addContactPoints(hosts(pinned ? pin : System.getenv("LOCKCHECK_HOSTS")))
+            .withConfigLoader(config.build());
+    if (dc != null && !dc.isEmpty()) b.withLocalDatacenter(dc);
+    if (pinned) {
       InetSocketAddress p = hosts(pin).get(0);
       b.withNodeFilter(
           n ->
