@@ -8,18 +8,23 @@ import (
 // Name is the name a plug-in's runs are stored under when the user gives
 // none (`run --name`): the base name of the command's program, without its
 // extension, as lower-case words joined by dashes. A program called run,
-// main or start (the plugins/<name>/run convention) is named by its
+// main or start (the plugins/<name>/run convention) is named by its first
+// argument when that is a plain word (the lock of a plug-in that holds
+// several: plugins/java-locks/run shedlock is "shedlock"), else by its
 // directory. A command it cannot name (no program, no letter) is "plugin".
 func Name(command string) string {
-	var prog string
+	var prog, arg string
 	for f := range strings.FieldsSeq(command) {
-		if strings.Contains(f, "=") && !strings.ContainsAny(f, "/") {
+		switch {
+		case prog == "" && strings.Contains(f, "=") && !strings.ContainsAny(f, "/"):
 			continue // VAR=value before the program
-		}
-		if f == "exec" || f == "env" {
+		case prog == "" && (f == "exec" || f == "env"):
+			continue
+		case prog == "":
+			prog = strings.Trim(f, `'"`)
 			continue
 		}
-		prog = strings.Trim(f, `'"`)
+		arg = strings.Trim(f, `'"`)
 		break
 	}
 	if prog == "" {
@@ -28,7 +33,9 @@ func Name(command string) string {
 	base := strings.TrimSuffix(filepath.Base(prog), filepath.Ext(prog))
 	switch base {
 	case "run", "main", "start", "plugin":
-		if dir := filepath.Base(filepath.Dir(prog)); dir != "." && dir != "/" {
+		if plainWord(arg) {
+			base = arg
+		} else if dir := filepath.Base(filepath.Dir(prog)); dir != "." && dir != "/" {
 			base = dir
 		}
 	}
@@ -50,4 +57,18 @@ func Name(command string) string {
 		return "plugin"
 	}
 	return b.String()
+}
+
+// plainWord is an argument that names something: letters, digits, - and _,
+// starting with a letter (not a flag, a path or a redirection).
+func plainWord(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -76,8 +76,8 @@ var causeRules = []causeRule{
 				return "", false
 			}
 			return fmt.Sprintf("the lease expired on the server before the holder's deadline: node %s, the coordinator of %s, "+
-				"ran %s ahead (coord-clock), more than a %s lease has left, so an IF NOT EXISTS through it found the holder's row "+
-				"already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
+				"ran %s ahead (coord-clock), more than a %s lease has left, so a conditional write through it (IF NOT EXISTS, IF col = null) "+
+				"found the holder's row or cell already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
 		}},
 	// The writes the cut kept from the other nodes stay missing there after
 	// it, until hints or a read repair bring them: lasting.

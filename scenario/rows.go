@@ -171,4 +171,70 @@ var Rows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "The same: guard-counter bumps and refs survive the cut.",
 	},
+
+	// The catalogue of real locks (docs/locks.md, scenario/locks.go): the Go
+	// re-expressions, each under the faults that matter for it. Seeds
+	// 6400-6449.
+	{
+		Name: "caslock/none", Recipe: "caslock", Time: 20 * s, Interval: 3 * s, Seed: 6400,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "One LWT per attempt (IF \"[lock]\" = null) decides; contenders retry every 500 ms until the holder's release or the cell's TTL.",
+	},
+	{
+		Name: "caslock/client-pause", Recipe: "caslock", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6401,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "caslock has no fencing: a holder stalled past twice its timeout (the cell's TTL) loses the row to a contender, " +
+			"and its read-modify-write lands after the contender's acknowledged add (lost-add, stale-holder-write).",
+	},
+	{
+		Name: "caslock/client-clock", Recipe: "caslock", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6402,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The client clock makes only the lock id (a time UUID, compared for equality): with one row, no decision reads it.",
+	},
+	{
+		Name: "caslock/partition", Recipe: "caslock", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6403,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A cut node costs LWT time-outs: caslock returns the error after an attempted release, recorded as unknown; the row's TTL frees it.",
+	},
+	{
+		Name: "caslock/kill", Recipe: "caslock", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6404,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A killed replica leaves a quorum of two: attempts in flight end unknown and the rest go on.",
+	},
+	{
+		Name: "caslock/coord-clock", Recipe: "caslock", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6405,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A contender's coordinator running ahead by more than the cell has left reads the holder's \"[lock]\" cell as expired, " +
+			"so IF \"[lock]\" = null applies and the row is granted twice (overlapping-holds).",
+	},
+	{
+		Name: "temporal-shard/none", Recipe: "temporal-shard", Time: 20 * s, Interval: 3 * s, Seed: 6410,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Every acquire steals the shard (range_id + 1 IF range_id = the one read); a stale owner's write batch fails on IF range_id = ? in the same Paxos round.",
+	},
+	{
+		Name: "temporal-shard/client-pause", Recipe: "temporal-shard", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6411,
+		Want: checker.Valid, Tier: Quick,
+		Mechanism: "The stalled owner's write is one conditional batch with IF range_id = its own: after a steal the batch does not apply (shard ownership lost), so nothing is overwritten.",
+	},
+	{
+		Name: "temporal-shard/client-clock", Recipe: "temporal-shard", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6412,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Ownership is a counter in the data: no client clock is read.",
+	},
+	{
+		Name: "temporal-shard/partition", Recipe: "temporal-shard", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6413,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Cut nodes cost time-outs (unknown steals and writes); a write that applies carries the current range id, whatever the cut.",
+	},
+	{
+		Name: "temporal-shard/kill", Recipe: "temporal-shard", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6414,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "As under partitions: unknown outcomes, no lost write.",
+	},
+	{
+		Name: "temporal-shard/coord-clock", Recipe: "temporal-shard", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6415,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "No TTL and no expiry: a coordinator's clock changes ballot timestamps, not what IF range_id = ? compares.",
+	},
 }

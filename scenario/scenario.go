@@ -271,9 +271,6 @@ func (r Row) Check() error {
 		if prog := strings.Fields(r.Command)[0]; strings.HasPrefix(prog, "/") || strings.Contains(prog, "..") {
 			bad("command %q: its program is a path inside the repository (plugins/NAME/run)", r.Command)
 		}
-		if r.Pin {
-			bad("a plug-in cannot be pinned to coordinators (its driver picks them)")
-		}
 	}
 	if r.Tier != Quick && r.Tier != Full {
 		bad("tier %q: want %s or %s", r.Tier, Quick, Full)

@@ -60,9 +60,6 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"plug-in outside the repository", func(r *Row) { r.Command = "/usr/bin/lock" }, "a path inside the repository"},
 		{"plug-in above the repository", func(r *Row) { r.Command = "../x/run" }, "a path inside the repository"},
 		{"plug-in with an unknown promise", func(r *Row) { r.Command, r.Promise = "plugins/x/run", "linear" }, `promise "linear"`},
-		{"plug-in pinned", func(r *Row) {
-			r.Command, r.Pin, r.Faults, r.Name = "plugins/x/run", true, []string{nemesis.CoordClock}, "lease/coord-clock"
-		}, "cannot be pinned"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := good()

@@ -40,7 +40,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.lock, "lock", "", "the lock recipe: "+fmt.Sprint(runner.RecipeNames()))
 	fs.StringVar(&f.lockCmd, "lock-cmd", "", "your lock as a plug-in command (sh -c), one process per client, JSON lines on stdin/stdout (docs: your own lock)")
 	fs.StringVar(&f.lockURL, "lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (docs: your own lock)")
-	fs.StringVar(&f.name, "name", "", "with --lock-cmd or --lock-url: the lock's name in the store and the report, lower-case words joined by dashes (default: --lock-cmd's program's base name, python-lease for plugins/python-lease/run; http)")
+	fs.StringVar(&f.name, "name", "", "with --lock-cmd or --lock-url: the lock's name in the store and the report, lower-case words joined by dashes (default: --lock-cmd's program's base name, or its lock argument: python-lease for plugins/python-lease/run, shedlock for plugins/java-locks/run shedlock; http)")
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
