@@ -248,6 +248,11 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.test.TTL = d }
 // client-pause stalls (default nemesis.DefaultClientPauseExtra).
 func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.PauseExtra = d } }
 
+// WithSkewAhead makes client-clock set the contender's clock ahead by its
+// skew instead of behind (--skew-ahead): the fault of a lock whose expiry is
+// a comparison of client clocks, as ShedLock's.
+func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true } }
+
 // WithPinClients sends client i's queries through node i mod nodes alone
 // instead of the token-aware replica all clients share (--pin-clients): the
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.

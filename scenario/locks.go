@@ -72,17 +72,26 @@ var Catalogue = []Lock{
 		Name: "Apache Cassandra Sidecar's cluster lease", Recipe: "sidecar",
 		Source: "github.com/apache/cassandra-sidecar", Commit: "01cdae76b1a44e44faa7d1213f1e78c04ce088d4",
 		Paths: []string{
-			"server/src/main/java/org/apache/cassandra/sidecar/db/schema/SidecarLeaseSchema.java",
 			"server/src/main/java/org/apache/cassandra/sidecar/coordination/ClusterLeaseClaimTask.java",
+			"server/src/main/java/org/apache/cassandra/sidecar/db/schema/SidecarLeaseSchema.java",
+			"server/src/main/java/org/apache/cassandra/sidecar/db/SidecarLeaseDatabaseAccessor.java",
 		},
 		Language: "Java", Form: Reexpression, Here: "plugins/java-locks (SidecarLease)",
-		Promise: "Best effort, in its own javadoc: one Sidecar instance runs cluster-wide tasks, taken by `INSERT ... IF " +
-			"NOT EXISTS` and extended by `UPDATE ... SET owner = ? WHERE name = ? IF owner = ?` with no `USING TTL` " +
-			"(the table's default TTL); no release.",
-		Fix: "Carry `USING TTL` on the extend (or re-insert) and fence the cluster-wide work with a token bumped with " +
-			"each claim, checked where the work writes.",
-		Advice:  "Treat the lease as a scheduling hint: make the tasks it guards idempotent and safe to run twice.",
-		Missing: "Sidecar's driver 3 is replaced by the DataStax Java driver 4 (the statements and consistency levels are Sidecar's).",
+		Promise: "Best effort, in its own javadoc: several members of the electorate may hold the lease at once (partitions), " +
+			"so what the holder runs must be safe to run twice. One row `'cluster_lease_holder'`: claim " +
+			"`INSERT ... (name,owner) VALUES ('cluster_lease_holder',?) IF NOT EXISTS USING TTL <ttl>`, extend " +
+			"`UPDATE ... USING TTL <ttl> SET owner = ? WHERE name = 'cluster_lease_holder' IF owner = ?` (TTL 120 s by " +
+			"default, burnt into the statements), every 30 s or more; the session's LOCAL_ONE and SERIAL; no release. " +
+			"The holder counts its lease from the reply (`Instant.now()` + TTL) and, when an extend's outcome or owner " +
+			"is unknown, keeps the lease until that reckoning runs out.",
+		Fix: "Count the lease from before the claim or extend was sent, less a second for Cassandra's whole-second expiry, " +
+			"and step down at once when an extend's outcome is unknown; to be safe, fence the cluster-wide work with a " +
+			"token bumped with each claim.",
+		Advice: "Treat the lease as a scheduling hint: make the tasks it guards idempotent and safe to run twice, as its javadoc asks.",
+		Missing: "Sidecar's driver 3 is replaced by the DataStax Java driver 4 (the statements, consistency levels and error " +
+			"handling are Sidecar's). SidecarLeaseSchema is followed at 5a98c3faf33f and SidecarLeaseDatabaseAccessor at " +
+			"2ee05f276c5c (the versions stored; at those the extend carries `USING TTL`). The run's TTL replaces 120 s and " +
+			"the claim is polled, not run every 30 s; `'cluster_lease_holder'` is a literal, so a run has one lease.",
 	},
 	{
 		Name: "Cassandra Reaper's leader election", Recipe: "reaper",
@@ -231,6 +240,9 @@ func RunCommand(r Row) string {
 	}
 	if r.Pin {
 		b.WriteString(" --pin-clients")
+	}
+	if r.SkewAhead {
+		b.WriteString(" --skew-ahead")
 	}
 	if r.ClientCount() != DefaultClients {
 		fmt.Fprintf(&b, " --clients %d", r.ClientCount())

@@ -160,6 +160,9 @@ type Row struct {
 	Pin     bool
 	Clients int // 0: DefaultClients
 	Locks   int // 0: DefaultLocks
+	// SkewAhead sets client-clock's contender ahead instead of behind
+	// (run --skew-ahead); the row's faults name it client-clock-ahead.
+	SkewAhead bool
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -211,7 +214,15 @@ func (r Row) FaultsName() string {
 	case slices.Equal(r.Faults, NodeFaults):
 		return "node-faults"
 	}
-	return strings.Join(r.Faults, "+")
+	names := slices.Clone(r.Faults)
+	if r.SkewAhead {
+		for i, k := range names {
+			if k == nemesis.ClientClock {
+				names[i] = k + "-ahead"
+			}
+		}
+	}
+	return strings.Join(names, "+")
 }
 
 // Expected says what the row asserts, for tables.
@@ -294,6 +305,9 @@ func (r Row) Check() error {
 		if nemesis.Aimed(k) && !r.Pin {
 			bad("fault %s is aimed by the clients' coordinators: the row needs Pin", k)
 		}
+	}
+	if r.SkewAhead && !slices.Contains(r.Faults, nemesis.ClientClock) {
+		bad("skew ahead without %s: it sets that fault's direction", nemesis.ClientClock)
 	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")

@@ -58,6 +58,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes, a plug-in's and a lock service's grants (at least 1s)")
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
+	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
 	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
 	fs.StringVar(&f.hosts, "hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
 	x := &f.x
@@ -105,6 +106,9 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.PinClients {
 		opts = append(opts, lockcheck.WithPinClients())
+	}
+	if t.SkewAhead {
+		opts = append(opts, lockcheck.WithSkewAhead())
 	}
 	if f.keep {
 		opts = append(opts, lockcheck.WithKeep())
