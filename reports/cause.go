@@ -51,6 +51,11 @@ var causeRules = []causeRule{
 			if !ok || v.Offset == "" {
 				return "", false
 			}
+			if strings.HasPrefix(v.Offset, "+") {
+				return fmt.Sprintf("client %d's clock ran %s ahead (client-clock, --skew-ahead): a lock whose expiry is an instant "+
+					"of the client's clock (ShedLock's lockUntil, Astyanax's lock column) found the holder's lock expired and took it "+
+					"while the holder was inside", v.Client, strings.TrimPrefix(v.Offset, "+")), true
+			}
 			return fmt.Sprintf("client %d's clock was %s off (client-clock): a lock that orders requests by client time "+
 				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside",
 				v.Client, strings.TrimPrefix(v.Offset, "+")), true

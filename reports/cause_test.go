@@ -33,6 +33,8 @@ func TestLikelyCause(t *testing.T) {
 			[]faultView{pause3}, ""},
 		{"client clock behind", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: checker.Never},
 			[]faultView{window("client-clock", 0, 100, `{"client":2,"offset":"-12.3s"}`)}, "client 2's clock was -12.3s off (client-clock)"},
+		{"client clock ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: checker.Never},
+			[]faultView{window("client-clock", 0, 100, `{"client":2,"offset":"+12.3s"}`)}, "client 2's clock ran 12.3s ahead (client-clock, --skew-ahead)"},
 		{"node clock ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("clock", 0, 100, `{"kind":"bump","offsets":{"n2":"+4s","n1":"-1.5s"}}`)}, "node clocks were moved (n1 -1.5s, n2 +4s): a coordinator whose clock runs ahead expires a TTL lease"},
 		{"aimed node clock ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
