@@ -96,15 +96,26 @@ var Catalogue = []Lock{
 	{
 		Name: "Cassandra Reaper's leader election", Recipe: "reaper",
 		Source: "github.com/thelastpickle/cassandra-reaper", Commit: "b0c172a9bb0389d7fc76757172fa1c7c60d4fa0f",
-		Paths:    []string{"src/server/src/main/java/io/cassandrareaper/storage/cassandra/CassandraConcurrencyDao.java"},
+		Paths: []string{
+			"src/server/src/main/java/io/cassandrareaper/storage/cassandra/CassandraConcurrencyDao.java",
+			"src/server/src/main/resources/db/cassandra/034_init_reaper_db.cql",
+			"src/server/src/main/java/io/cassandrareaper/service/RepairManager.java",
+			"src/server/src/main/java/io/cassandrareaper/storage/cassandra/RetryPolicyImpl.java",
+		},
 		Language: "Java", Form: Reexpression, Here: "plugins/java-locks (ReaperLeader)",
-		Promise: "One Reaper instance leads a repair segment: `INSERT ... IF NOT EXISTS USING TTL ?`, renew " +
-			"`UPDATE ... USING TTL ? ... IF reaper_instance_id = ?`, release `DELETE ... IF ...`, QUORUM; a lead lasts " +
-			"until a renew fails.",
-		Fix: "Bound the leader's belief by its own clock (stop before the TTL runs out, as a lease does) and fence the " +
-			"segment's writes with a token bumped with each lead.",
+		Promise: "One Reaper instance leads a repair segment (or run): take `INSERT INTO leader(leader_id, reaper_instance_id," +
+			"reaper_instance_host, last_heartbeat)VALUES(?, ?, ?, toTimestamp(now())) IF NOT EXISTS USING TTL ?`, or, when " +
+			"that fails, renew `UPDATE leader USING TTL ? SET ... WHERE leader_id = ? IF reaper_instance_id = ?`; release " +
+			"`DELETE FROM leader WHERE leader_id = ? IF reaper_instance_id = ?`; QUORUM, LEAD_DURATION 90 s; LWTs never " +
+			"retried (not idempotent). Reaper keeps no clock of a lead: it leads until a renew says otherwise.",
+		Fix: "Bound the leader's belief by its own clock (stop before the TTL, less a margin, counted from before the " +
+			"renew was sent) and fence the segment's writes with a token bumped with each lead.",
 		Advice: "A paused or partitioned Reaper can repair a segment another instance also repairs: harmless for repair " +
 			"itself (it is idempotent), but do not reuse this pattern for work that is not.",
+		Missing: "The run's TTL (whole seconds) replaces LEAD_DURATION 90 s; leader_id, a timeuuid, is a version-1 UUID " +
+			"made from the lock name; Reaper renews as its repair goes on, here at lockcheck's heartbeat. The paths are " +
+			"at the commits their header names (the DAO at b0c172a9bb03, the schema at 575145837044, the retry " +
+			"policy at e7f5dae52188, RepairManager at 8a4cf83df173).",
 	},
 	{
 		Name: "Temporal's shard ownership", Recipe: "temporal-shard",
@@ -136,7 +147,9 @@ var Catalogue = []Lock{
 		Advice: "Do not use it where mutual exclusion matters; two writers that write then read at once can both " +
 			"see the other and both back off, or, with clocks apart, both proceed.",
 		Missing: "Astyanax speaks Thrift, gone from Cassandra 4.0: the column family is its CQL view " +
-			"(key, column1, value), with the driver's client-side timestamps as Thrift mutations carried.",
+			"(key, column1, value), with the driver's client-side timestamps as Thrift mutations carried. The lock " +
+			"timeout (expireLockAfter, 60 minutes by default) is the run's TTL; no column TTL (withTtl unset); the " +
+			"application retries a busy lock with a new lock column (RunOnce allows the recipe none).",
 	},
 	{
 		Name: "jroimartin/caslock", Recipe: "caslock",
