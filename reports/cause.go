@@ -26,7 +26,7 @@ type causeRule struct {
 }
 
 var causeRules = []causeRule{
-	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindOverlap},
+	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindOverlap, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
 			v, ok := decode[history.ClientPauseStart](w.Value, "process")
 			if !ok {
@@ -41,6 +41,8 @@ var causeRules = []causeRule{
 				return who + "; another client acquired the expired lease and added, then the stale read-modify-write landed over it", true
 			case checker.KindOverlap:
 				return who + "; another client acquired the expired lease while it still believed it held the lock", true
+			case checker.KindNonLinearizable:
+				return who + "; another client acquired the expired lease, and the stalled holder's late write leaves the lock's operations no legal order", true
 			default:
 				return who + "; its write landed after another client had acquired the expired lease", true
 			}

@@ -27,6 +27,8 @@ func TestLikelyCause(t *testing.T) {
 			[]faultView{pause3}, "process 3 stalled 6.0 s in its critical section (client-pause), past its lease; its write landed after"},
 		{"paused holder's lost add", checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 60, Processes: []int{3}},
 			[]faultView{pause3}, "stale read-modify-write landed over it"},
+		{"paused holder's late write breaks linearizability", checker.Anomaly{Kind: checker.KindNonLinearizable, Start: 20, End: 60, Processes: []int{3}},
+			[]faultView{pause3}, "past its lease; another client acquired the expired lease, and the stalled holder's late write leaves the lock's operations no legal order"},
 		{"pause of another process explains nothing", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{1, 2}},
 			[]faultView{pause3}, ""},
 		{"pause outside the span explains nothing", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 60, End: 90, Processes: []int{3}},

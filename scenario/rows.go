@@ -237,6 +237,12 @@ var Rows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "No TTL and no expiry: a coordinator's clock changes ballot timestamps, not what IF range_id = ? compares.",
 	},
+	{
+		Name: "temporal-shard/client-pause/leader", Recipe: "temporal-shard", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader,
+		Time: 20 * s, Interval: 3 * s, Seed: 6416,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Shard ownership as Temporal uses it, a long-lived owner writing as it goes: a contender's steal ends the stalled owner's term in the data, and its writes after the steal do not apply.",
+	},
 
 	// The catalogue's Java locks (docs/locks.md, plugins/java-locks): ShedLock's
 	// Cassandra provider as released, and Cassandra Sidecar's lease, Reaper's
