@@ -66,7 +66,14 @@ var Catalogue = []Lock{
 		Fix: "Take `now` from the server rather than from the client (or fence the protected work with a token bumped in " +
 			"the same LWT): a clock that runs ahead must not be able to call a live lock expired.",
 		Advice: "Keep every scheduler node's clock synchronised (NTP, with alarms on offset) and lockAtMostFor well above " +
-			"both the task's length and the worst clock offset; never rely on it for work that must not overlap.",
+			"both the task's length and the worst clock offset; never rely on it for work that must not overlap. Give " +
+			"every instance a host name of its own: lockedBy is InetAddress.getLocalHost's name, and instances that share " +
+			"one (several JVMs on a host, host networking) extend and unlock each other's locks.",
+		Missing: "Nothing of the lock: the released jar runs. The application around it is lockcheck's plug-in " +
+			"(lockAtMostFor = the run's TTL, lockAtLeastFor = 0, a poll while ShedLock answers held); each client runs " +
+			"in a UTS namespace with a host name of its own, as separate instances would. Maven Central here lists 5.0.1 " +
+			"as the provider's last release; upstream's master (7.x) has the same statements, but throws on an LWT's " +
+			"server error where 5.0.1 answers not locked.",
 	},
 	{
 		Name: "Apache Cassandra Sidecar's cluster lease", Recipe: "sidecar",
