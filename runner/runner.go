@@ -53,10 +53,12 @@ type Test struct {
 	Seed     int64
 	Store    string
 
-	Interval    time.Duration // mean time between faults
-	Quiet       time.Duration // after healing, before the final reads
-	TTL         time.Duration // the lease recipes' TTL
-	PauseExtra  time.Duration // a paused holder stalls its lease plus this
+	Interval   time.Duration // mean time between faults
+	Quiet      time.Duration // after healing, before the final reads
+	TTL        time.Duration // the lease recipes' TTL
+	PauseExtra time.Duration // a paused holder stalls its lease plus this
+	// SkewAhead: client-clock sets the contender's clock ahead, not behind.
+	SkewAhead   bool
 	HealTimeout time.Duration
 	// PinClients sends every query of client i through node i mod nodes
 	// (`run --pin-clients`) instead of the token-aware replica every client
@@ -335,7 +337,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	nem, err := nemesis.New(targets, mon, append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl.Control()), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log))...)
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log))...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
