@@ -56,6 +56,7 @@ import (
 	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
+	"github.com/lockcheck/lockcheck/lockcmd"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
@@ -82,9 +83,10 @@ const (
 
 // Lock is the lock under test: exactly one of New, Recipe, Command and URL.
 type Lock struct {
-	// Name names its runs in the store (default "mine"; with Command
-	// "plugin", with URL "http"; a Recipe keeps its own): lower-case words
-	// joined by dashes.
+	// Name names its runs in the store and the meta line's lock (default
+	// "mine"; with Command the base name of its program, lockcmd.Name:
+	// "python-lease" for plugins/python-lease/run; with URL "http"; a
+	// Recipe keeps its own): lower-case words joined by dashes.
 	Name string
 	// New makes one client's lock: once per client when the run starts,
 	// and once before, to check that it can.
@@ -143,6 +145,7 @@ func (l Lock) recipe() (runner.Recipe, error) {
 		return runner.LookupRecipe(l.Recipe)
 	case l.Command != "":
 		r = runner.CmdRecipe(l.Command, promise)
+		r.Name = lockcmd.Name(l.Command)
 	case l.URL != "":
 		// The address is checked here; whether it answers, before a run.
 		d, err := httplock.New(l.URL)
@@ -233,6 +236,12 @@ func WithNemesis(kinds ...string) Option {
 	return func(c *config) { c.nemesis = append(c.nemesis, kinds...) }
 }
 
+// WithSchedule deals s (nemesis.ScheduleFromHistory of a run, or a file:
+// nemesis.LoadSchedule) in place of random faults: its kinds, times, nodes
+// and parameters (`lockcheck replay`, `run --schedule`). The run's kinds
+// are the schedule's; WithNemesis is then not given.
+func WithSchedule(s nemesis.Schedule) Option { return func(c *config) { c.test.Schedule = &s } }
+
 // WithTime sets how long the clients and the faults run (default 60 s); a
 // quiet phase and the final reads follow.
 func WithTime(d time.Duration) Option { return func(c *config) { c.test.Time = d } }
@@ -245,6 +254,11 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.test.TTL = d }
 // WithPauseExtra sets how much longer than its lease a holder paused by
 // client-pause stalls (default nemesis.DefaultClientPauseExtra).
 func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.PauseExtra = d } }
+
+// WithSkewAhead makes client-clock set the contender's clock ahead by its
+// skew instead of behind (--skew-ahead): the fault of a lock whose expiry is
+// a comparison of client clocks, as ShedLock's.
+func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true } }
 
 // WithPinClients sends client i's queries through node i mod nodes alone
 // instead of the token-aware replica all clients share (--pin-clients): the
@@ -323,6 +337,9 @@ type Result struct {
 	Seed    int64  // the seed the run used
 	// Faults counts the fault windows started, by kind.
 	Faults map[string]int
+	// NeverDealt are the kinds asked for that the run never dealt (it
+	// ended before their turn, or their starts failed).
+	NeverDealt []string
 	// Check holds the anomalies and findings behind the verdict.
 	Check checker.Result
 	// Phases are how long each phase took (faults, heal, quiet, final
@@ -367,6 +384,15 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 	}
 	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
+	}
+	if s := p.Test.Schedule; s != nil {
+		if len(p.Test.Nemesis) > 0 {
+			return p, errors.New("lockcheck: give a schedule or a nemesis list, not both (the schedule names its kinds)")
+		}
+		if err := s.Validate(); err != nil {
+			return p, fmt.Errorf("lockcheck: %w", err)
+		}
+		p.Test.Nemesis = s.Kinds()
 	}
 	if c.start {
 		switch {
@@ -433,10 +459,13 @@ func (p Plan) Run(ctx context.Context) (Result, error) {
 	if len(t.Nemesis) > 0 {
 		nem = strings.Join(t.Nemesis, ",")
 	}
+	if t.Schedule != nil {
+		nem = fmt.Sprintf("a schedule of %d faults (%s)", len(t.Schedule.Steps), nem)
+	}
 	say("%s under %s for %v, seed %d", t.Recipe.Name, nem, t.Time, t.Seed)
 	start := time.Now()
 	out, err := runner.Run(ctx, env, runner.ReportStore{}, t)
-	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Seed: t.Seed, Faults: out.Faults, Check: out.Result,
+	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Seed: t.Seed, Faults: out.Faults, NeverDealt: out.NeverDealt, Check: out.Result,
 		Phases: out.Phases, Requested: t.Time, Took: time.Since(start)}
 	if out.Dir != "" {
 		res.Report = filepath.Join(out.Dir, "report.html")
