@@ -213,6 +213,18 @@ var Rows = []Row{
 		Mechanism: "A coordinator's clock 5.8 s ahead, more than a 3 s lease has left: an IF NOT EXISTS through it finds the holder's row " +
 			"already expired and grants the lock again before the holder's deadline (overlapping-holds).",
 	},
+	{
+		Name: "bakery/client-clock/shrunk", Recipe: "bakery", Faults: []string{nemesis.ClientClock}, Clients: 2, Time: 7 * s, Interval: 3 * s, Seed: 6003,
+		// `lockcheck shrink` of a bakery/client-clock run (seed 1009, three
+		// skews in 20 s): one skew of 737 ms, 2 clients, 7 s, caught in
+		// every try of the search.
+		Schedule: &nemesis.Schedule{Source: "bakery/client-clock, seed 1009, shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(737 * time.Millisecond), Value: []byte(`{"client":0,"offset":"-1.188s"}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Client 0's clock set 1.2 s behind at its next rest, 2 s into the run, with one other contender: its new choosing and " +
+			"number cells land under its own older tombstones, the other misses its ticket and enters while it holds (overlapping-holds, lost-add).",
+	},
 
 	// The catalogue of real locks (docs/locks.md, scenario/locks.go): the Go
 	// re-expressions, each under the faults that matter for it. Seeds
