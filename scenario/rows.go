@@ -225,6 +225,19 @@ var Rows = []Row{
 		Mechanism: "Client 0's clock set 1.2 s behind at its next rest, 2 s into the run, with one other contender: its new choosing and " +
 			"number cells land under its own older tombstones, the other misses its ticket and enters while it holds (overlapping-holds, lost-add).",
 	},
+	{
+		Name: "lease/client-pause/leader/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader, Time: 10 * s, Interval: 3 * s, Seed: 6004,
+		// `lockcheck shrink` of a lease/client-pause/leader run (seed 1014,
+		// three stalls in 20 s): one 4.7 s stall 2 s into the run, 2
+		// clients, 9 s (2 of 2 tries; a 2.35 s stall was valid). The row
+		// keeps the 5 clients, the schedule was measured with them.
+		Schedule: &nemesis.Schedule{Source: "lease/client-pause/leader, seed 1014, shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(4700 * time.Millisecond), Value: []byte(`{"ms":4700}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "The leader stalled 4.7 s, longer than its lease, 2 s into the run: the next leader takes over and writes, and the " +
+			"stalled leader resumes and writes as leader on top of it (stale-holder-write, lost-add).",
+	},
 
 	// The catalogue of real locks (docs/locks.md, scenario/locks.go): the Go
 	// re-expressions, each under the faults that matter for it. Seeds
