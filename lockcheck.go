@@ -366,8 +366,6 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 		switch {
 		case c.nodes < 1 || c.nodes > cluster.MaxNodes:
 			return p, fmt.Errorf("lockcheck: --nodes must be 1..%d, got %d", cluster.MaxNodes, c.nodes)
-		case c.paxos != "v1" && c.paxos != "v2":
-			return p, fmt.Errorf("lockcheck: --paxos must be v1 or v2, got %q", c.paxos)
 		}
 		version := cmp.Or(c.version, cluster.DefaultVersion)
 		if err := cluster.ValidateOptions(cluster.WithVersion(version), cluster.WithPaxos(c.paxos)); err != nil {

@@ -166,8 +166,9 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // nodeFiles are the files every node gets before it starts: the scripts and
 // configuration of the image inputs (so a user's image needs none of them)
-// and the node's own cassandra.yaml.
-func nodeFiles(yaml []byte) ([]file, error) {
+// and the node's own cassandra.yaml. jvmFlag, when not empty, is one more
+// line of jvm.options (4.0's unsafe Paxos switch).
+func nodeFiles(yaml []byte, jvmFlag string) ([]file, error) {
 	files := []file{
 		{path: confDir + "/cassandra.yaml", mode: 0o644, body: yaml},
 		{path: faketimeFile, mode: 0o644, body: []byte(clockOffsetLine(0))},
@@ -182,6 +183,9 @@ func nodeFiles(yaml []byte) ([]file, error) {
 		b, err := fs.ReadFile(imageFS, f.src)
 		if err != nil {
 			return nil, err
+		}
+		if f.dst == confDir+"/jvm.options" && jvmFlag != "" {
+			b = append(append(append([]byte(nil), b...), jvmFlag...), '\n')
 		}
 		mode := int64(0o644)
 		if strings.HasPrefix(f.dst, binDir) {
@@ -210,7 +214,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := nodeFiles(yaml)
+	files, err := nodeFiles(yaml, c.cfg.release().jvmFlag(c.cfg.paxos))
 	if err != nil {
 		return nil, err
 	}

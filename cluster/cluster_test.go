@@ -278,7 +278,7 @@ UJ  10.199.0.13  ?           100.0%            f50ca6fa-48cb-4f62-9228-bef52e1a9
 }
 
 func TestNodeFiles(t *testing.T) {
-	files, err := nodeFiles([]byte("cluster_name: x\n"))
+	files, err := nodeFiles([]byte("cluster_name: x\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,6 +383,36 @@ func TestRenderYAMLVersions(t *testing.T) {
 	}
 }
 
+// TestUnsafeJVMFlag: 4.0's unsafe variant is a system property, the one
+// line jvm.options gains; the other releases' are paxos_variant alone.
+func TestUnsafeJVMFlag(t *testing.T) {
+	v40, _ := LookupVersion("4.0")
+	flag := v40.jvmFlag(PaxosV1UnsafeReads)
+	if flag != "-Dcassandra.unsafe.disable-serial-reads-linearizability=true" {
+		t.Fatalf("4.0's unsafe flag %q", flag)
+	}
+	files, err := nodeFiles([]byte("x"), flag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range files {
+		if f.path == confDir+"/jvm.options" {
+			found = strings.HasSuffix(string(f.body), "\n"+flag+"\n")
+		}
+	}
+	if !found {
+		t.Error("jvm.options does not end with the flag")
+	}
+	v50, _ := LookupVersion("5.0")
+	if f := v50.jvmFlag(PaxosV2Unsafe); f != "" {
+		t.Errorf("5.0 %s needs flag %q, want none", PaxosV2Unsafe, f)
+	}
+	if !UnsafePaxos(PaxosV1Unsafe) || UnsafePaxos("v2") {
+		t.Error("UnsafePaxos")
+	}
+}
+
 func TestValidateVersion(t *testing.T) {
 	tests := []struct {
 		opts    []Option
@@ -390,7 +420,14 @@ func TestValidateVersion(t *testing.T) {
 	}{
 		{[]Option{WithVersion("4.1"), WithPaxos("v2")}, ""},
 		{[]Option{WithVersion("4.1.10")}, ""},
-		{[]Option{WithVersion("4.0"), WithPaxos("v2")}, "Cassandra 4.0 has only v1"},
+		{[]Option{WithVersion("4.0"), WithPaxos("v2")}, "Cassandra 4.0 has only v1, v1_without_linearizable_reads"},
+		{[]Option{WithVersion("5.0"), WithPaxos("v1_without_linearizable_reads_or_rejected_writes")}, ""},
+		{[]Option{WithVersion("4.1"), WithPaxos("v2_without_linearizable_reads_or_rejected_writes")}, ""},
+		{[]Option{WithVersion("4.1"), WithPaxos("v2_without_linearizable_reads")}, ""},
+		{[]Option{WithVersion("4.0"), WithPaxos("v1_without_linearizable_reads")}, ""},
+		{[]Option{WithVersion("4.0"), WithPaxos("v1_without_linearizable_reads_or_rejected_writes")}, "Cassandra 4.0 has only"},
+		{[]Option{WithVersion("5.0"), WithPaxos("v1_without_linearizable_reads")}, "Cassandra 5.0 has only v1, v2, v1_without"},
+		{[]Option{WithPaxos("v3")}, `paxos "v3": want one of v1, v1_without_linearizable_reads, v2,`},
 		{[]Option{WithVersion("3.11")}, `version "3.11": want one of 4.0, 4.1, 5.0`},
 		{[]Option{WithVersion("")}, "version"},
 	}

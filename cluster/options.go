@@ -60,7 +60,9 @@ func WithName(name string) Option { return func(c *config) { c.name = name } }
 // WithNodes sets the number of nodes, 1 to 5 (default 3).
 func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
 
-// WithPaxos sets Cassandra's paxos_variant: "v1" (default) or "v2".
+// WithPaxos sets Cassandra's paxos_variant: "v1" (default), "v2", or one
+// of the known-unsafe variants of Version.Unsafe (controls, not settings
+// for a real cluster).
 func WithPaxos(variant string) Option { return func(c *config) { c.paxos = variant } }
 
 // WithVersion sets the Cassandra release line the nodes run: "4.0", "4.1",
@@ -146,10 +148,10 @@ func (c *config) validate() error {
 	}
 	if v, err := LookupVersion(c.version); err != nil {
 		errs = append(errs, err.Error())
-	} else if c.paxos != "v1" && c.paxos != "v2" {
-		errs = append(errs, fmt.Sprintf("paxos %q: want v1 or v2", c.paxos))
+	} else if !knownPaxos(c.paxos) {
+		errs = append(errs, fmt.Sprintf("paxos %q: want one of %s", c.paxos, strings.Join(allPaxos(), ", ")))
 	} else if !v.takesPaxos(c.paxos) {
-		errs = append(errs, fmt.Sprintf("paxos %s: Cassandra %s has only %s", c.paxos, v.Name, strings.Join(v.Paxos, ", ")))
+		errs = append(errs, fmt.Sprintf("paxos %s: Cassandra %s has only %s", c.paxos, v.Name, strings.Join(v.PaxosVariants(), ", ")))
 	}
 	if c.commitlogSync != "periodic" && c.commitlogSync != "batch" {
 		errs = append(errs, fmt.Sprintf("commitlog sync %q: want periodic or batch", c.commitlogSync))

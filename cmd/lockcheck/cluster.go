@@ -97,7 +97,7 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	nameFlag(fs, &f.name)
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
 	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", ")+" (the latest patch release of each)")
-	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later)")
+	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later); known-unsafe controls (CASSANDRA-12126's fix off): v1_without_linearizable_reads_or_rejected_writes, v2_without_linearizable_reads[_or_rejected_writes] (4.1 and later), v1_without_linearizable_reads (4.0: -Dcassandra.unsafe.disable-serial-reads-linearizability=true)")
 	fs.StringVar(&f.sync, "commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
 	fs.StringVar(&f.heap, "heap", cluster.DefaultHeap, "JVM heap per node")
 	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")

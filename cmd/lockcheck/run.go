@@ -42,7 +42,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
-	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later)")
+	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later), or a known-unsafe control (cluster up --help)")
 	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line of a cluster this command starts: "+strings.Join(cluster.Versions(), ", "))
 	fs.StringVar(&f.cluster, "cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	fs.BoolVar(&f.keep, "keep", false, "leave a cluster this command started running")

@@ -37,7 +37,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock", "lease", "--ttl", "500ms"}, "ttl must be at least 1s"},
 		{[]string{"--lock", "lease", "--workload", "elect"}, `workload must be one of [cycle leader], got "elect"`},
 		{[]string{"--lock", "lease", "--quiet", "-1s"}, "quiet and pause-extra must not be negative"},
-		{[]string{"--lock", "lease", "--paxos", "v3"}, "--paxos must be v1 or v2"},
+		{[]string{"--lock", "lease", "--paxos", "v3"}, `paxos "v3": want one of v1,`},
 		{[]string{"--lock", "lease", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--nemesis", "client-pause,kill"}, "--nemesis kill: node faults on --hosts need node access"},
 		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--keyspace", "a-b"}, `--keyspace "a-b": want a plain CQL identifier`},
