@@ -177,7 +177,7 @@ func TestPlanRefuses(t *testing.T) {
 		{"aimed without pins", Lock{Recipe: "lease"}, []Option{WithNemesis("coord-clock")}, "needs --pin-clients"},
 		{"short ttl", Lock{New: newNop}, []Option{WithTTL(time.Millisecond)}, "ttl must be at least 1s"},
 		{"too many nodes", Lock{New: newNop}, []Option{WithStartIfMissing(9, "v2")}, "--nodes must be 1..5"},
-		{"bad paxos", Lock{New: newNop}, []Option{WithStartIfMissing(3, "v3")}, "--paxos must be v1 or v2"},
+		{"bad paxos", Lock{New: newNop}, []Option{WithStartIfMissing(3, "v3")}, `paxos "v3": want one of v1,`},
 		{"bad hosts", Lock{New: newNop}, []Option{WithHosts(Hosts{Hosts: []string{"a b"}, Keyspace: "ks"})}, "not a host name"},
 	}
 	for _, tt := range tests {
