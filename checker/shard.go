@@ -39,12 +39,14 @@ type multi struct {
 	end       int64
 	meta      *history.Meta
 	metaSeen  bool
+	reg       *regChecker // register operations: checked apart from the locks
 }
 
 func newMulti(ctx context.Context, cfg config, holdsOnly, keepHolds bool) *multi {
 	m := &multi{ctx: ctx, cfg: cfg, holdsOnly: holdsOnly, free: make(chan []history.Op, 4*nShards)}
 	if !holdsOnly {
 		m.lin = newLinRunner(ctx, cfg)
+		m.reg = newRegChecker(ctx, cfg)
 	}
 	for range nShards {
 		e := newEngine(ctx, cfg)
@@ -136,6 +138,11 @@ func (m *multi) feed(op history.Op) {
 		if op.F == history.FMeta {
 			m.feedMeta(op)
 		}
+	case history.IsRegisterF(op.F):
+		// A register's process takes no lock: the shards need none of it.
+		if m.reg != nil {
+			m.reg.feed(op)
+		}
 	case op.Type == history.Invoke || (op.Lock != "" && op.Type != history.Info):
 		m.send(m.shardOf(&op), op)
 	default:
@@ -187,7 +194,13 @@ func (m *multi) finish() Result {
 	if m.holdsOnly {
 		sortHolds(agg.holds)
 	}
-	return agg.assemble(visQ)
+	res := agg.assemble(visQ)
+	if m.reg != nil {
+		if out, vis, ok := m.reg.finish(m.end); ok {
+			addRegister(&res, out, vis, len(agg.locks))
+		}
+	}
+	return res
 }
 
 func (o *checkOutput) merge(p *checkOutput) {
