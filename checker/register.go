@@ -86,8 +86,8 @@ type regKey struct {
 	piece   []*regOp
 	init    regState
 	from    *regOp
-	maxRet  int64      // of the definite operations taken into the piece
-	carry   []*regOp   // info writes that may still take effect
+	maxRet  int64    // of the definite operations taken into the piece
+	carry   []*regOp // info writes that may still take effect
 	written map[string]int
 	index   int
 	nops    int
