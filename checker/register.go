@@ -33,7 +33,8 @@ import (
 //     as is an info read;
 //   - an info insert or cas may take effect at any time after its
 //     invocation, or never: it returns at the end of time, and taking
-//     effect where its condition does not hold is a no-op.
+//     effect where its condition does not hold is a no-op (unless its value
+//     was seen: then it took effect).
 //
 // Streaming: a key's operations are cut into pieces at isolated operations
 // with a definite outcome (ok, or a fail with "seen"): no other operation of
@@ -42,10 +43,11 @@ import (
 // info write may take effect after the cut, so it is carried into the
 // pieces that follow, until a piece observed its value: with every written
 // value unique on its key (the workload's are), a value seen proves its
-// write took effect by then. A piece gets the carried writes its operations
-// refer to (a value seen or expected): a write whose value no operation of
-// the piece refers to can only have taken effect after all of them, which
-// changes nothing the piece judges. Memory grows with the keys, the unknown
+// write took effect by then. A piece gets the unknown writes, its own and
+// the carried ones, that its operations refer to (a value seen or
+// expected): a write whose value no operation of the piece refers to can
+// only have taken effect after all of them (no other operation accepts the
+// state it makes), which changes nothing the piece judges. Memory grows with the keys, the unknown
 // writes whose values were never seen, and the values written.
 
 // CheckRegister is the name of the register check (judged when the history
@@ -67,6 +69,10 @@ type regOp struct {
 	expect string // a cas's (and a rejected cas's) expected value
 	val    string // what an insert or cas writes; what a read saw
 	info   bool
+	// must: an unknown write whose value, written by it alone, the piece
+	// observed: it took effect, so it is no longer a no-op where its
+	// condition fails (one place to linearize it instead of any).
+	must   bool
 	reject bool // a rejected write: a read that, for a cas, saw other than expect
 	lines  []history.Op
 }
@@ -304,10 +310,9 @@ func (r *regChecker) emit(k *regKey) {
 	for _, op := range k.piece {
 		switch {
 		case op.kind == 'r':
+			// A rejected cas's expected value is no reference: it
+			// accepts every state but that one.
 			refs[op.val], observed[op.val] = true, true
-			if op.expect != "" {
-				refs[op.expect] = true
-			}
 		case op.kind == 'c':
 			refs[op.expect] = true
 			if !op.info {
@@ -324,10 +329,22 @@ func (r *regChecker) emit(k *regKey) {
 		if refs[w.val] {
 			cw := *w
 			cw.inv = min(cw.inv, start) // it may take effect anywhere in this piece
+			cw.must = observed[w.val] && k.written[w.val] == 1
 			ops = append(ops, &cw)
 		}
 	}
-	ops = append(ops, k.piece...)
+	for _, op := range k.piece {
+		// An unknown write whose value nothing here refers to changes
+		// nothing the piece judges (see above); left in, each would double
+		// porcupine's search, as it may take effect or not anywhere.
+		if op.info && !refs[op.val] {
+			continue
+		}
+		if op.info {
+			op.must = observed[op.val] && k.written[op.val] == 1
+		}
+		ops = append(ops, op)
+	}
 	// What may still take effect after this piece: the carried and the new
 	// info writes whose values were not observed here (a value written once
 	// and observed proves its write took effect by then).
@@ -433,12 +450,12 @@ func regStep(state, input, _ any) (bool, any) {
 		if s.v == noRow {
 			return true, regState{v: in.val}
 		}
-		return in.info, s
+		return in.info && !in.must, s
 	case 'c':
 		if s.v == in.expect {
 			return true, regState{v: in.val}
 		}
-		return in.info, s
+		return in.info && !in.must, s
 	}
 	return false, s
 }

@@ -77,7 +77,7 @@ func (m *memRegister) CAS(ctx context.Context, key string, expect, v int64) (boo
 
 func runRegister(t *testing.T, reg *memRegister) (checker.Result, []history.Op) {
 	t.Helper()
-	h := &memHistory{}
+	h := &memHistory{start: time.Now()}
 	w, err := NewRegister(func(int) (Register, error) { return reg, nil }, h,
 		WithClients(4), WithLocks("a", "b"), WithThink(time.Millisecond), WithStagger(time.Millisecond), WithSeed(3))
 	if err != nil {
