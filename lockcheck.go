@@ -356,7 +356,13 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 	}
 	p := Plan{Test: c.test, Cluster: c.cluster, Keep: c.keep, Hosts: c.hosts, url: lock.URL}
 	var err error
-	if p.Test.Recipe, err = lock.recipe(); err != nil {
+	if p.Test.Workload == workload.ShapeRegister {
+		// The register tests Cassandra's LWT itself: there is no lock.
+		if lock.New != nil || lock.Schema != nil || lock.Name != "" || lock.Recipe != "" || lock.Command != "" || lock.URL != "" || lock.Promise != "" {
+			return p, errors.New("lockcheck: the register workload tests Cassandra's LWT itself: give no lock (--lock, --lock-cmd, --lock-url)")
+		}
+		p.Test.Recipe = runner.RegisterRecipe()
+	} else if p.Test.Recipe, err = lock.recipe(); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
 	}
 	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {

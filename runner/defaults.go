@@ -68,11 +68,19 @@ func (t *Test) fillDefaults() {
 func (t Test) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if t.Recipe.Setup == nil {
+	register := t.Workload == workload.ShapeRegister
+	if t.Recipe.Setup == nil && !register {
 		bad("no lock recipe")
 	}
-	if !slices.Contains(workload.Shapes, t.Workload) {
-		bad("workload must be one of %v, got %q", workload.Shapes, t.Workload)
+	if !slices.Contains(workload.Shapes, t.Workload) && !register {
+		bad("workload must be one of %v, got %q", append(slices.Clone(workload.Shapes), workload.ShapeRegister), t.Workload)
+	}
+	if register {
+		for _, k := range t.Nemesis {
+			if nemesis.ScopeOf(k) == nemesis.ScopeClient {
+				bad("nemesis %s acts on a lock's clients: the register workload takes the node faults", k)
+			}
+		}
 	}
 	if t.Clients < 1 || t.Clients > MaxClients {
 		bad("clients must be 1..%d, got %d", MaxClients, t.Clients)

@@ -95,7 +95,7 @@ func (t *Test) defaults() {
 			nem = strings.Join(t.Nemesis, "_")
 		}
 		t.Name = t.Recipe.Name + "-" + nem
-		if t.Workload != workload.ShapeCycle {
+		if t.Workload != workload.ShapeCycle && t.Workload != workload.ShapeRegister {
 			t.Name += "-" + t.Workload
 		}
 	}
@@ -240,20 +240,38 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			return fmt.Errorf("runner: %w", err)
 		}
 	}
-	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
-	if err != nil {
-		return &SetupError{Recipe: t.Recipe.Name, Err: err}
+	var wl clients
+	var clientsOpt []nemesis.Option
+	if t.Workload == workload.ShapeRegister {
+		newReg, finalReg, closeFn, err := setupRegister(ctx, env, t)
+		if err != nil {
+			return &SetupError{Recipe: t.Recipe.Name, Err: err}
+		}
+		defer closeFn()
+		rw, err := workload.NewRegister(newReg, mon, workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...),
+			workload.WithSeed(t.Seed), workload.WithLogger(log))
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		wl = registerClients{rw, finalReg}
+	} else {
+		newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
+		if err != nil {
+			return &SetupError{Recipe: t.Recipe.Name, Err: err}
+		}
+		defer closeFn()
+		lw, err := workload.New(newLock, res, mon,
+			workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
+			workload.WithLogger(log))
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		wl = lw
+		clientsOpt = append(clientsOpt, nemesis.WithClients(lw.Control()))
 	}
-	defer closeFn()
-	wl, err := workload.New(newLock, res, mon,
-		workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
-		workload.WithLogger(log))
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
-		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl.Control()), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log))
+	nem, err := nemesis.New(targets, mon, append([]nemesis.Option{nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
+		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log)}, clientsOpt...)...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -336,6 +354,23 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		errs = append(errs, fmt.Errorf("runner: record phases: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// clients are the workload's clients as the run drives them: the lock
+// workload, or the register's.
+type clients interface {
+	Run(ctx context.Context) error
+	FinalReads(ctx context.Context) error
+}
+
+// registerClients reads the register's final values on the shared session.
+type registerClients struct {
+	*workload.RegisterWorkload
+	final workload.Register
+}
+
+func (r registerClients) FinalReads(ctx context.Context) error {
+	return r.RegisterWorkload.FinalReads(ctx, r.final)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

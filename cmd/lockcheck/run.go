@@ -46,7 +46,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line of a cluster this command starts: "+strings.Join(cluster.Versions(), ", "))
 	fs.StringVar(&f.cluster, "cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	fs.BoolVar(&f.keep, "keep", false, "leave a cluster this command started running")
-	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader)", workload.ShapeCycle, workload.ShapeLeader))
+	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader); or %s: no lock, Cassandra's LWT itself as a compare-and-set register on --locks keys (SERIAL reads, IF NOT EXISTS, IF value = ?), node faults only", workload.ShapeCycle, workload.ShapeLeader, workload.ShapeRegister))
 	fs.IntVar(&t.Clients, "clients", t.Clients, fmt.Sprintf("concurrent clients (1..%d)", runner.MaxClients))
 	fs.IntVar(&t.Locks, "locks", t.Locks, fmt.Sprintf("lock names the clients contend for (1..%d)", runner.MaxLocks))
 	fs.DurationVar(&t.Time, "time", t.Time, "how long the clients and the nemesis run")
@@ -74,12 +74,15 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
 func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	switch given := btoi(f.lock != "") + btoi(f.lockCmd != "") + btoi(f.lockURL != ""); {
+	case f.t.Workload == workload.ShapeRegister && given > 0:
+		return lockcheck.Lock{}, nil, errors.New("--workload register tests Cassandra's LWT itself: give no --lock, --lock-cmd or --lock-url")
+	case f.t.Workload == workload.ShapeRegister:
 	case given == 0:
 		return lockcheck.Lock{}, nil, fmt.Errorf("--lock (one of %v), --lock-cmd or --lock-url is required", runner.RecipeNames())
 	case given > 1:
@@ -88,7 +91,7 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 		return lockcheck.Lock{}, nil, fmt.Errorf("--promise must be mutex or fenced, got %q", f.promise)
 	}
 	lock := lockcheck.Lock{Recipe: f.lock, Command: f.lockCmd, URL: f.lockURL}
-	if f.lock == "" {
+	if f.lock == "" && f.t.Workload != workload.ShapeRegister {
 		lock.Promise = history.Promise(f.promise)
 	}
 	t := f.t
