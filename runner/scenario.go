@@ -6,15 +6,19 @@ import (
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/scenario"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // ScenarioTest is the Test of run r (0-based) of a scenario row: its recipe,
 // workload, faults, duration, interval, pins, clients and locks, and the
 // run's seed. The caller sets Store, Log and Progress.
 func ScenarioTest(row scenario.Row, run int) (Test, error) {
-	recipe, err := LookupRecipe(row.Recipe)
-	if err != nil {
-		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
+	recipe := RegisterRecipe()
+	if row.Shape() != workload.ShapeRegister {
+		var err error
+		if recipe, err = LookupRecipe(row.Recipe); err != nil {
+			return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
+		}
 	}
 	t := Defaults()
 	t.Recipe, t.Workload, t.Nemesis = recipe, row.Shape(), row.Faults

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/lockcheck/lockcheck/workload"
 	"io"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "\n### %s\n\n", r.Name)
 		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s. Asserted: %s (%s tier).\n\n",
-			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), "lock"), asserted(r), r.Tier)
+			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), objectWord(r)), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
 		if len(byRow[r.Name]) > 0 {
 			b.WriteString("\n| invalid / runs | time | interval | date | machine |\n| --- | --- | --- | --- | --- |\n")
@@ -140,4 +141,13 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// objectWord is what the row's clients contend for: locks, or the
+// register's keys.
+func objectWord(r Row) string {
+	if r.Shape() == workload.ShapeRegister {
+		return "key"
+	}
+	return "lock"
 }

@@ -76,7 +76,7 @@ func (c Cluster) Key() string {
 		parts = append(parts, fmt.Sprintf("%dn", c.Nodes))
 	}
 	if c.Paxos != "" && c.Paxos != "v1" {
-		parts = append(parts, c.Paxos)
+		parts = append(parts, paxosKey.Replace(c.Paxos))
 	}
 	if c.LazyFS {
 		parts = append(parts, c.commitlog())
@@ -94,6 +94,11 @@ func (c Cluster) Key() string {
 	}
 	return strings.Join(parts, "-")
 }
+
+// paxosKey shortens the known-unsafe variants' names for row names:
+// v1_without_linearizable_reads_or_rejected_writes is "v1-unsafe",
+// v2_without_linearizable_reads "v2-unsafe-reads".
+var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writes", "-unsafe", "_without_linearizable_reads", "-unsafe-reads")
 
 func (c Cluster) commitlog() string {
 	if c.Commitlog == "" {
@@ -251,8 +256,11 @@ func (r Row) Check() error {
 	if r.Time <= 0 || r.Interval <= 0 {
 		bad("time %v and interval %v must be positive", r.Time, r.Interval)
 	}
-	if !slices.Contains(workload.Shapes, r.Shape()) {
-		bad("workload %q: want one of %v", r.Workload, workload.Shapes)
+	if !slices.Contains(workload.Shapes, r.Shape()) && r.Shape() != workload.ShapeRegister {
+		bad("workload %q: want one of %v or %s", r.Workload, workload.Shapes, workload.ShapeRegister)
+	}
+	if (r.Shape() == workload.ShapeRegister) != (r.Recipe == workload.ShapeRegister) {
+		bad("recipe %q, workload %q: the register workload is its own recipe (Recipe and Workload both %q)", r.Recipe, r.Shape(), workload.ShapeRegister)
 	}
 	if r.Clients < 0 || r.Locks < 0 {
 		bad("clients %d and locks %d must not be negative", r.Clients, r.Locks)
@@ -282,7 +290,7 @@ func (r Row) canonicalName() string {
 	if k := r.Cluster.Key(); k != "" {
 		name = k + "/" + name
 	}
-	if r.Workload != "" && r.Workload != workload.ShapeCycle {
+	if r.Workload != "" && r.Workload != workload.ShapeCycle && r.Workload != r.Recipe {
 		name += "/" + r.Workload
 	}
 	return name
