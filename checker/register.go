@@ -112,6 +112,7 @@ type regChecker struct {
 	unk    int
 	bad    []regPiece
 	calls  int
+	st     statsAcc // the register's operations in the statistics
 }
 
 type regPiece struct {
@@ -123,7 +124,7 @@ type regPiece struct {
 }
 
 func newRegChecker(ctx context.Context, cfg config) *regChecker {
-	return &regChecker{ctx: ctx, cfg: cfg, keys: map[string]*regKey{}, open: map[int]*regCall{}}
+	return &regChecker{ctx: ctx, cfg: cfg, keys: map[string]*regKey{}, open: map[int]*regCall{}, st: newStatsAcc()}
 }
 
 // start starts porcupine's workers at the first register operation, so
@@ -180,6 +181,7 @@ func (r *regChecker) feed(op history.Op) {
 	}
 	delete(r.open, op.Process)
 	c.ret, c.done = op, true
+	r.st.complete(&call{f: op.F, typ: op.Type, inv: c.inv.Time, ret: op.Time, ps: &procSt{counts: r.st.proc(op.Process)}})
 	var v history.RegValue
 	if json.Unmarshal(op.Value, &v) == nil {
 		// A completion says what was seen; expect and new are the
@@ -390,6 +392,10 @@ func (r *regChecker) submit(p regPiece) {
 func (r *regChecker) finish(histEnd int64) (checkOutput, []LockLinearization, bool) {
 	if r.work == nil {
 		return checkOutput{}, nil, false
+	}
+	for p, c := range r.open {
+		// Invocations without completion (a killed run) count as pending.
+		r.st.pendingCall(&call{f: c.inv.F, typ: history.Info, ps: &procSt{counts: r.st.proc(p)}})
 	}
 	names := make([]string, 0, len(r.keys))
 	for n := range r.keys {

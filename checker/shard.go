@@ -194,6 +194,10 @@ func (m *multi) finish() Result {
 	if m.holdsOnly {
 		sortHolds(agg.holds)
 	}
+	if m.reg != nil {
+		agg.st.merge(&m.reg.st)
+		agg.pending += len(m.reg.open)
+	}
 	res := agg.assemble(visQ)
 	if m.reg != nil {
 		if out, vis, ok := m.reg.finish(m.end); ok {
