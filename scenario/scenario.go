@@ -49,7 +49,7 @@ const (
 // cluster of its own, started for it.
 type Cluster struct {
 	Nodes int    // 0: 3
-	Paxos string // "" or "v1"; "v2"
+	Paxos string // "" or "v1"; "v2"; a known-unsafe variant (cluster.Version.Unsafe)
 	// LazyFS keeps the nodes' data on the lazy filesystem (the power
 	// faults need it); Commitlog is then commitlog_sync, periodic or batch.
 	LazyFS    bool
