@@ -192,6 +192,9 @@ func TestValidateOptions(t *testing.T) {
 		{"rf -1", []Option{WithReplicationFactor(-1)}, false},
 		{"name with space", []Option{WithName("my cluster")}, false},
 		{"name upper", []Option{WithName("Lockcheck")}, false},
+		// A row's cluster is named after its key, which names a release
+		// line: lockcheck-c4.0.
+		{"name with a release", []Option{WithName("lockcheck-c4.0")}, true},
 		{"subnet v6", []Option{WithSubnet("fd00::/64")}, false},
 		{"subnet /28", []Option{WithSubnet("10.200.3.0/28")}, false},
 		{"subnet junk", []Option{WithSubnet("10.200.3.0")}, false},

@@ -132,7 +132,7 @@ func ValidateOptions(opts ...Option) error {
 }
 
 var (
-	nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+	nameRE = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,30}$`)
 	heapRE = regexp.MustCompile(`^[1-9][0-9]*[MG]$`)
 )
 
@@ -141,7 +141,7 @@ var (
 func (c *config) validate() error {
 	var errs []string
 	if !nameRE.MatchString(c.name) {
-		errs = append(errs, fmt.Sprintf("name %q: want lower-case letters, digits and '-', starting with a letter, at most 31", c.name))
+		errs = append(errs, fmt.Sprintf("name %q: want lower-case letters, digits, '-' and '.', starting with a letter, at most 31", c.name))
 	}
 	if c.nodes < 1 || c.nodes > MaxNodes {
 		errs = append(errs, fmt.Sprintf("nodes %d: want 1 to %d", c.nodes, MaxNodes))
