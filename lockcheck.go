@@ -253,7 +253,9 @@ func WithPinClients() Option { return func(c *config) { c.test.PinClients = true
 // WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
 // release) or "leader" (each client tries to lead; a leader keeps the lock
 // for many seconds, heartbeats with the lock's Renew, or re-acquires, and
-// writes as leader while its lease lasts).
+// writes as leader while its lease lasts). "register" tests no lock but
+// Cassandra's LWT itself, as a compare-and-set register per key (NewPlan
+// then takes the zero Lock: docs/running.md).
 func WithWorkload(shape string) Option { return func(c *config) { c.test.Workload = shape } }
 
 // WithClients sets the number of concurrent clients (default 5).
