@@ -63,7 +63,8 @@ unit:
 # and attach to it; -count=1: results against a live cluster are never taken
 # from the test cache). Beside them, a second stream runs the tests that
 # start clusters or containers of their own (the configs matrix: Paxos v2
-# and the lazy filesystem; sshnode; the set-up test's clean container),
+# and the lazy filesystem; sshnode; the set-up test's clean container; the
+# SIGKILLed harness on a 1-node cluster),
 # told to leave the shared cluster alone: runs last a
 # fixed time, not a fixed amount of work, so two streams on 2 cores cost
 # little more wall time than the longer one. A cluster this target starts
@@ -75,10 +76,10 @@ jepsen: build plugins
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
-	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions' ./runner/ ./cluster/; a=$$?; \
+	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
 	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m ./sshnode/ ./scripts/; b=$$?; \
 	  [ $$a = 0 ] && [ $$b = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1 & own=$$!; \
-	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs|TestLazyFS|TestVersions' $$($(GO) list ./... | grep -v -e '/sshnode$$' -e '/scripts$$'); rc=$$?; \
+	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled' $$($(GO) list ./... | grep -v -e '/sshnode$$' -e '/scripts$$'); rc=$$?; \
 	wait $$own; orc=$$?; \
 	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \

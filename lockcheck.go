@@ -53,6 +53,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -249,6 +250,11 @@ func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.Pa
 // instead of the token-aware replica all clients share (--pin-clients): the
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.
 func WithPinClients() Option { return func(c *config) { c.test.PinClients = true } }
+
+// WithNoWait refuses a cluster another process holds (the error wraps
+// exclusive.ErrBusy and names the holder) instead of waiting until it is
+// free: every run takes its cluster before it heals or faults it.
+func WithNoWait() Option { return func(c *config) { c.test.NoWait = true } }
 
 // WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
 // release) or "leader" (each client tries to lead; a leader keeps the lock
@@ -499,7 +505,16 @@ func (p Plan) open(ctx context.Context, say func(string, ...any)) (env runner.En
 		return runner.ClusterEnv{Cluster: c}, func() {}, nil
 	}
 	copts = append(copts, cluster.WithNodes(p.Start.Nodes), cluster.WithPaxos(p.Start.Paxos), cluster.WithVersion(p.Start.Version))
+	// Two runs that find no cluster would both start one of that name:
+	// the first to hold it starts it, the other attaches to it. The run
+	// itself takes it again before it heals or faults it.
+	lease := exclusive.Local{Name: p.Cluster}
+	held, err := exclusive.Take(ctx, lease, exclusive.NoWait(p.Test.NoWait), exclusive.Say(func(line string) { say("%s", line) }))
+	if err != nil {
+		return nil, nil, fmt.Errorf("lockcheck: %w", err)
+	}
 	c, started, err := runner.AttachOrStart(ctx, copts...)
+	held.Release()
 	if err != nil {
 		return nil, nil, fmt.Errorf("lockcheck: cluster: %w", err)
 	}
@@ -512,6 +527,13 @@ func (p Plan) open(ctx context.Context, say func(string, ...any)) (env runner.En
 		if p.Keep {
 			return
 		}
+		// Never from under another run that came to use it meanwhile.
+		held, err := exclusive.Take(context.WithoutCancel(ctx), lease, exclusive.Say(func(line string) { say("%s", line) }))
+		if err != nil {
+			log.Warn("lockcheck: stop cluster", "err", err)
+			return
+		}
+		defer held.Release()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if err := c.Stop(sctx, ""); err != nil {

@@ -38,8 +38,11 @@ type multi struct {
 	nemesis   int
 	end       int64
 	meta      *history.Meta
-	metaSeen  bool
-	reg       *regChecker // register operations: checked apart from the locks
+	// setupFailed is the cause of an FSetupFailed line: the run never
+	// started, and its history vouches for nothing.
+	setupFailed string
+	metaSeen    bool
+	reg         *regChecker // register operations: checked apart from the locks
 }
 
 func newMulti(ctx context.Context, cfg config, holdsOnly, keepHolds bool) *multi {
@@ -135,8 +138,15 @@ func (m *multi) feed(op history.Op) {
 	switch {
 	case op.Process < 0:
 		m.nemesis++
-		if op.F == history.FMeta {
+		switch op.F {
+		case history.FMeta:
 			m.feedMeta(op)
+		case history.FSetupFailed:
+			var sf history.SetupFailed
+			if jsonUnmarshal(op.Value, &sf) != nil || sf.Cause == "" {
+				sf.Cause = "set-up failed"
+			}
+			m.setupFailed = sf.Cause
 		}
 	case history.IsRegisterF(op.F):
 		// A register's process takes no lock: the shards need none of it.
@@ -202,6 +212,12 @@ func (m *multi) finish() Result {
 	if m.reg != nil {
 		if out, vis, ok := m.reg.finish(m.end); ok {
 			addRegister(&res, out, vis, len(agg.locks))
+		}
+	}
+	if m.setupFailed != "" && !m.holdsOnly {
+		res.SetupFailed = m.setupFailed
+		if res.Verdict == Valid {
+			res.Verdict = Unknown
 		}
 	}
 	return res

@@ -24,7 +24,36 @@ const (
 	// earlier process (killed before its heal) and reset; its value is a
 	// HealLeftover.
 	FHealLeftover = "heal-leftover"
+	// FSetupFailed ends the history of a run whose set-up failed (the
+	// cluster could not be healed or made healthy, the lock could not be
+	// set up): its value is a SetupFailed. Nothing after the set-up ran,
+	// so the history vouches for nothing: its verdict is unknown.
+	FSetupFailed = "setup-failed"
 )
+
+// SetupFailed is the value of an FSetupFailed line.
+type SetupFailed struct {
+	Cause string `json:"cause" doc:"why the set-up failed, as the run printed it"`
+}
+
+// Foreign is state on a node that lockcheck did not make and its heal does
+// not touch (Meta.Foreign): an iptables rule outside lockcheck's chains, a
+// node down for a cause the heal cannot undo. A run over it records it, so
+// that its report never says "no faults" over it.
+type Foreign struct {
+	Node string `json:"node"`
+	What string `json:"what"`          // "iptables rule -A INPUT -s 10.0.0.3/32 -j DROP"
+	Fix  string `json:"fix,omitempty"` // what to do about it
+}
+
+// String is the one line a run prints of it.
+func (f Foreign) String() string {
+	s := f.Node + ": " + f.What + " (not lockcheck's: its heal leaves it)"
+	if f.Fix != "" {
+		s += "; " + f.Fix
+	}
+	return s
+}
 
 // StartF is the name of the line that starts a fault of kind.
 func StartF(kind string) string { return startPrefix + kind }

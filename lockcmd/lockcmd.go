@@ -190,8 +190,10 @@ func (l *Lock) start(ctx context.Context) (*proc, error) {
 			"FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_FORCE_MONOTONIC_FIX=0")
 	}
 	// A process group of its own: sh's children are stopped, continued and
-	// killed with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// killed with it. Pdeathsig: a harness killed with SIGKILL takes its
+	// plug-ins with it (a plug-in left running would hold a lock the next
+	// run contends for); their children see their stdin close.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("plug-in: %w", err)

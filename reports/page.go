@@ -44,14 +44,17 @@ type page struct {
 	// HealedBefore is what the run healed before it started, per node
 	// ("n1: pause"): shown beside the fault legends, never "no faults" alone.
 	HealedBefore []string
-	Latency      chart
-	Vis          []visLink
-	ByF          []fRow
-	ByProcess    []pRow
-	MoreProcs    int
-	Files        []string
-	Events       int
-	End          string
+	// Foreign is state lockcheck did not make that the nodes held through
+	// the run (the meta line's foreign): never "no faults" over it either.
+	Foreign   []string
+	Latency   chart
+	Vis       []visLink
+	ByF       []fRow
+	ByProcess []pRow
+	MoreProcs int
+	Files     []string
+	Events    int
+	End       string
 }
 
 type kindCount struct {
@@ -127,6 +130,16 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 	// What the run healed before it started (an earlier run killed mid-run
 	// left it) and how long it really ran: a report never claims "no
 	// faults" over a node that was frozen, nor a 60 s run that took 108.
+	if m := res.Meta; m != nil {
+		for _, f := range m.Foreign {
+			w := f.Node + ": " + f.What
+			p.Config = append(p.Config, [2]string{"not lockcheck's", w})
+			p.Foreign = append(p.Foreign, w)
+		}
+	}
+	if res.SetupFailed != "" {
+		p.Config = append(p.Config, [2]string{"set-up failed", res.SetupFailed})
+	}
 	for _, op := range ops {
 		if op.Process != history.NemesisProcess {
 			continue

@@ -103,6 +103,8 @@ type Run struct {
 	Files    []string // raw files present, relative to Dir
 	HasHTML  bool
 	Err      string // why results.json could not be read
+	// SetupFailed is why the run's set-up failed (no test ran).
+	SetupFailed string
 }
 
 // ListRuns lists the runs of a store, newest first.
@@ -164,6 +166,7 @@ func readRun(store, test, name string, at time.Time) Run {
 	r.Verdict, r.Duration, r.Events = res.Verdict, res.Stats.Duration, res.Stats.Events
 	r.Anomaly = len(res.Anomalies) + res.AnomaliesOmitted
 	r.Promise = string(res.Promise)
+	r.SetupFailed = res.SetupFailed
 	return r
 }
 

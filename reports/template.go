@@ -57,6 +57,7 @@ const reportHTML = `<!DOCTYPE html>
 <p><span class="verdict v-{{.Result.Verdict}}" id="verdict">{{.Result.Verdict}}</span>
 {{with .Result.Promise}}<span class="muted">&nbsp; promise: <b>{{.}}</b></span>{{else}}<span class="muted">&nbsp; no meta line: every property judged</span>{{end}}
 <span class="muted">&nbsp; {{.Events}} events over {{.End}}</span></p>
+{{with .Result.SetupFailed}}<p class="c-invalid" id="setup-failed">The run's set-up failed, so no test ran and this history vouches for nothing: {{.}}</p>{{end}}
 {{if .Result.Pending}}<p class="muted">{{.Result.Pending}} invocations have no completion (the run was cut short); they are checked as info.</p>{{end}}
 {{if .Result.Truncated}}<p class="muted">An unterminated last line was dropped.</p>{{end}}
 
@@ -80,7 +81,7 @@ const reportHTML = `<!DOCTYPE html>
 </details>{{end}}
 
 <h2>Timeline of holds</h2>
-<p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}{{with .HealedBefore}}<span class="leftover">healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
+<p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}{{with .HealedBefore}}<span class="leftover">healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span> {{end}}{{with .Foreign}}<span class="leftover">not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
 {{with .Timeline}}<svg id="timeline" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline of holds">
 {{range $f := .Faults}}<rect class="fault" x="{{f1 $f.X}}" y="{{f1 $f.Y}}" width="{{f1 $f.W}}" height="{{f1 $f.H}}" fill="{{$f.Fill}}"><title>{{$f.Title}}</title></rect>{{with $f.Label}}<text class="flabel" x="{{f1 (add $f.X 2)}}" y="{{f1 (add $f.Y 9)}}">{{.}}</text>{{end}}
 {{end}}{{range .Marks}}<line class="mark" x1="{{f1 .X}}" x2="{{f1 .X}}" y1="{{f1 .Y}}" y2="{{f1 (add .Y .H)}}"><title>{{.Title}}</title></line>
@@ -93,7 +94,7 @@ const reportHTML = `<!DOCTYPE html>
 <h2>Latency and throughput</h2>
 <p class="muted legend"><span><i class="sw" style="background:#4e79a7"></i>p50</span><span><i class="sw" style="background:#e15759"></i>p99</span><span><i class="sw" style="background:#bbb"></i>max</span> of ok operations by completion time;
 throughput: <span><i class="sw" style="background:#59a14f"></i>ok</span><span><i class="sw" style="background:#bab0ac"></i>fail</span><span><i class="sw" style="background:#f28e2b"></i>info</span>;
-faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}</p>
+faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}{{with .Foreign}}<span class="leftover"> not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span>{{end}}</p>
 {{with .Latency}}<svg id="latency" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="latency and throughput">
 {{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>
 {{end}}<text x="{{f1 plotLeft}}" y="12">latency (ms)</text>

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -42,7 +47,8 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("client-clock on a plug-in: %w", err)
 			}
-			if clockDir, err = os.MkdirTemp("", "lockcheck-faketime-"); err != nil {
+			sweepFaketimeDirs(log)
+			if clockDir, err = os.MkdirTemp("", faketimePrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 				return nil, nil, nil, err
 			}
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
@@ -85,6 +91,30 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		nl := func(client int, _ workload.Clock) (workload.Lock, error) { return locks[client], nil }
 		return nl, res, closeAll, nil
 	}}
+}
+
+// faketimePrefix names the directories of the plug-ins' clock files
+// (client-clock): lockcheck-faketime-PID-RANDOM in the temporary directory.
+const faketimePrefix = "lockcheck-faketime-"
+
+// sweepFaketimeDirs removes the clock directories of runs whose process is
+// gone: a run killed with SIGKILL never removes its own.
+func sweepFaketimeDirs(log *slog.Logger) {
+	ents, _ := os.ReadDir(os.TempDir())
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), faketimePrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(os.TempDir(), e.Name())); err == nil {
+			log.Info("removed the clock files of a run that is gone", "dir", e.Name(), "pid", pid)
+		}
+	}
 }
 
 // startPlugins starts a process per client: the first alone, so that its

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
@@ -62,6 +63,9 @@ type Test struct {
 	// shares: clients then read through different coordinators, which the
 	// aimed faults (coord-partition, coord-clock) split.
 	PinClients bool
+	// NoWait refuses a cluster another process holds (an
+	// *exclusive.BusyError) instead of waiting until it is free.
+	NoWait bool
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
@@ -153,6 +157,15 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		}
 		t.pins = PinRoundRobin(targets, t.Clients)
 	}
+	// The cluster is this run's alone from before it heals what an
+	// earlier run left until it is healthy again: a second run on it would
+	// undo this one's faults as leftovers, and both would report what they
+	// did not test. A refused run leaves no run directory.
+	lease, err := TakeCluster(ctx, env, t.NoWait, t.say)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("runner: %w", err)
+	}
+	defer lease.Release()
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
@@ -167,6 +180,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	fileHandler := slog.NewTextHandler(logFile, nil)
 	log := slog.New(teeHandler{t.Log.Handler(), fileHandler}).With("test", t.Name)
 	t.runLog = slog.New(fileHandler).With("test", t.Name)
+	// Where the history goes, said at once: a run killed mid-way is found
+	// by it.
+	log.Info("run started", "dir", dir)
 
 	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
@@ -184,6 +200,17 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if t.pins != nil {
 		meta.Config["pins"] = pinsString(t.pins)
 	}
+	// What the heal will not touch is said at once, before anything
+	// waits, and kept in the meta line: the report never says "no faults"
+	// over a rule someone else left.
+	if env != nil {
+		fctx, cancel := context.WithTimeout(ctx, time.Minute)
+		meta.Foreign = nemesis.Foreign(fctx, env.Targets(), foreignFix(env))
+		cancel()
+		for _, f := range meta.Foreign {
+			t.say(f.String())
+		}
+	}
 	// What the cluster is, not what was asked for: a reused cluster keeps
 	// its own size and Paxos variant.
 	if env != nil {
@@ -196,12 +223,29 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	}
 
 	runErr := run(ctx, env, &t, mon, log, &out)
+	// Healed and healthy (or given up on): the next run may have it while
+	// this one checks.
+	lease.Release()
+	if se := (*SetupError)(nil); errors.As(runErr, &se) {
+		// The store keeps what was recorded, marked: its check says
+		// unknown, never valid, and the caller prints no verdict.
+		t.runLog.Error("run not started", "err", runErr)
+		if _, err := mon.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FSetupFailed,
+			Value: mustJSON(history.SetupFailed{Cause: se.Error()})}); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("runner: record the failed set-up: %w", err))
+		}
+		if err := w.Close(); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, err := store.Build(cctx, dir); err != nil {
+			log.Warn("failed set-up not reported", "err", err)
+		}
+		return out, runErr
+	}
 	if err := w.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
-	}
-	if se := (*SetupError)(nil); errors.As(runErr, &se) {
-		t.runLog.Error("run not started", "err", runErr)
-		return out, runErr
 	}
 	out.Ops = mon.ops.Load()
 
@@ -213,6 +257,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			log.Warn("node logs not copied", "err", err)
 		}
 	}
+	log.Info("checking")
 	res, err := store.Build(cctx, dir)
 	if err != nil {
 		return out, errors.Join(runErr, fmt.Errorf("runner: check and report: %w", err))
@@ -234,10 +279,10 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	// and recorded before anything else touches the cluster.
 	if env != nil {
 		hctx, cancel := context.WithTimeout(ctx, t.HealTimeout)
-		err := HealLeftovers(hctx, env, mon, log, false)
+		err := HealLeftovers(hctx, env, mon, log)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("runner: %w", err)
+			return &SetupError{Recipe: "the cluster", Err: err}
 		}
 	}
 	var wl clients
@@ -335,6 +380,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer rcancel()
+	log.Info("final reads")
 	if err := wl.FinalReads(rctx); err != nil {
 		errs = append(errs, fmt.Errorf("runner: %w", err))
 	}
@@ -371,6 +417,26 @@ type registerClients struct {
 
 func (r registerClients) FinalReads(ctx context.Context) error {
 	return r.RegisterWorkload.FinalReads(ctx, r.final)
+}
+
+// say tells the user one line: on the progress writer, else in the log.
+func (t *Test) say(line string) {
+	if t.Progress != nil {
+		fmt.Fprintf(t.Progress, "lockcheck run: %s\n", line)
+		return
+	}
+	t.Log.Warn(line)
+}
+
+// TakeCluster takes env's cluster for this process (exclusive.Take),
+// waiting while another holds it unless noWait; say is told the one line
+// naming the holder. A nil env, or one whose cluster no other process can
+// reach, needs no lease.
+func TakeCluster(ctx context.Context, env Env, noWait bool, say func(string)) (*exclusive.Lease, error) {
+	if env == nil || env.Lease() == nil {
+		return nil, nil
+	}
+	return exclusive.Take(ctx, env.Lease(), exclusive.NoWait(noWait), exclusive.Say(say))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

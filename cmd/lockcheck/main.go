@@ -32,7 +32,7 @@ var commands = map[string]command{
 	"check":   {"check a history file and print the verdict", runCheck},
 	"report":  {"(re)build a run directory's report.html and results.json", runReport},
 	"serve":   {"serve an index of stored runs and their reports", runServe},
-	"cluster": {"cluster up|down|status: manage the Cassandra cluster", runCluster},
+	"cluster": {"cluster up|status|heal|down: manage the Cassandra cluster", runCluster},
 	"lockd":   {"serve a REST lock service over lease-fenced", runLockd},
 	"matrix":  {"run the asserted scenarios (docs/findings.md) and print their catch rates", runMatrix},
 }
