@@ -53,7 +53,7 @@ $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main
 run: setup-run cli
 	$(BIN) cluster up
 	$(BIN) cluster status
-	$(BIN) run --lock lease-fenced --nemesis all --time 60s --interval 5s --seed 1
+	$(BIN) run --lock lease-fenced --nemesis all --time 90s --interval 3s --seed 1
 
 unit:
 	$(GO) vet ./...

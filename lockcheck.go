@@ -233,6 +233,12 @@ func WithNemesis(kinds ...string) Option {
 	return func(c *config) { c.nemesis = append(c.nemesis, kinds...) }
 }
 
+// WithSchedule deals s (nemesis.ScheduleFromHistory of a run, or a file:
+// nemesis.LoadSchedule) in place of random faults: its kinds, times, nodes
+// and parameters (`lockcheck replay`, `run --schedule`). The run's kinds
+// are the schedule's; WithNemesis is then not given.
+func WithSchedule(s nemesis.Schedule) Option { return func(c *config) { c.test.Schedule = &s } }
+
 // WithTime sets how long the clients and the faults run (default 60 s); a
 // quiet phase and the final reads follow.
 func WithTime(d time.Duration) Option { return func(c *config) { c.test.Time = d } }
@@ -325,6 +331,9 @@ type Result struct {
 	Seed    int64  // the seed the run used
 	// Faults counts the fault windows started, by kind.
 	Faults map[string]int
+	// NeverDealt are the kinds asked for that the run never dealt (it
+	// ended before their turn, or their starts failed).
+	NeverDealt []string
 	// Check holds the anomalies and findings behind the verdict.
 	Check checker.Result
 	// Phases are how long each phase took (faults, heal, quiet, final
@@ -375,6 +384,15 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 	}
 	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
+	}
+	if s := p.Test.Schedule; s != nil {
+		if len(p.Test.Nemesis) > 0 {
+			return p, errors.New("lockcheck: give a schedule or a nemesis list, not both (the schedule names its kinds)")
+		}
+		if err := s.Validate(); err != nil {
+			return p, fmt.Errorf("lockcheck: %w", err)
+		}
+		p.Test.Nemesis = s.Kinds()
 	}
 	if c.start {
 		switch {
@@ -439,10 +457,13 @@ func (p Plan) Run(ctx context.Context) (Result, error) {
 	if len(t.Nemesis) > 0 {
 		nem = strings.Join(t.Nemesis, ",")
 	}
+	if t.Schedule != nil {
+		nem = fmt.Sprintf("a schedule of %d faults (%s)", len(t.Schedule.Steps), nem)
+	}
 	say("%s under %s for %v, seed %d", t.Recipe.Name, nem, t.Time, t.Seed)
 	start := time.Now()
 	out, err := runner.Run(ctx, env, runner.ReportStore{}, t)
-	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Seed: t.Seed, Faults: out.Faults, Check: out.Result,
+	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Seed: t.Seed, Faults: out.Faults, NeverDealt: out.NeverDealt, Check: out.Result,
 		Phases: out.Phases, Requested: t.Time, Took: time.Since(start)}
 	if out.Dir != "" {
 		res.Report = filepath.Join(out.Dir, "report.html")

@@ -261,6 +261,8 @@ type ClientPauseStart struct {
 type ClientPauseStop struct {
 	Client  int `json:"client" doc:"as at the start"`
 	Process int `json:"process" doc:"as at the start"`
+	// StalledMS was added after the first histories: absent in theirs.
+	StalledMS int64 `json:"stalled_ms,omitempty" doc:"how long the client stood still, from its stall to its resume (the line is written at the resume)"`
 }
 
 // ClientClockStart is the value of a start-client-clock line.
@@ -301,4 +303,44 @@ type CoordClockStart struct {
 // CoordClockStop is the value of a stop-coord-clock line.
 type CoordClockStop struct {
 	Node string `json:"node" doc:"as at the start"`
+}
+
+// Injected is what a run asked of the nemesis and what it dealt: a kind
+// requested and never dealt (the run ended first, or its starts failed) is
+// named, not hidden behind the test's name (results.json's "injected").
+type Injected struct {
+	Requested []string       `json:"requested"`             // the meta line's nemesis
+	Dealt     map[string]int `json:"dealt"`                 // start lines by kind
+	Never     []string       `json:"never_dealt,omitempty"` // requested, no start line
+}
+
+// InjectedOf reads what was requested (meta's nemesis) and dealt (the
+// start lines) from a history.
+func InjectedOf(meta *Meta, ops []Op) Injected {
+	in := Injected{Requested: []string{}, Dealt: map[string]int{}}
+	if meta != nil {
+		in.Requested = append(in.Requested, meta.Nemesis...)
+	}
+	for i := range ops {
+		if ops[i].Process != NemesisProcess {
+			continue
+		}
+		if kind, start, ok := FaultEvent(ops[i].F); ok && start {
+			in.Dealt[kind]++
+		}
+	}
+	in.Never = NeverDealt(in.Requested, in.Dealt)
+	return in
+}
+
+// NeverDealt are the kinds of requested with no count in dealt, in
+// requested order.
+func NeverDealt(requested []string, dealt map[string]int) []string {
+	var out []string
+	for _, k := range requested {
+		if dealt[k] == 0 && k != "none" {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -234,13 +234,21 @@ type fakeClients struct {
 
 func (c *fakeClients) Clients() int   { return c.n }
 func (c *fakeClients) Holders() []int { return []int{0} }
-func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error) {
+func (c *fakeClients) PauseHolder(ctx context.Context, extra, stall time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
 	c.mu.Lock()
 	c.pauses++
 	c.mu.Unlock()
 	done := make(chan struct{})
 	d := 10*time.Millisecond + extra
-	time.AfterFunc(d, func() { close(done) })
+	if stall > 0 {
+		d = stall
+	}
+	time.AfterFunc(d, func() {
+		if resumed != nil {
+			resumed()
+		}
+		close(done)
+	})
 	return history.ClientPauseStart{Client: 0, Process: 0, Lock: "l0", MS: d.Milliseconds()}, done, nil
 }
 func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
@@ -253,8 +261,14 @@ func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 	return nil
 }
 
-func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration) error {
-	return c.SetClientClock(i, d)
+func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration, stepped func()) error {
+	if err := c.SetClientClock(i, d); err != nil {
+		return err
+	}
+	if stepped != nil {
+		stepped()
+	}
+	return nil
 }
 
 func (c *fakeClients) HoldAtRest(ctx context.Context, cs []int) (func(), error) {

@@ -63,6 +63,10 @@ type Test struct {
 	// shares: clients then read through different coordinators, which the
 	// aimed faults (coord-partition, coord-clock) split.
 	PinClients bool
+	// Schedule, when set, is dealt in place of random faults (`lockcheck
+	// replay`, `run --schedule`): its kinds are the run's (Nemesis is set
+	// from it), its steps' times and parameters are the faults'.
+	Schedule *nemesis.Schedule
 	// NoWait refuses a cluster another process holds (an
 	// *exclusive.BusyError) instead of waiting until it is free.
 	NoWait bool
@@ -118,6 +122,9 @@ func (t *Test) LockNames() []string {
 	return names
 }
 
+// ScheduleFile is the schedule a run dealt (a replay's), in its directory.
+const ScheduleFile = "schedule.json"
+
 // Outcome is what a run produced.
 type Outcome struct {
 	Dir     string
@@ -126,6 +133,10 @@ type Outcome struct {
 	Ops     int64
 	// Faults counts the fault windows started, by kind.
 	Faults map[string]int
+	// NeverDealt are the kinds requested (Test.Nemesis) that no fault
+	// window of the run had: the run ended before their turn, or their
+	// starts failed.
+	NeverDealt []string
 	// Phases are how long each phase took against the requested time.
 	Phases history.RunPhases
 }
@@ -143,6 +154,12 @@ type Store interface {
 // error with a non-empty Outcome.Dir means the run directory holds what
 // could be saved.
 func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
+	if t.Schedule != nil {
+		if err := t.Schedule.Validate(); err != nil {
+			return Outcome{}, fmt.Errorf("runner: %w", err)
+		}
+		t.Nemesis = t.Schedule.Kinds()
+	}
 	t.defaults()
 	if err := t.Validate(); err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
@@ -156,6 +173,11 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			return Outcome{}, errors.New("runner: --pin-clients needs the cluster's nodes (with --hosts: --ssh-key)")
 		}
 		t.pins = PinRoundRobin(targets, t.Clients)
+	}
+	// A kind the cluster cannot serve (a schedule's above all: it names
+	// kinds and nodes) is refused before the run has a directory.
+	if err := checkFaults(env, &t); err != nil {
+		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	// The cluster is this run's alone from before it heals what an
 	// earlier run left until it is healthy again: a second run on it would
@@ -199,6 +221,17 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	}
 	if t.pins != nil {
 		meta.Config["pins"] = pinsString(t.pins)
+	}
+	if t.Schedule != nil {
+		// The schedule dealt is kept beside the history: a replay of a
+		// replay, or a shrink, starts from it.
+		if err := t.Schedule.Save(filepath.Join(dir, ScheduleFile)); err != nil {
+			return out, fmt.Errorf("runner: %w", err)
+		}
+		meta.Config["schedule"] = ScheduleFile
+		if t.Schedule.Source != "" {
+			meta.Config["schedule"] += " (from " + t.Schedule.Source + ")"
+		}
 	}
 	// What the heal will not touch is said at once, before anything
 	// waits, and kept in the meta line: the report never says "no faults"
@@ -314,9 +347,13 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		wl = lw
 		clientsOpt = append(clientsOpt, nemesis.WithClients(lw.Control()))
 	}
-	nem, err := nemesis.New(targets, mon, append([]nemesis.Option{nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
+	nemOpts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
+	if t.Schedule != nil {
+		nemOpts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
+	}
+	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log)}, clientsOpt...)...)
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log)), clientsOpt...)...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -386,6 +423,11 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	end := time.Now()
 	out.Faults = mon.faults()
+	out.NeverDealt = history.NeverDealt(t.Nemesis, out.Faults)
+	if len(out.NeverDealt) > 0 {
+		log.Warn("fault kinds requested and never dealt (a longer --time or a shorter --nemesis list deals them)",
+			"kinds", strings.Join(out.NeverDealt, ","), "dealt", out.Faults)
+	}
 	out.Phases = history.RunPhases{
 		RequestedMS: t.Time.Milliseconds(), FaultsMS: faultsEnd.Sub(start).Milliseconds(),
 		HealMS: healEnd.Sub(faultsEnd).Milliseconds(), QuietMS: quietEnd.Sub(healEnd).Milliseconds(),
@@ -497,3 +539,46 @@ func (h teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
+
+// checkFaults makes the run's nemesis over env's nodes without running it:
+// the refusals of nemesis.New (a kind a node cannot serve, a schedule's
+// node the cluster lacks, an aimed kind without pins) come before the run.
+func checkFaults(env Env, t *Test) error {
+	if len(t.Nemesis) == 0 {
+		return nil
+	}
+	var targets []nemesis.Target
+	gateway := ""
+	if env != nil {
+		targets, gateway = env.Targets(), env.GatewayIP()
+	}
+	opts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
+	if t.Schedule != nil {
+		opts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
+	}
+	_, err := nemesis.New(targets, discard{}, append(opts, nemesis.WithClients(noClients{t.Clients}), nemesis.WithGateway(gateway),
+		nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL))...)
+	return err
+}
+
+// discard is a nemesis recorder that keeps nothing (checkFaults).
+type discard struct{}
+
+func (discard) Append(op history.Op) (history.Op, error) { return op, nil }
+
+// noClients stands for the clients in checkFaults: only their number is
+// asked there.
+type noClients struct{ n int }
+
+var errNoClients = errors.New("runner: no clients yet")
+
+func (c noClients) Clients() int { return c.n }
+func (noClients) Holders() []int { return nil }
+func (noClients) PauseHolder(context.Context, time.Duration, time.Duration, func()) (history.ClientPauseStart, <-chan struct{}, error) {
+	return history.ClientPauseStart{}, nil, errNoClients
+}
+func (noClients) SetClientClock(int, time.Duration) error { return errNoClients }
+func (noClients) SetClientClockAtRest(int, time.Duration, func()) error {
+	return errNoClients
+}
+func (noClients) HoldAtRest(context.Context, []int) (func(), error) { return nil, errNoClients }

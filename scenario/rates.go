@@ -28,6 +28,10 @@ type Rate struct {
 	// Load is the machine's load average over the runs ("10-30", "idle");
 	// "" when it was not recorded.
 	Load string `json:"load,omitempty"`
+	// FirstAnomaly is the median, over the invalid runs, of the time from
+	// the start of the clients and faults to the first anomaly; absent
+	// when not measured.
+	FirstAnomaly Duration `json:"first_anomaly,omitempty"`
 }
 
 // Duration is a time.Duration written as Go spells it ("20s").

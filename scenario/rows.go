@@ -171,6 +171,48 @@ var Rows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "The same: guard-counter bumps and refs survive the cut.",
 	},
+	// Shrunk regression rows (issue 21): a known flaw's smallest
+	// reproduction found by `lockcheck shrink`, its faults a schedule dealt
+	// as written (not drawn), so that it fails in seconds and stays a
+	// one-command target (`matrix --rows NAME`).
+	{
+		Name: "lease/client-pause/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Time: 16 * s, Interval: 3 * s, Seed: 6000,
+		// From the schedule of a lease/client-pause run (seed 1001, two
+		// stalls), moved to the start; `lockcheck shrink` of that run then
+		// found one stall and 9 s enough (2 of 2 tries).
+		Schedule: &nemesis.Schedule{Source: "lease/client-pause, seed 1001", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+			{Kind: nemesis.ClientPause, At: nemesis.Duration(9 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Two stalls of the next holder, 4.7 s each (its 1.7 s lease plus 3 s), 2 s and 9 s into the run: each time another " +
+			"client takes the expired lease and adds, and the stalled holder's read-modify-write lands over it (stale-holder-write, lost-add).",
+	},
+	{
+		Name: "music/client-clock/shrunk", Recipe: "music", Faults: []string{nemesis.ClientClock}, Time: 8 * s, Interval: 3 * s, Seed: 6001,
+		// `lockcheck shrink` of a music/client-clock run (seed 1004, five
+		// skews in 30 s): one skew, 8 s, caught in 10 of 10 tries.
+		Schedule: &nemesis.Schedule{Source: "music/client-clock, seed 1004, shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(2162 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-23.038s"}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Client 3's clock set 23 s behind at its next rest, 2 s into the run: its next time-UUID ref sorts before the holder's, " +
+			"it finds itself on top and enters while the holder is inside (overlapping-holds), within seconds.",
+	},
+	{
+		Name: "lease/coord-clock/shrunk", Recipe: "lease", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 14 * s, Interval: 3 * s, Seed: 6002,
+		// `lockcheck shrink` of a lease/coord-clock run (seed 1012) found
+		// one skew of n1 for 1.7 s in 8 s, caught in 7 of 10 tries: too
+		// few for a row, so the row keeps its 3.4 s window and skews n2
+		// the same way after it.
+		Schedule: &nemesis.Schedule{Source: "lease/coord-clock, seed 1012, shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.CoordClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n1"}, Value: []byte(`{"node":"n1","offset":"+5.756s"}`)},
+			{Kind: nemesis.CoordClock, At: nemesis.Duration(8 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n2"}, Value: []byte(`{"node":"n2","offset":"+5.756s"}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A coordinator's clock 5.8 s ahead, more than a 3 s lease has left: an IF NOT EXISTS through it finds the holder's row " +
+			"already expired and grants the lock again before the holder's deadline (overlapping-holds).",
+	},
 }
 
 // The register (issue 23): Cassandra's LWT itself as a compare-and-set

@@ -15,6 +15,8 @@ var flagSets = []struct {
 	flags       func() *flag.FlagSet
 }{
 	{"run", runUsage, func() *flag.FlagSet { fs, _ := newRunFlags(); return fs }},
+	{"replay", replayUsage, func() *flag.FlagSet { fs, _ := newReplayFlags(); return fs }},
+	{"shrink", shrinkUsage, func() *flag.FlagSet { fs, _ := newShrinkFlags(); return fs }},
 	{"check", checkUsage, func() *flag.FlagSet { fs, _ := newCheckFlags(); return fs }},
 	{"report", reportUsage, func() *flag.FlagSet { fs, _ := newReportFlags(); return fs }},
 	{"serve", "usage: lockcheck serve [--listen 127.0.0.1:8080] [--store DIR]", func() *flag.FlagSet { fs, _ := newServeFlags(); return fs }},
