@@ -32,10 +32,14 @@ build: cli
 
 # The reference plug-ins of --lock-cmd (docs/plugin.md): Python's
 # cassandra-driver from PyPI in a venv (pure Python: no C build), and the
-# Java driver from Maven Central, compiled with its classpath written out.
+# Java driver from Maven Central, compiled with its classpath written out;
+# and the catalogue's Java locks (docs/locks.md): ShedLock's Cassandra
+# provider from Maven Central and the re-expressed Sidecar, Reaper and
+# Astyanax locks, one jar.
 PY_VENV := .cache/plugins/python-lease
 JAVA_LEASE := plugins/java-lease/target/java-lease-1.jar
-plugins: $(PY_VENV)/.installed $(JAVA_LEASE)
+JAVA_LOCKS := plugins/java-locks/target/java-locks-1.jar
+plugins: $(PY_VENV)/.installed $(JAVA_LEASE) $(JAVA_LOCKS)
 
 $(PY_VENV)/.installed: plugins/python-lease/requirements.txt
 	rm -rf $(PY_VENV)
@@ -45,6 +49,9 @@ $(PY_VENV)/.installed: plugins/python-lease/requirements.txt
 
 $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main/java/lockcheck/*.java)
 	cd plugins/java-lease && mvn -q -B package
+
+$(JAVA_LOCKS): plugins/java-locks/pom.xml $(wildcard plugins/java-locks/src/main/java/lockcheck/locks/*.java)
+	cd plugins/java-locks && mvn -q -B package
 
 # A real test end to end: the fenced lease under every fault for a minute,
 # stored, checked and reported under store/ (the cluster stays up for more
@@ -92,4 +99,4 @@ test: setup unit jepsen
 
 clean:
 	-$(BIN) cluster down
-	rm -rf bin store .cache plugins/java-lease/target
+	rm -rf bin store .cache plugins/java-lease/target plugins/java-locks/target

@@ -56,6 +56,7 @@ import (
 	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
+	"github.com/lockcheck/lockcheck/lockcmd"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
@@ -82,9 +83,10 @@ const (
 
 // Lock is the lock under test: exactly one of New, Recipe, Command and URL.
 type Lock struct {
-	// Name names its runs in the store (default "mine"; with Command
-	// "plugin", with URL "http"; a Recipe keeps its own): lower-case words
-	// joined by dashes.
+	// Name names its runs in the store and the meta line's lock (default
+	// "mine"; with Command the base name of its program, lockcmd.Name:
+	// "python-lease" for plugins/python-lease/run; with URL "http"; a
+	// Recipe keeps its own): lower-case words joined by dashes.
 	Name string
 	// New makes one client's lock: once per client when the run starts,
 	// and once before, to check that it can.
@@ -143,6 +145,7 @@ func (l Lock) recipe() (runner.Recipe, error) {
 		return runner.LookupRecipe(l.Recipe)
 	case l.Command != "":
 		r = runner.CmdRecipe(l.Command, promise)
+		r.Name = lockcmd.Name(l.Command)
 	case l.URL != "":
 		// The address is checked here; whether it answers, before a run.
 		d, err := httplock.New(l.URL)
@@ -251,6 +254,11 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.test.TTL = d }
 // WithPauseExtra sets how much longer than its lease a holder paused by
 // client-pause stalls (default nemesis.DefaultClientPauseExtra).
 func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.PauseExtra = d } }
+
+// WithSkewAhead makes client-clock set the contender's clock ahead by its
+// skew instead of behind (--skew-ahead): the fault of a lock whose expiry is
+// a comparison of client clocks, as ShedLock's.
+func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true } }
 
 // WithPinClients sends client i's queries through node i mod nodes alone
 // instead of the token-aware replica all clients share (--pin-clients): the

@@ -11,12 +11,12 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// ClientClock sets a contender's clock behind.
+// ClientClock sets a contender's clock behind (or ahead: WithClientSkewAhead).
 const ClientClock = history.KindClientClock
 
 var clientClockKind = Kind{
 	Name: ClientClock, Scope: ScopeClient, Color: "#edc948",
-	Doc: "Sets one contender's clock behind (1 s to 30 s by default), stepped between two of its operations; a lock " +
+	Doc: "Sets one contender's clock behind (1 s to 30 s by default; ahead with run --skew-ahead), stepped between two of its operations; a lock " +
 		"with its own process gets the step too (workload.ClockSetter).",
 	StartValue: history.ClientClockStart{Client: 3, Offset: "-5.658s"}, StopValue: history.ClientClockStop{Client: 3},
 	New: func() Injector { return &clientClock{} },
@@ -51,6 +51,9 @@ const clientClockWait = 10 * time.Second
 // is still inside.
 func (c *clientClock) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
 	d := -logUniform(e.Sched, e.SkewMin, e.SkewMax).Round(time.Millisecond)
+	if e.SkewAhead {
+		d = -d
+	}
 	holders := e.Clients.Holders()
 	var cands []int
 	for i := range e.Clients.Clients() {

@@ -87,7 +87,11 @@ type Env struct {
 
 	PauseExtra       time.Duration // client-pause: stall past the lease by this
 	SkewMin, SkewMax time.Duration // client-clock: the skew's bounds
-	LossMin, LossMax float64       // loss: the drop probability's bounds
+	// SkewAhead: client-clock sets the contender's clock ahead instead of
+	// behind (a lock whose expiry is a comparison of client clocks fails
+	// when a contender's clock runs ahead).
+	SkewAhead        bool
+	LossMin, LossMax float64 // loss: the drop probability's bounds
 	// Pins are the clients' coordinators (client -> node name) when every
 	// query of a client goes to one node (`run --pin-clients`); the aimed
 	// kinds (coord-partition, coord-clock) need them.
@@ -171,6 +175,12 @@ func WithClientPauseExtra(d time.Duration) Option {
 // log-uniform amount in [min, max) (default 1s..30s).
 func WithClientSkew(min, max time.Duration) Option {
 	return func(n *Nemesis) { n.env.SkewMin, n.env.SkewMax = min, max }
+}
+
+// WithClientSkewAhead makes client-clock set the contender's clock ahead
+// by the skew instead of behind.
+func WithClientSkewAhead(ahead bool) Option {
+	return func(n *Nemesis) { n.env.SkewAhead = ahead }
 }
 
 // WithLoss bounds the probability that the loss fault drops a packet: it is

@@ -380,13 +380,13 @@ func TestPartitionGrudges(t *testing.T) {
 }
 
 // schedule runs a nemesis over fake nodes and returns its lines.
-func schedule(t *testing.T, seed int64, kinds []string, d time.Duration) ([]history.Op, []*fakeNode, *fakeClients) {
+func schedule(t *testing.T, seed int64, kinds []string, d time.Duration, opts ...Option) ([]history.Op, []*fakeNode, *fakeClients) {
 	t.Helper()
 	ts, fs := fakeCluster(3)
 	rec := &memRec{}
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
-	n, err := New(ts, rec, WithKinds(kinds...), WithSeed(seed), WithInterval(10*time.Millisecond),
-		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond), WithPins(testPins))
+	n, err := New(ts, rec, append([]Option{WithKinds(kinds...), WithSeed(seed), WithInterval(10 * time.Millisecond),
+		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond), WithPins(testPins)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,34 +535,50 @@ func TestSameSeedSameSchedule(t *testing.T) {
 	}
 }
 
+// Client faults: a pause of the holder, and a contender's clock set behind
+// by 1-30 s, or ahead by as much with WithClientSkewAhead.
 func TestClientFaults(t *testing.T) {
-	ops, _, cl := schedule(t, 3, []string{ClientPause, ClientClock}, 800*time.Millisecond)
-	if cl.pauses == 0 {
-		t.Error("no client pause armed")
-	}
-	skews := 0
-	for _, op := range ops {
-		if op.F != "start-"+ClientClock {
-			continue
-		}
-		skews++
-		var v struct {
-			Client int
-			Offset string
-		}
-		if err := json.Unmarshal(op.Value, &v); err != nil {
-			t.Fatal(err)
-		}
-		if v.Client == 0 {
-			t.Errorf("skewed the holder (client 0), not a contender")
-		}
-		d, err := time.ParseDuration(v.Offset)
-		if err != nil || d > -time.Second || d < -30*time.Second {
-			t.Errorf("client offset %q outside -30s..-1s", v.Offset)
-		}
-	}
-	if skews == 0 {
-		t.Error("no client clock skew")
+	for _, tc := range []struct {
+		name     string
+		ahead    bool
+		min, max time.Duration
+	}{
+		{"behind", false, -30 * time.Second, -time.Second},
+		{"ahead", true, time.Second, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, _, cl := schedule(t, 3, []string{ClientPause, ClientClock}, 800*time.Millisecond, WithClientSkewAhead(tc.ahead))
+			if cl.pauses == 0 {
+				t.Error("no client pause armed")
+			}
+			skews := 0
+			for _, op := range ops {
+				if op.F != "start-"+ClientClock {
+					continue
+				}
+				skews++
+				var v struct {
+					Client int
+					Offset string
+				}
+				if err := json.Unmarshal(op.Value, &v); err != nil {
+					t.Fatal(err)
+				}
+				if v.Client == 0 {
+					t.Errorf("skewed the holder (client 0), not a contender")
+				}
+				d, err := time.ParseDuration(v.Offset)
+				if err != nil || d < tc.min || d > tc.max {
+					t.Errorf("client offset %q outside %v..%v", v.Offset, tc.min, tc.max)
+				}
+				if got := cl.clocks[v.Client]; got != 0 {
+					t.Errorf("client %d's clock left at %v after the heal", v.Client, got)
+				}
+			}
+			if skews == 0 {
+				t.Error("no client clock skew")
+			}
+		})
 	}
 }
 

@@ -35,6 +35,11 @@ type Entry struct {
 	// Resource configures the lock-protected resource of the recipe's runs;
 	// a control recipe breaks it on purpose (workload.AcceptAnyToken).
 	Resource []workload.ResourceOption
+	// NewResource, when set, is the protected resource of the recipe's
+	// runs instead of lockcheck's resource table: a lock whose fencing
+	// lives in the data (a workload.FencedWriter) writes the resource
+	// itself, and the final reads read it here. Schema creates its tables.
+	NewResource func(s *gocql.Session, keyspace string) (workload.Resource, error)
 	// Does and Fails say, in a sentence each, what the recipe does (its CQL
 	// and consistency levels) and how it fails: docs/recipes.md is rendered
 	// from them (runner's TestRecipesReference), so every registered recipe

@@ -26,7 +26,7 @@ type causeRule struct {
 }
 
 var causeRules = []causeRule{
-	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindOverlap},
+	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindOverlap, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
 			v, ok := decode[history.ClientPauseStart](w.Value, "process")
 			if !ok {
@@ -44,6 +44,8 @@ var causeRules = []causeRule{
 			switch a.Kind {
 			case checker.KindOverlap:
 				return who + "; another client acquired the lock while it still believed it held it", true
+			case checker.KindNonLinearizable:
+				return who + "; another client acquired the expired lease, and the stalled holder's late write leaves the lock's operations no legal order", true
 			default:
 				return who + "; its write landed after another client had acquired the expired lease", true
 			}
@@ -53,6 +55,11 @@ var causeRules = []causeRule{
 			v, ok := decode[history.ClientClockStart](w.Value, "client")
 			if !ok || v.Offset == "" {
 				return "", false
+			}
+			if strings.HasPrefix(v.Offset, "+") {
+				return fmt.Sprintf("client %d's clock ran %s ahead (client-clock, --skew-ahead): a lock whose expiry is an instant "+
+					"of the client's clock (ShedLock's lockUntil, Astyanax's lock column) found the holder's lock expired and took it "+
+					"while the holder was inside", v.Client, strings.TrimPrefix(v.Offset, "+")), true
 			}
 			return fmt.Sprintf("client %d's clock was %s off (client-clock): a lock that orders requests by client time "+
 				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside",
@@ -79,8 +86,8 @@ var causeRules = []causeRule{
 				return "", false
 			}
 			return fmt.Sprintf("the lease expired on the server before the holder's deadline: node %s, the coordinator of %s, "+
-				"ran %s ahead (coord-clock), more than a %s lease has left, so an IF NOT EXISTS through it found the holder's row "+
-				"already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
+				"ran %s ahead (coord-clock), more than a %s lease has left, so a conditional write through it (IF NOT EXISTS, IF col = null) "+
+				"found the holder's row or cell already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
 		}},
 	// The writes the cut kept from the other nodes stay missing there after
 	// it, until hints or a read repair bring them: lasting.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,9 +31,6 @@ import (
 // ended.
 func CmdRecipe(command string, promise history.Promise) Recipe {
 	return Recipe{Name: "plugin", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
-		if t.pins != nil {
-			return nil, nil, nil, errPinExternal
-		}
 		if env == nil {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
 		}
@@ -53,7 +51,15 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			}
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
 		}
-		d, err := lockcmd.New(command, lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}, opts...)
+		penv := lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}
+		if t.pins != nil {
+			pins, err := pinAddresses(env, t.pins)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			penv.Pins = pins
+		}
+		d, err := lockcmd.New(command, penv, opts...) // a bad command is refused before the cluster is asked
 		var res workload.Resource
 		closeRes := func() {}
 		if err == nil {
@@ -61,9 +67,13 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			s, res, err = cassandraResource(ctx, env, nil)
 			if err == nil {
 				closeRes = s.Close
+				if penv.DC, err = localDC(ctx, env, s); err == nil {
+					d, err = lockcmd.New(command, penv, opts...)
+				}
 			}
 		}
 		if err != nil {
+			closeRes()
 			if clockDir != "" {
 				os.RemoveAll(clockDir)
 			}
@@ -91,6 +101,20 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		nl := func(client int, _ workload.Clock) (workload.Lock, error) { return locks[client], nil }
 		return nl, res, closeAll, nil
 	}}
+}
+
+// localDC is the data centre a plug-in's driver calls local
+// (LOCKCHECK_DC): the one the user named (run --dc), else the one of the
+// node the harness's session asked.
+func localDC(ctx context.Context, env Env, s *gocql.Session) (string, error) {
+	if e, ok := env.(interface{ LocalDC() string }); ok && e.LocalDC() != "" {
+		return e.LocalDC(), nil
+	}
+	var dc string
+	if err := s.Query(`SELECT data_center FROM system.local`).ScanContext(ctx, &dc); err != nil {
+		return "", fmt.Errorf("local data centre: %w", err)
+	}
+	return dc, nil
 }
 
 // faketimePrefix names the directories of the plug-ins' clock files
@@ -190,6 +214,32 @@ func cassandraResource(ctx context.Context, env Env, schema func(context.Context
 	return s, res, nil
 }
 
-// errPinExternal: a plug-in or a lock service picks its own coordinators, so
-// the harness cannot pin them (nor aim a fault by a pinning it did not make).
-var errPinExternal = errors.New("--pin-clients works with --lock recipes only: a plug-in or lock service chooses its own coordinators")
+// errPinExternal: a lock service picks its own coordinators, so the harness
+// cannot pin them (nor aim a fault by a pinning it did not make). A plug-in
+// is told its coordinator (LOCKCHECK_PIN).
+var errPinExternal = errors.New("--pin-clients works with --lock recipes and --lock-cmd plug-ins only: a lock service chooses its own coordinators")
+
+// pinAddresses are the CQL addresses (host:port) of the clients' pinned
+// nodes, by client number: the node's address with the contact points'
+// port.
+func pinAddresses(env Env, pins map[int]string) ([]string, error) {
+	port := strconv.Itoa(cqlPort)
+	if cps := env.ContactPoints(); len(cps) > 0 {
+		if _, p, err := net.SplitHostPort(cps[0]); err == nil {
+			port = p
+		}
+	}
+	ips := map[string]string{}
+	for _, tg := range env.Targets() {
+		ips[tg.Name] = tg.IP
+	}
+	out := make([]string, len(pins))
+	for i := range out {
+		ip, ok := ips[pins[i]]
+		if !ok {
+			return nil, fmt.Errorf("pin client %d: no address for node %q", i, pins[i])
+		}
+		out[i] = net.JoinHostPort(ip, port)
+	}
+	return out, nil
+}

@@ -208,6 +208,10 @@ func (e *ExternalEnv) Lease() exclusive.Store {
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }
 
+// LocalDC is the data centre the user named (--dc), "" when none: a
+// plug-in is told it (LOCKCHECK_DC).
+func (e *ExternalEnv) LocalDC() string { return e.cfg.DC }
+
 func (e *ExternalEnv) hostsConfig(keyspace, pin string) cluster.HostsConfig {
 	return cluster.HostsConfig{Hosts: e.cfg.Hosts, Port: e.cfg.Port, DC: e.cfg.DC, Keyspace: keyspace, Pin: pin, Log: e.cfg.Log}
 }

@@ -53,10 +53,12 @@ type Test struct {
 	Seed     int64
 	Store    string
 
-	Interval    time.Duration // mean time between faults
-	Quiet       time.Duration // after healing, before the final reads
-	TTL         time.Duration // the lease recipes' TTL
-	PauseExtra  time.Duration // a paused holder stalls its lease plus this
+	Interval   time.Duration // mean time between faults
+	Quiet      time.Duration // after healing, before the final reads
+	TTL        time.Duration // the lease recipes' TTL
+	PauseExtra time.Duration // a paused holder stalls its lease plus this
+	// SkewAhead: client-clock sets the contender's clock ahead, not behind.
+	SkewAhead   bool
 	HealTimeout time.Duration
 	// PinClients sends every query of client i through node i mod nodes
 	// (`run --pin-clients`) instead of the token-aware replica every client
@@ -353,7 +355,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log)), clientsOpt...)...)
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log)), clientsOpt...)...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}

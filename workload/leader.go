@@ -19,6 +19,25 @@ type Renewer interface {
 	Renew(ctx context.Context, g Grant) (Grant, error)
 }
 
+// RenewChecker is a Renewer that can tell it cannot renew (a plug-in whose
+// setup did not say it renews): while CanRenew is false the leader
+// re-acquires under the same owner, as with a lock that has no Renew.
+type RenewChecker interface {
+	CanRenew() bool
+}
+
+// renewer is lock's Renewer, nil when it has none or cannot renew now.
+func renewer(lock Lock) Renewer {
+	rn, ok := lock.(Renewer)
+	if !ok {
+		return nil
+	}
+	if rc, ok := lock.(RenewChecker); ok && !rc.CanRenew() {
+		return nil
+	}
+	return rn
+}
+
 // Workload shapes (WithShape).
 const (
 	// ShapeCycle: acquire, one write, a short hold, release (the default).
@@ -103,7 +122,7 @@ func (w *Workload) heartbeat(ctx context.Context, i, proc int, lock Lock, g Gran
 	// acquire that waits out its own lease and wins the lock again later
 	// is a new term after a gap, not this one extended.
 	renew := func(ctx context.Context) (Grant, error) { return lock.Acquire(ctx, g.Lock, g.Owner) }
-	if rn, ok := lock.(Renewer); ok {
+	if rn := renewer(lock); rn != nil {
 		f, timeout = history.FRenew, w.cfg.acquireTimeout
 		renew = func(ctx context.Context) (Grant, error) { return rn.Renew(ctx, g) }
 	}

@@ -337,7 +337,12 @@ func (w *Workload) add(ctx context.Context, i, proc int, lock Lock, g Grant) (hi
 		return nil
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout+pd)
-	aerr := w.res.Add(actx, g.Lock, elem, g.Token, hook)
+	var aerr error
+	if fw, ok := lock.(FencedWriter); ok {
+		aerr = fw.WriteFenced(actx, g, elem, hook)
+	} else {
+		aerr = w.res.Add(actx, g.Lock, elem, g.Token, hook)
+	}
 	cancel()
 	if req != nil && !stalled.Load() {
 		w.ctl.unclaim(req)

@@ -260,6 +260,7 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, repeat int, s
 		if d, ok := firstAnomaly(out); ok && v == checker.Invalid {
 			res.firsts = append(res.firsts, d)
 		}
+		res.Tally.Saw(out.Result.Anomalies)
 		line := fmt.Sprintf("lockcheck matrix: %s run %d/%d (seed %d): %s, %d ops, %d anomalies", row.Name, r+1, repeat, tc.Seed, v, out.Ops, len(out.Result.Anomalies))
 		if len(missing) > 0 {
 			line += fmt.Sprintf("; no %s fault injected", strings.Join(missing, ", "))
@@ -297,6 +298,7 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown,
 		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(),
 	}
+	rt.Anomalies, rt.Kinds = res.Tally.AnomalyRange()
 	if len(res.loads) > 0 {
 		rt.Load = fmt.Sprintf("%.0f-%.0f", slices.Min(res.loads), slices.Max(res.loads))
 	}
