@@ -88,6 +88,9 @@ func fakePlugin(mode string) int {
 					env = append(env, k+"="+os.Getenv(k))
 				}
 				r = fail(strings.Join(env, " "))
+			case "pin":
+				v, set := os.LookupEnv("LOCKCHECK_PIN")
+				r = fail(fmt.Sprintf("%q %v", v, set))
 			case "pid":
 				r = fail(fmt.Sprint(os.Getpid()))
 			case "date":

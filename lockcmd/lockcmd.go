@@ -38,6 +38,11 @@ type Env struct {
 	// DC is LOCKCHECK_DC: the data centre of the contact points (drivers
 	// that route by data centre need its name); empty when unknown.
 	DC string
+	// Pins are the clients' coordinators (host:port by client number) when
+	// the run pins its clients (run --pin-clients): client i is told
+	// LOCKCHECK_PIN=Pins[i] and must send every request there, so that
+	// the coord-* faults reach the coordinator it uses. Empty: unpinned.
+	Pins []string
 }
 
 // Option configures a Driver.
@@ -191,6 +196,9 @@ func (l *Lock) start(ctx context.Context) (*proc, error) {
 		"LOCKCHECK_TTL_MS="+strconv.FormatInt(d.env.TTL.Milliseconds(), 10),
 		"LOCKCHECK_DC="+d.env.DC,
 	)
+	if l.client < len(d.env.Pins) {
+		cmd.Env = append(cmd.Env, "LOCKCHECK_PIN="+d.env.Pins[l.client])
+	}
 	if d.cfg.faketime != "" {
 		// The settings that keep a JVM sane under libfaketime (design
 		// notes, Clocks): only the wall clock moves, never the monotonic one.
@@ -198,8 +206,10 @@ func (l *Lock) start(ctx context.Context) (*proc, error) {
 			"FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_FORCE_MONOTONIC_FIX=0")
 	}
 	// A process group of its own: sh's children are stopped, continued and
-	// killed with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// killed with it. Pdeathsig: a harness killed with SIGKILL takes its
+	// plug-ins with it (a plug-in left running would hold a lock the next
+	// run contends for); their children see their stdin close.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("plug-in: %w", err)

@@ -96,6 +96,38 @@ func TestGrantAndRelease(t *testing.T) {
 	}
 }
 
+// A pinned run tells each client its own node (LOCKCHECK_PIN, by client
+// number); an unpinned run sets nothing.
+func TestPinEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pins   []string
+		client int
+		want   string
+	}{
+		{"unpinned", nil, 1, `"" false`},
+		{"client 0", []string{"10.1.0.2:9042", "10.1.0.3:9042"}, 0, `"10.1.0.2:9042" true`},
+		{"client 1", []string{"10.1.0.2:9042", "10.1.0.3:9042"}, 1, `"10.1.0.3:9042" true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv
+			env.Pins = tc.pins
+			d, err := New(fakeCommand("ok"), env, WithGrace(200*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := d.Start(context.Background(), tc.client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if got := answer(t, l, "pin"); got != tc.want {
+				t.Errorf("LOCKCHECK_PIN %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 // A plug-in whose setup says "renew":true is a Renewer: a renew extends
 // the grant (the reply's lease_ms, or the grant's lease when it has none)
 // and keeps its token; a renew of a lock not held is ErrNotHeld. One that

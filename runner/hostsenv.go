@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/sshnode"
 )
@@ -194,6 +196,14 @@ func (e *ExternalEnv) ContactPoints() []string {
 // Describe knows nothing of a user's cluster beyond its hosts: the meta
 // line records no Paxos variant or commitlog it did not set.
 func (e *ExternalEnv) Describe() map[string]string { return nil }
+
+// Lease is a row in the keyspace: users of a cluster of the user's may be
+// on several machines, and CQL is what they all reach.
+func (e *ExternalEnv) Lease() exclusive.Store {
+	hs := slices.Clone(e.cfg.Hosts)
+	slices.Sort(hs)
+	return exclusive.CQL{Session: e.Session, Keyspace: e.cfg.Keyspace, ID: strings.Join(hs, ",") + ":" + strconv.Itoa(cmp.Or(e.cfg.Port, cqlPort)), Log: e.cfg.Log}
+}
 
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }

@@ -36,6 +36,11 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	t.Time, t.Interval, t.Seed = row.Time, row.Interval, row.RunSeed(run)
 	t.Clients, t.Locks, t.Quiet = row.ClientCount(), row.LockCount(), scenario.Quiet
 	t.PinClients = row.Pin
+	if row.Schedule != nil {
+		s := *row.Schedule
+		t.Schedule, t.Nemesis = &s, s.Kinds()
+	}
+	t.SkewAhead = row.SkewAhead
 	if err := t.Validate(); err != nil {
 		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
 	}

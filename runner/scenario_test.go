@@ -30,7 +30,8 @@ func TestScenarioRowsRun(t *testing.T) {
 		}
 		if tc.Recipe.Name != row.Recipe || tc.Time != row.Time || tc.Interval != row.Interval ||
 			tc.Seed != row.Seed+2 || tc.PinClients != row.Pin || !slices.Equal(tc.Nemesis, row.Faults) ||
-			tc.Clients != scenario.DefaultClients || tc.Locks != scenario.DefaultLocks || tc.Workload != row.Shape() {
+			tc.Clients != row.ClientCount() || tc.Locks != row.LockCount() || tc.Workload != row.Shape() ||
+			(row.Schedule == nil) != (tc.Schedule == nil) {
 			t.Errorf("%s: test %+v does not carry the row", row.Name, tc)
 		}
 		if _, err := ScenarioClusterOptions(row.Cluster, lazyFS); err != nil {

@@ -66,36 +66,63 @@ var Catalogue = []Lock{
 		Fix: "Take `now` from the server rather than from the client (or fence the protected work with a token bumped in " +
 			"the same LWT): a clock that runs ahead must not be able to call a live lock expired.",
 		Advice: "Keep every scheduler node's clock synchronised (NTP, with alarms on offset) and lockAtMostFor well above " +
-			"both the task's length and the worst clock offset; never rely on it for work that must not overlap.",
+			"both the task's length and the worst clock offset; never rely on it for work that must not overlap. Give " +
+			"every instance a host name of its own: lockedBy is InetAddress.getLocalHost's name, and instances that share " +
+			"one (several JVMs on a host, host networking) extend and unlock each other's locks.",
+		Missing: "Nothing of the lock: the released jar runs. The application around it is lockcheck's plug-in " +
+			"(lockAtMostFor = the run's TTL, lockAtLeastFor = 0, a poll while ShedLock answers held); each client runs " +
+			"in a UTS namespace with a host name of its own, as separate instances would. Maven Central here lists 5.0.1 " +
+			"as the provider's last release; upstream's master (7.x) has the same statements, but throws on an LWT's " +
+			"server error where 5.0.1 answers not locked.",
 	},
 	{
 		Name: "Apache Cassandra Sidecar's cluster lease", Recipe: "sidecar",
 		Source: "github.com/apache/cassandra-sidecar", Commit: "01cdae76b1a44e44faa7d1213f1e78c04ce088d4",
 		Paths: []string{
-			"server/src/main/java/org/apache/cassandra/sidecar/db/schema/SidecarLeaseSchema.java",
 			"server/src/main/java/org/apache/cassandra/sidecar/coordination/ClusterLeaseClaimTask.java",
+			"server/src/main/java/org/apache/cassandra/sidecar/db/schema/SidecarLeaseSchema.java",
+			"server/src/main/java/org/apache/cassandra/sidecar/db/SidecarLeaseDatabaseAccessor.java",
 		},
 		Language: "Java", Form: Reexpression, Here: "plugins/java-locks (SidecarLease)",
-		Promise: "Best effort, in its own javadoc: one Sidecar instance runs cluster-wide tasks, taken by `INSERT ... IF " +
-			"NOT EXISTS` and extended by `UPDATE ... SET owner = ? WHERE name = ? IF owner = ?` with no `USING TTL` " +
-			"(the table's default TTL); no release.",
-		Fix: "Carry `USING TTL` on the extend (or re-insert) and fence the cluster-wide work with a token bumped with " +
-			"each claim, checked where the work writes.",
-		Advice:  "Treat the lease as a scheduling hint: make the tasks it guards idempotent and safe to run twice.",
-		Missing: "Sidecar's driver 3 is replaced by the DataStax Java driver 4 (the statements and consistency levels are Sidecar's).",
+		Promise: "Best effort, in its own javadoc: several members of the electorate may hold the lease at once (partitions), " +
+			"so what the holder runs must be safe to run twice. One row `'cluster_lease_holder'`: claim " +
+			"`INSERT ... (name,owner) VALUES ('cluster_lease_holder',?) IF NOT EXISTS USING TTL <ttl>`, extend " +
+			"`UPDATE ... USING TTL <ttl> SET owner = ? WHERE name = 'cluster_lease_holder' IF owner = ?` (TTL 120 s by " +
+			"default, burnt into the statements), every 30 s or more; the session's LOCAL_ONE and SERIAL; no release. " +
+			"The holder counts its lease from the reply (`Instant.now()` + TTL) and, when an extend's outcome or owner " +
+			"is unknown, keeps the lease until that reckoning runs out.",
+		Fix: "Count the lease from before the claim or extend was sent, less a second for Cassandra's whole-second expiry, " +
+			"and step down at once when an extend's outcome is unknown; to be safe, fence the cluster-wide work with a " +
+			"token bumped with each claim.",
+		Advice: "Treat the lease as a scheduling hint: make the tasks it guards idempotent and safe to run twice, as its javadoc asks.",
+		Missing: "Sidecar's driver 3 is replaced by the DataStax Java driver 4 (the statements, consistency levels and error " +
+			"handling are Sidecar's). SidecarLeaseSchema is followed at 5a98c3faf33f and SidecarLeaseDatabaseAccessor at " +
+			"2ee05f276c5c (the versions stored; at those the extend carries `USING TTL`). The run's TTL replaces 120 s and " +
+			"the claim is polled, not run every 30 s; `'cluster_lease_holder'` is a literal, so a run has one lease.",
 	},
 	{
 		Name: "Cassandra Reaper's leader election", Recipe: "reaper",
 		Source: "github.com/thelastpickle/cassandra-reaper", Commit: "b0c172a9bb0389d7fc76757172fa1c7c60d4fa0f",
-		Paths:    []string{"src/server/src/main/java/io/cassandrareaper/storage/cassandra/CassandraConcurrencyDao.java"},
+		Paths: []string{
+			"src/server/src/main/java/io/cassandrareaper/storage/cassandra/CassandraConcurrencyDao.java",
+			"src/server/src/main/resources/db/cassandra/034_init_reaper_db.cql",
+			"src/server/src/main/java/io/cassandrareaper/service/RepairManager.java",
+			"src/server/src/main/java/io/cassandrareaper/storage/cassandra/RetryPolicyImpl.java",
+		},
 		Language: "Java", Form: Reexpression, Here: "plugins/java-locks (ReaperLeader)",
-		Promise: "One Reaper instance leads a repair segment: `INSERT ... IF NOT EXISTS USING TTL ?`, renew " +
-			"`UPDATE ... USING TTL ? ... IF reaper_instance_id = ?`, release `DELETE ... IF ...`, QUORUM; a lead lasts " +
-			"until a renew fails.",
-		Fix: "Bound the leader's belief by its own clock (stop before the TTL runs out, as a lease does) and fence the " +
-			"segment's writes with a token bumped with each lead.",
+		Promise: "One Reaper instance leads a repair segment (or run): take `INSERT INTO leader(leader_id, reaper_instance_id," +
+			"reaper_instance_host, last_heartbeat)VALUES(?, ?, ?, toTimestamp(now())) IF NOT EXISTS USING TTL ?`, or, when " +
+			"that fails, renew `UPDATE leader USING TTL ? SET ... WHERE leader_id = ? IF reaper_instance_id = ?`; release " +
+			"`DELETE FROM leader WHERE leader_id = ? IF reaper_instance_id = ?`; QUORUM, LEAD_DURATION 90 s; LWTs never " +
+			"retried (not idempotent). Reaper keeps no clock of a lead: it leads until a renew says otherwise.",
+		Fix: "Bound the leader's belief by its own clock (stop before the TTL, less a margin, counted from before the " +
+			"renew was sent) and fence the segment's writes with a token bumped with each lead.",
 		Advice: "A paused or partitioned Reaper can repair a segment another instance also repairs: harmless for repair " +
 			"itself (it is idempotent), but do not reuse this pattern for work that is not.",
+		Missing: "The run's TTL (whole seconds) replaces LEAD_DURATION 90 s; leader_id, a timeuuid, is a version-1 UUID " +
+			"made from the lock name; Reaper renews as its repair goes on, here at lockcheck's heartbeat. The paths are " +
+			"at the commits their header names (the DAO at b0c172a9bb03, the schema at 575145837044, the retry " +
+			"policy at e7f5dae52188, RepairManager at 8a4cf83df173).",
 	},
 	{
 		Name: "Temporal's shard ownership", Recipe: "temporal-shard",
@@ -127,7 +154,9 @@ var Catalogue = []Lock{
 		Advice: "Do not use it where mutual exclusion matters; two writers that write then read at once can both " +
 			"see the other and both back off, or, with clocks apart, both proceed.",
 		Missing: "Astyanax speaks Thrift, gone from Cassandra 4.0: the column family is its CQL view " +
-			"(key, column1, value), with the driver's client-side timestamps as Thrift mutations carried.",
+			"(key, column1, value), with the driver's client-side timestamps as Thrift mutations carried. The lock " +
+			"timeout (expireLockAfter, 60 minutes by default) is the run's TTL; no column TTL (withTtl unset); the " +
+			"application retries a busy lock with a new lock column (RunOnce allows the recipe none).",
 	},
 	{
 		Name: "jroimartin/caslock", Recipe: "caslock",
@@ -231,6 +260,9 @@ func RunCommand(r Row) string {
 	}
 	if r.Pin {
 		b.WriteString(" --pin-clients")
+	}
+	if r.SkewAhead {
+		b.WriteString(" --skew-ahead")
 	}
 	if r.ClientCount() != DefaultClients {
 		fmt.Fprintf(&b, " --clients %d", r.ClientCount())

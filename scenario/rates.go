@@ -31,6 +31,10 @@ type Rate struct {
 	// Load is the machine's load average over the runs ("10-30", "idle");
 	// "" when it was not recorded.
 	Load string `json:"load,omitempty"`
+	// FirstAnomaly is the median, over the invalid runs, of the time from
+	// the start of the clients and faults to the first anomaly; absent
+	// when not measured.
+	FirstAnomaly Duration `json:"first_anomaly,omitempty"`
 	// Anomalies is the range of anomalies the checker reported per run
 	// ("0-12"), and Kinds their kinds over the runs; empty when not
 	// recorded.

@@ -157,9 +157,16 @@ type Row struct {
 	Interval time.Duration // mean time between faults
 	// Pin pins the clients round-robin to the nodes (run --pin-clients),
 	// which the aimed coord-* faults need.
-	Pin     bool
-	Clients int // 0: DefaultClients
-	Locks   int // 0: DefaultLocks
+	Pin bool
+	// Schedule, when set, is dealt instead of drawn faults: a shrunk
+	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
+	// Faults are then its kinds, and the name ends in "/shrunk".
+	Schedule *nemesis.Schedule
+	Clients  int // 0: DefaultClients
+	Locks    int // 0: DefaultLocks
+	// SkewAhead sets client-clock's contender ahead instead of behind
+	// (run --skew-ahead); the row's faults name it client-clock-ahead.
+	SkewAhead bool
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -211,7 +218,15 @@ func (r Row) FaultsName() string {
 	case slices.Equal(r.Faults, NodeFaults):
 		return "node-faults"
 	}
-	return strings.Join(r.Faults, "+")
+	names := slices.Clone(r.Faults)
+	if r.SkewAhead {
+		for i, k := range names {
+			if k == nemesis.ClientClock {
+				names[i] = k + "-ahead"
+			}
+		}
+	}
+	return strings.Join(names, "+")
 }
 
 // Expected says what the row asserts, for tables.
@@ -295,6 +310,20 @@ func (r Row) Check() error {
 			bad("fault %s is aimed by the clients' coordinators: the row needs Pin", k)
 		}
 	}
+	if r.Schedule != nil {
+		if err := r.Schedule.Validate(); err != nil {
+			bad("%v", err)
+		}
+		if !slices.Equal(r.Schedule.Kinds(), r.Faults) {
+			bad("faults %v: want the schedule's kinds %v", r.Faults, r.Schedule.Kinds())
+		}
+		if end := r.Schedule.End(); end > r.Time {
+			bad("the schedule's last window ends at %v, after the row's time %v", end, r.Time)
+		}
+	}
+	if r.SkewAhead && !slices.Contains(r.Faults, nemesis.ClientClock) {
+		bad("skew ahead without %s: it sets that fault's direction", nemesis.ClientClock)
+	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")
 	}
@@ -311,6 +340,9 @@ func (r Row) canonicalName() string {
 	}
 	if r.Workload != "" && r.Workload != workload.ShapeCycle {
 		name += "/" + r.Workload
+	}
+	if r.Schedule != nil {
+		name += "/shrunk"
 	}
 	return name
 }

@@ -55,6 +55,11 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"name hides the cluster", func(r *Row) { r.Cluster = Cluster{Paxos: "v2"} }, `want "v2/lease/client-pause"`},
 		{"name hides the shape", func(r *Row) { r.Workload = workload.ShapeLeader }, `want "lease/client-pause/leader"`},
 		{"name with a space", func(r *Row) { r.Name = "lease client-pause" }, "lower-case words"},
+		{"name hides the schedule", func(r *Row) { r.Schedule = &pauseSchedule }, `want "lease/client-pause/shrunk"`},
+		{"schedule of other kinds", func(r *Row) {
+			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientClock, For: nemesis.Duration(s)}}}
+		}, "want the schedule's kinds [client-clock]"},
+		{"schedule longer than the row", func(r *Row) { r.Name, r.Schedule, r.Time = "lease/client-pause/shrunk", &pauseSchedule, 3*s }, "after the row's time"},
 		{"promise of a recipe", func(r *Row) { r.Promise = history.PromiseFenced }, "without a command"},
 		{"plug-in with a bad name", func(r *Row) { r.Command, r.Recipe, r.Name = "plugins/x/run", "X_lock", "X_lock/client-pause" }, "a plug-in's name"},
 		{"plug-in outside the repository", func(r *Row) { r.Command = "/usr/bin/lock" }, "a path inside the repository"},
@@ -324,3 +329,5 @@ func TestGroups(t *testing.T) {
 		t.Errorf("Groups = %+v", g)
 	}
 }
+
+var pauseSchedule = nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s)}}}

@@ -78,7 +78,7 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 	// Terms differ a little so that the clients' hand-overs do not fall
 	// into step.
 	end := time.Now().Add(w.cfg.term/2 + randDur(r, w.cfg.term))
-	beat := w.heartbeatAt(g)
+	beat := heartbeatAt(g)
 	for ctx.Err() == nil && time.Now().Before(end) {
 		if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
 			break // the lease ran out: no longer the leader by its own clock
@@ -88,7 +88,7 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 			if g, held, err = w.heartbeat(ctx, i, proc, lock, g); err != nil || !held {
 				return err // stepped down (the lock said not held, or did not answer)
 			}
-			beat = w.heartbeatAt(g)
+			beat = heartbeatAt(g)
 			continue
 		}
 		if t, err := w.write(ctx, i, proc, lock, g); err != nil || t == history.Info {
@@ -99,13 +99,16 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 	return w.release(ctx, i, lock, g)
 }
 
-// heartbeatAt is when a leader holding g renews: at the configured fraction
-// of its lease; never for a grant that does not expire.
-func (w *Workload) heartbeatAt(g Grant) time.Time {
+// heartbeatAt is when a leader holding g renews: when the configured
+// fraction of its lease has passed, counted back from the grant's deadline
+// (the lease runs from the grant's invocation, not from its answer: after a
+// slow grant, now + lease/3 can fall after the deadline); never for a grant
+// that does not expire.
+func heartbeatAt(g Grant) time.Time {
 	if g.Deadline.IsZero() || g.Lease <= 0 {
 		return time.Time{}
 	}
-	return time.Now().Add(time.Duration(float64(g.Lease) * DefaultHeartbeatFraction))
+	return g.Deadline.Add(-time.Duration(float64(g.Lease) * (1 - DefaultHeartbeatFraction)))
 }
 
 // heartbeat renews g (Renewer) or re-acquires it under the same owner,
