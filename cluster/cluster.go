@@ -167,9 +167,10 @@ func (c *Cluster) start(ctx context.Context) error {
 // nodeFiles are the files every node gets before it starts: the scripts and
 // configuration of the image inputs (so a user's image needs none of them)
 // and the node's own cassandra.yaml.
-func nodeFiles(yaml []byte) ([]file, error) {
+func nodeFiles(yaml, rackDC []byte) ([]file, error) {
 	files := []file{
 		{path: confDir + "/cassandra.yaml", mode: 0o644, body: yaml},
+		{path: confDir + "/cassandra-rackdc.properties", mode: 0o644, body: rackDC},
 		{path: faketimeFile, mode: 0o644, body: []byte(clockOffsetLine(0))},
 	}
 	for _, f := range []struct{ src, dst string }{
@@ -210,7 +211,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := nodeFiles(yaml)
+	files, err := nodeFiles(yaml, nc.rackDC())
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +254,8 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelNodes:    strconv.Itoa(c.cfg.nodes),
 		labelImage:    c.cfg.image,
 		labelLazyFS:   lazy,
+		labelDC:       nc.DC,
+		labelDCs:      strconv.Itoa(c.cfg.dcCount()),
 	}
 	res, err := c.d.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: c.cfg.name + "-" + name,
@@ -275,7 +278,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 	if err := c.d.copyFiles(ctx, res.ID, files); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &Node{Name: name, IP: ip.String(), ContainerID: res.ID, c: c}, nil
+	return &Node{Name: name, IP: ip.String(), ContainerID: res.ID, DC: nc.DC, c: c}, nil
 }
 
 func (c *Cluster) createKeyspace(ctx context.Context) error {
@@ -286,7 +289,7 @@ func (c *Cluster) createKeyspace(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	if err := CreateKeyspace(ctx, s, c.keyspace, c.cfg.replicationFactor(), ""); err != nil {
+	if err := createKeyspace(ctx, s, c.keyspace, c.cfg.replicationFactor(), c.perDC(c.cfg.replicationFactor())); err != nil {
 		return err
 	}
 	if err := s.AwaitSchemaAgreement(ctx); err != nil {
@@ -332,6 +335,7 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	lb := cs[0].Labels
 	cfg.nodes, _ = strconv.Atoi(lb[labelNodes])
 	cfg.rf, _ = strconv.Atoi(lb[labelRF])
+	cfg.dcs, _ = strconv.Atoi(lb[labelDCs]) // none: a cluster of one data centre
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -362,7 +366,7 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 		if ep == nil || ep.IPAMConfig == nil {
 			return nil, fmt.Errorf("node %s is not on network %s", name, c.netName)
 		}
-		c.nodes = append(c.nodes, &Node{Name: name, IP: ep.IPAMConfig.IPv4Address.String(), ContainerID: s.ID, c: c})
+		c.nodes = append(c.nodes, &Node{Name: name, IP: ep.IPAMConfig.IPv4Address.String(), ContainerID: s.ID, DC: cmp.Or(s.Labels[labelDC], "dc1"), c: c})
 	}
 	slices.SortFunc(c.nodes, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range c.nodes {
@@ -403,6 +407,29 @@ func (c *Cluster) Keyspace() string { return c.keyspace }
 
 // ReplicationFactor is the keyspace's replication factor.
 func (c *Cluster) ReplicationFactor() int { return c.cfg.replicationFactor() }
+
+// DCs are the data centres, "dc1".."dcN" (one, "dc1", unless started
+// WithDCs; a cluster of one data centre runs SimpleSnitch, whose data centre
+// Cassandra calls datacenter1).
+func (c *Cluster) DCs() []string { return c.cfg.dcNames() }
+
+// perDC is the replication of a keyspace with rf replicas in each data
+// centre (rf 0: every node of each), nil for a cluster of one data centre
+// (SimpleStrategy).
+func (c *Cluster) perDC(rf int) map[string]int {
+	if c.cfg.dcCount() < 2 {
+		return nil
+	}
+	out := map[string]int{}
+	for _, n := range c.nodes {
+		if rf == 0 {
+			out[n.DC]++
+		} else {
+			out[n.DC] = rf
+		}
+	}
+	return out
+}
 
 // Paxos is the nodes' paxos_variant ("v1" or "v2").
 func (c *Cluster) Paxos() string { return c.cfg.paxos }
@@ -570,7 +597,7 @@ func (c *Cluster) createHealthTable(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	if err := CreateKeyspace(ctx, s, healthKeyspace, len(c.nodes), ""); err != nil {
+	if err := createKeyspace(ctx, s, healthKeyspace, len(c.nodes), c.perDC(0)); err != nil {
 		return fmt.Errorf("health table: %w", err)
 	}
 	if err := s.Query(fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.probe (k int PRIMARY KEY)`, healthKeyspace)).ExecContext(ctx); err != nil {
@@ -614,6 +641,9 @@ type NodeStatus struct {
 	State string
 	// Container is Docker's state of the node's container ("running", "paused", "exited").
 	Container string
+	// DC is the node's data centre as the ring sees it ("" when no node
+	// could be asked).
+	DC string
 	// Version is the node's Cassandra release_version, "" when unreachable.
 	Version string
 	// Faults are what lockcheck left on the node (Node.Faults): why a node
@@ -625,7 +655,7 @@ type NodeStatus struct {
 // node sees it, its container state and Cassandra version.
 func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 	out := make([]NodeStatus, len(c.nodes))
-	var view map[string]string
+	var view map[string]RingEntry
 	for i, n := range c.nodes {
 		out[i] = NodeStatus{Name: n.Name, IP: n.IP, State: "DN"}
 		ins, err := c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
@@ -649,8 +679,11 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 		cancel()
 	}
 	for i := range out {
-		if st, ok := view[out[i].IP]; ok && out[i].Container != string(container.StatePaused) {
-			out[i].State = st
+		if e, ok := view[out[i].IP]; ok {
+			out[i].DC = e.DC
+			if out[i].Container != string(container.StatePaused) {
+				out[i].State = e.State
+			}
 		}
 	}
 	return out, nil

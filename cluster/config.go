@@ -19,6 +19,10 @@ type nodeConfig struct {
 	Address       string
 	CommitlogSync string
 	PaxosVariant  string
+	// Snitch is SimpleSnitch for one data centre, else
+	// GossipingPropertyFileSnitch reading DC from cassandra-rackdc.properties.
+	Snitch string
+	DC     string
 	// Legacy: Cassandra 4.0, which reads only the old setting names.
 	Legacy bool
 }
@@ -123,12 +127,30 @@ func newLayout(subnet netip.Prefix, n int) layout {
 
 // nodeConfigs renders the per-node settings of a cluster: every node is a
 // seed, so that nodes starting at the same time need not wait for one
-// particular node to find the ring.
+// particular node to find the ring. With several data centres each one's
+// ring is split evenly on its own (NetworkTopologyStrategy places a data
+// centre's replicas by its own nodes' tokens), shifted by the data centre's
+// number so that no two nodes share a token.
 func nodeConfigs(c config, l layout) []nodeConfig {
-	toks := tokens(len(l.nodes))
 	seeds := make([]string, len(l.nodes))
 	for i, a := range l.nodes {
 		seeds[i] = a.String()
+	}
+	members := map[string][]int{} // data centre -> node indexes
+	for i := range l.nodes {
+		dc := c.dcOf(i)
+		members[dc] = append(members[dc], i)
+	}
+	toks := make([]string, len(l.nodes))
+	for d, dc := range c.dcNames() {
+		for j, tok := range tokens(len(members[dc])) {
+			t, _ := new(big.Int).SetString(tok, 10)
+			toks[members[dc][j]] = t.Add(t, big.NewInt(int64(d))).String()
+		}
+	}
+	snitch := "SimpleSnitch"
+	if c.dcCount() > 1 {
+		snitch = "GossipingPropertyFileSnitch"
 	}
 	out := make([]nodeConfig, len(l.nodes))
 	for i, a := range l.nodes {
@@ -139,10 +161,19 @@ func nodeConfigs(c config, l layout) []nodeConfig {
 			Address:       a.String(),
 			CommitlogSync: c.commitlogSync,
 			PaxosVariant:  c.paxos,
+			Snitch:        snitch,
+			DC:            c.dcOf(i),
 			Legacy:        c.release().LegacyYAML,
 		}
 	}
 	return out
+}
+
+// rackDC is the node's cassandra-rackdc.properties, which
+// GossipingPropertyFileSnitch reads from the classpath (the entrypoint puts
+// the configuration directory on it). One rack a data centre.
+func (nc nodeConfig) rackDC() []byte {
+	return []byte("dc=" + nc.DC + "\nrack=rack1\n")
 }
 
 // clockOffsetLine formats a clock offset for libfaketime's timestamp file:

@@ -37,6 +37,8 @@ const (
 	labelNodes    = "io.lockcheck.nodes"
 	labelImage    = "io.lockcheck.image"
 	labelLazyFS   = "io.lockcheck.lazyfs"
+	labelDC       = "io.lockcheck.dc"
+	labelDCs      = "io.lockcheck.dcs"
 )
 
 // docker is the Docker client testcontainers-go provides (it finds the

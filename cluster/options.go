@@ -17,6 +17,7 @@ const (
 	DefaultKeyspace = "lockcheck"
 	DefaultPaxos    = "v1"
 	MaxNodes        = 5
+	MaxDCs          = 2
 )
 
 // An Option configures Start and Attach.
@@ -32,7 +33,8 @@ type config struct {
 	commitlogSync string
 	heap          string
 	image         string
-	rf            int // 0: as many as nodes
+	rf            int // 0: as many as nodes (per data centre: as many as the smallest has)
+	dcs           int // data centres; 0 or 1: one
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -79,8 +81,17 @@ func WithHeap(size string) Option { return func(c *config) { c.heap = size } }
 func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
 
 // WithReplicationFactor sets the lockcheck keyspace's replication factor
-// (default: the number of nodes).
+// (default: the number of nodes); with WithDCs, the factor in each data
+// centre (default: the nodes of the smallest one).
 func WithReplicationFactor(rf int) Option { return func(c *config) { c.rf = rf } }
+
+// WithDCs splits the nodes into n data centres, dc1..dcN, in order (4 nodes
+// in 2: n1 n2 in dc1, n3 n4 in dc2; a remainder goes to the first ones).
+// The nodes then run GossipingPropertyFileSnitch, each with its
+// cassandra-rackdc.properties, and the keyspace is NetworkTopologyStrategy
+// with the replication factor in every data centre. Each data centre needs
+// two nodes at least: one node alone has no local quorum to lose.
+func WithDCs(n int) Option { return func(c *config) { c.dcs = n } }
 
 // WithSubnet sets the cluster network's IPv4 subnet, a /24 or larger, e.g.
 // "10.199.7.0/24" (default: one derived from the cluster's name). Use it when
@@ -159,7 +170,14 @@ func (c *config) validate() error {
 	} else if mb := heapMB(c.heap); mb < 256 || mb > 8192 {
 		errs = append(errs, fmt.Sprintf("heap %q: want 256M to 8G", c.heap))
 	}
-	if c.rf < 0 || c.rf > c.nodes {
+	switch {
+	case c.dcs < 0 || c.dcs > MaxDCs:
+		errs = append(errs, fmt.Sprintf("data centres %d: want 1 to %d", c.dcs, MaxDCs))
+	case c.dcs > 1 && c.nodes < 2*c.dcs:
+		errs = append(errs, fmt.Sprintf("data centres %d with %d nodes: want at least 2 nodes in each (--nodes %d)", c.dcs, c.nodes, 2*c.dcs))
+	case c.dcs > 1 && (c.rf < 0 || c.rf > c.smallestDC()):
+		errs = append(errs, fmt.Sprintf("replication factor %d: want 1 to the nodes of the smallest data centre (%d)", c.rf, c.smallestDC()))
+	case c.dcs <= 1 && (c.rf < 0 || c.rf > c.nodes):
 		errs = append(errs, fmt.Sprintf("replication factor %d: want 1 to the number of nodes (%d)", c.rf, c.nodes))
 	}
 	if c.subnet != "" {
@@ -195,14 +213,51 @@ func (c *config) release() Version {
 	return v
 }
 
-// replicationFactor is the keyspace's factor: the option or, by default, one
-// replica on every node.
+// replicationFactor is the keyspace's factor (in each data centre): the
+// option or, by default, one replica on every node (of the smallest data
+// centre).
 func (c *config) replicationFactor() int {
-	if c.rf == 0 {
-		return c.nodes
+	switch {
+	case c.rf != 0:
+		return c.rf
+	case c.dcs > 1:
+		return c.smallestDC()
 	}
-	return c.rf
+	return c.nodes
 }
+
+// dcCount is the number of data centres, at least 1.
+func (c *config) dcCount() int { return max(c.dcs, 1) }
+
+// dcOf is the data centre of node i (0-based): "dc1".."dcN", the nodes
+// split in order, a remainder going to the first data centres.
+func (c *config) dcOf(i int) string {
+	n, k := c.nodes, c.dcCount()
+	size, extra := n/k, n%k
+	for d := range k {
+		s := size
+		if d < extra {
+			s++
+		}
+		if i < s {
+			return fmt.Sprintf("dc%d", d+1)
+		}
+		i -= s
+	}
+	return fmt.Sprintf("dc%d", k)
+}
+
+// dcNames are the data centres, "dc1".."dcN".
+func (c *config) dcNames() []string {
+	out := make([]string, c.dcCount())
+	for d := range out {
+		out[d] = fmt.Sprintf("dc%d", d+1)
+	}
+	return out
+}
+
+// smallestDC is the node count of the smallest data centre (the last one).
+func (c *config) smallestDC() int { return c.nodes / c.dcCount() }
 
 // heapMB converts a validated heap size to MiB.
 func heapMB(s string) int {

@@ -112,6 +112,13 @@ mkdir -p /var/lib/cassandra /var/log/cassandra "$CONF/triggers"
 # nodetool finds the jars here.
 echo "$LIB" > "$CONF/lib.path"
 
+# The configuration directory is on the classpath (as Cassandra's conf/ is):
+# GossipingPropertyFileSnitch reads cassandra-rackdc.properties from there.
+# node.options, when package cluster writes one, holds flags of this node
+# alone (a replacing node's -Dcassandra.replace_address_first_boot).
+NODE_OPTS=
+[ -f "$CONF/node.options" ] && NODE_OPTS=$(grep -E '^-' "$CONF/node.options" || true)
+
 # The pid file lets Node.SignalJVM find the JVM; exec keeps this pid.
 echo $$ > /run/cassandra.pid
 
@@ -124,7 +131,7 @@ exec env \
   FAKETIME_DONT_FAKE_MONOTONIC=1 \
   FAKETIME_FORCE_MONOTONIC_FIX=0 \
   java \
-  $(grep -E '^-' "$CONF/jvm.options") \
+  $(grep -E '^-' "$CONF/jvm.options") $NODE_OPTS \
   "-Xms$HEAP" "-Xmx$HEAP" \
   "-javaagent:$JAMM" \
   "-Dcassandra.config=file://$CONF/cassandra.yaml" \
@@ -133,5 +140,5 @@ exec env \
   -Dcassandra.storagedir=/var/lib/cassandra \
   -Dcassandra.logdir=/var/log/cassandra \
   "-Dcassandra.triggers_dir=$CONF/triggers" \
-  -cp "$LIB/*" \
+  -cp "$CONF:$LIB/*" \
   org.apache.cassandra.service.CassandraDaemon
