@@ -154,6 +154,7 @@ const (
 	KindRackPowerLoss  = "rack-power-loss"
 	KindCoordPartition = "coord-partition"
 	KindCoordClock     = "coord-clock"
+	KindDCPartition    = "dc-partition"
 )
 
 // Grudge maps a node's name to the names of the nodes it drops packets
@@ -169,6 +170,18 @@ type PartitionStart struct {
 // PartitionStop is the value of a stop-partition line.
 type PartitionStop struct {
 	Kind string `json:"kind" doc:"as at the start"`
+}
+
+// DCPartitionStart is the value of a start-dc-partition line.
+type DCPartitionStart struct {
+	DCs    map[string][]string `json:"dcs" doc:"the two data centres cut apart, each with its nodes"`
+	Grudge Grudge              `json:"grudge" doc:"per node, the nodes it drops packets from"`
+	Mode   string              `json:"mode" doc:"both (each side drops the other) or one-way (only the side whose nodes have a grudge drops)"`
+}
+
+// DCPartitionStop is the value of a stop-dc-partition line.
+type DCPartitionStop struct {
+	Mode string `json:"mode" doc:"as at the start"`
 }
 
 // LossStart is the value of a start-loss line.

@@ -41,7 +41,10 @@ type Node interface {
 // Target is a node with the name and address the nemesis needs.
 type Target struct {
 	Name, IP string
-	Node     Node
+	// DC is the node's data centre when the backend knows it ("": unknown;
+	// dc-partition needs two).
+	DC   string
+	Node Node
 }
 
 // Clients is what the nemesis does to the workload's clients

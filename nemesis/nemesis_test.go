@@ -369,6 +369,9 @@ func TestPartitionGrudges(t *testing.T) {
 func schedule(t *testing.T, seed int64, kinds []string, d time.Duration) ([]history.Op, []*fakeNode, *fakeClients) {
 	t.Helper()
 	ts, fs := fakeCluster(3)
+	for i := range ts { // two data centres, for dc-partition
+		ts[i].DC = []string{"dc1", "dc1", "dc2"}[i]
+	}
 	rec := &memRec{}
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
 	n, err := New(ts, rec, WithKinds(kinds...), WithSeed(seed), WithInterval(10*time.Millisecond),

@@ -52,7 +52,7 @@ var _ Env = ClusterEnv{}
 func (e ClusterEnv) Targets() []nemesis.Target {
 	var ts []nemesis.Target
 	for _, n := range e.Nodes() {
-		ts = append(ts, nemesis.Target{Name: n.Name, IP: n.IP, Node: n})
+		ts = append(ts, nemesis.Target{Name: n.Name, IP: n.IP, DC: n.DC, Node: n})
 	}
 	return ts
 }
