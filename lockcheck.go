@@ -250,6 +250,13 @@ func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.Pa
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.
 func WithPinClients() Option { return func(c *config) { c.test.PinClients = true } }
 
+// WithDCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
+// SERIAL and QUORUM (--dc-local), as a deployment in several data centres
+// does for latency; on a cluster of several data centres the clients are
+// placed in them round-robin. Only recipes that take it (lease,
+// lease-fenced, lease-fenced-broken) accept it.
+func WithDCLocal() Option { return func(c *config) { c.test.DCLocal = true } }
+
 // WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
 // release) or "leader" (each client tries to lead; a leader keeps the lock
 // for many seconds, heartbeats with the lock's Renew, or re-acquires, and

@@ -35,6 +35,10 @@ type Entry struct {
 	// Resource configures the lock-protected resource of the recipe's runs;
 	// a control recipe breaks it on purpose (workload.AcceptAnyToken).
 	Resource []workload.ResourceOption
+	// DCLocal says that the recipe honours WithDCLocal (LOCAL_SERIAL and
+	// LOCAL_QUORUM instead of SERIAL and QUORUM): the runner refuses
+	// `--dc-local` for a recipe that would ignore it.
+	DCLocal bool
 	// Does and Fails say, in a sentence each, what the recipe does (its CQL
 	// and consistency levels) and how it fails: docs/recipes.md is rendered
 	// from them (runner's TestRecipesReference), so every registered recipe

@@ -75,6 +75,10 @@ func (fakeEnv) ContactPoints() []string                { return nil }
 func (fakeEnv) Session(context.Context) (*gocql.Session, error) {
 	return nil, errors.New("fakeEnv: no CQL")
 }
+func (fakeEnv) DCs() []string { return nil }
+func (fakeEnv) DCSession(context.Context, string) (*gocql.Session, error) {
+	return nil, errors.New("fake")
+}
 func (fakeEnv) NodeSession(context.Context, string) (*gocql.Session, error) {
 	return nil, errors.New("fakeEnv: no CQL")
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -34,6 +35,13 @@ type Env interface {
 	// NodeSession opens a session in Keyspace whose every query goes to the
 	// named target alone (`run --pin-clients`).
 	NodeSession(ctx context.Context, node string) (*gocql.Session, error)
+	// DCs are the cluster's data centres when it has several (nil: one,
+	// or not known): the runner then places the clients in them round-robin.
+	DCs() []string
+	// DCSession opens a session in Keyspace whose queries go to the nodes
+	// of data centre dc first (the driver's DC-aware policy): the session
+	// of a client placed in dc.
+	DCSession(ctx context.Context, dc string) (*gocql.Session, error)
 	// ContactPoints are the CQL addresses (host:port) another process on
 	// this machine reaches the cluster at: a --lock-cmd plug-in is told them.
 	ContactPoints() []string
@@ -78,6 +86,19 @@ func (e ClusterEnv) NodeSession(ctx context.Context, node string) (*gocql.Sessio
 	return nil, fmt.Errorf("no node %q", node)
 }
 
+// DCs are the cluster's data centres when it has two or more.
+func (e ClusterEnv) DCs() []string {
+	if dcs := e.Cluster.DCs(); len(dcs) > 1 {
+		return dcs
+	}
+	return nil
+}
+
+// DCSession opens a session whose queries go to dc's nodes first.
+func (e ClusterEnv) DCSession(ctx context.Context, dc string) (*gocql.Session, error) {
+	return e.Cluster.DCSession(ctx, dc)
+}
+
 // ContactPoints are the nodes' CQL addresses on the cluster network.
 func (e ClusterEnv) ContactPoints() []string {
 	var cps []string
@@ -93,6 +114,9 @@ func (e ClusterEnv) Describe() map[string]string {
 	d := map[string]string{"cassandra": e.Version().Cassandra, "paxos": e.Paxos(), "commitlog": e.CommitlogSync()}
 	if e.LazyFS() {
 		d["lazyfs"] = "on"
+	}
+	if dcs := e.DCs(); dcs != nil {
+		d["dcs"] = strings.Join(dcs, " ")
 	}
 	return d
 }

@@ -198,6 +198,15 @@ func (e *ExternalEnv) Describe() map[string]string { return nil }
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }
 
+// DCs: the user's hosts are used from one data centre (--dc), so clients
+// are not placed.
+func (e *ExternalEnv) DCs() []string { return nil }
+
+// DCSession is not offered for the user's hosts: DCs is nil.
+func (e *ExternalEnv) DCSession(context.Context, string) (*gocql.Session, error) {
+	return nil, errors.New("the user's hosts are used from one data centre (--dc)")
+}
+
 func (e *ExternalEnv) hostsConfig(keyspace, pin string) cluster.HostsConfig {
 	return cluster.HostsConfig{Hosts: e.cfg.Hosts, Port: e.cfg.Port, DC: e.cfg.DC, Keyspace: keyspace, Pin: pin, Log: e.cfg.Log}
 }

@@ -33,6 +33,8 @@ type Recipe struct {
 	Name    string
 	Promise history.Promise
 	Setup   Setup
+	// DCLocal: the recipe takes Test.DCLocal (recipe.Entry.DCLocal).
+	DCLocal bool
 }
 
 // Test is one run's configuration. Start from Defaults: Run fills the
@@ -62,6 +64,9 @@ type Test struct {
 	// shares: clients then read through different coordinators, which the
 	// aimed faults (coord-partition, coord-clock) split.
 	PinClients bool
+	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
+	// SERIAL and QUORUM (recipe.WithDCLocal; `run --dc-local`).
+	DCLocal bool
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
@@ -70,6 +75,10 @@ type Test struct {
 	// pins are the clients' coordinators (client -> node name) when
 	// PinClients is set.
 	pins map[int]string
+	// dcs are the clients' data centres (client -> data centre) on a
+	// cluster of several, clients not pinned: each client's session prefers
+	// its own data centre's nodes.
+	dcs map[int]string
 	// runLog writes to the run's lockcheck.log only: plug-ins' stderr and
 	// process lines go there, not to the terminal.
 	runLog *slog.Logger
@@ -152,6 +161,8 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			return Outcome{}, errors.New("runner: --pin-clients needs the cluster's nodes (with --hosts: --ssh-key)")
 		}
 		t.pins = PinRoundRobin(targets, t.Clients)
+	} else if env != nil {
+		t.dcs = PlaceInDCs(env.DCs(), t.Clients)
 	}
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
@@ -183,6 +194,12 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	}
 	if t.pins != nil {
 		meta.Config["pins"] = pinsString(t.pins)
+	}
+	if t.dcs != nil {
+		meta.Config["client-dcs"] = pinsString(t.dcs)
+	}
+	if t.DCLocal {
+		meta.Config["consistency"] = "local"
 	}
 	// What the cluster is, not what was asked for: a reused cluster keeps
 	// its own size and Paxos variant.

@@ -20,7 +20,7 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	t.Recipe, t.Workload, t.Nemesis = recipe, row.Shape(), row.Faults
 	t.Time, t.Interval, t.Seed = row.Time, row.Interval, row.RunSeed(run)
 	t.Clients, t.Locks, t.Quiet = row.ClientCount(), row.LockCount(), scenario.Quiet
-	t.PinClients = row.Pin
+	t.PinClients, t.DCLocal = row.Pin, row.DCLocal
 	if err := t.Validate(); err != nil {
 		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
 	}
@@ -34,7 +34,7 @@ var ErrShape = errors.New("cluster shape not supported yet")
 // name and logger aside. lazyFS is the lockcheck-lazyfs binary, needed only
 // by a configuration on the lazy filesystem.
 func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error) {
-	if c.Spares > 0 || c.DCs > 1 {
+	if c.Spares > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrShape, c)
 	}
 	var opts []cluster.Option
@@ -46,6 +46,9 @@ func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option
 	}
 	if c.Paxos != "" {
 		opts = append(opts, cluster.WithPaxos(c.Paxos))
+	}
+	if c.DCs > 1 {
+		opts = append(opts, cluster.WithDCs(c.DCs))
 	}
 	if c.Commitlog != "" {
 		opts = append(opts, cluster.WithCommitlogSync(c.Commitlog))
@@ -65,7 +68,7 @@ func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option
 // ScenarioFits says whether a running cluster is of configuration c, so
 // that a row can run on it rather than on a cluster started for it.
 func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
-	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync()}
+	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs())}
 	if c.Version != "" {
 		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
 			return false
@@ -74,5 +77,5 @@ func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	} else if cl.Version().Name != cluster.DefaultVersion {
 		return false
 	}
-	return c.Spares == 0 && c.DCs <= 1 && want.Key() == c.Key()
+	return c.Spares == 0 && want.Key() == c.Key()
 }

@@ -51,8 +51,14 @@ func TestScenarioTestRefusesBadRows(t *testing.T) {
 }
 
 func TestScenarioClusterOptions(t *testing.T) {
-	if _, err := ScenarioClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, ErrShape) {
-		t.Errorf("two data centres: %v, want ErrShape", err)
+	if _, err := ScenarioClusterOptions(scenario.Cluster{Spares: 1}, ""); !errors.Is(err, ErrShape) {
+		t.Errorf("a spare node: %v, want ErrShape", err)
+	}
+	if _, err := ScenarioClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, cluster.ErrBadOption) {
+		t.Errorf("two data centres of 3 nodes: %v, want ErrBadOption", err)
+	}
+	if opts, err := ScenarioClusterOptions(scenario.Cluster{Nodes: 4, DCs: 2}, ""); err != nil || len(opts) != 2 {
+		t.Errorf("two data centres of 4 nodes: %d options, %v", len(opts), err)
 	}
 	if _, err := ScenarioClusterOptions(scenario.Cluster{LazyFS: true}, ""); err == nil {
 		t.Error("lazyfs without its binary: no error")

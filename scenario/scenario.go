@@ -137,7 +137,7 @@ func (c Cluster) String() string {
 type Row struct {
 	// Name is stable and short: tests are named after it, --rows and
 	// LOCKCHECK_ROWS filter on it, measured rates refer to it. Form:
-	// [cluster key/]recipe/faults[/shape].
+	// [cluster key/]recipe/faults[/shape][/dc-local].
 	Name     string
 	Recipe   string
 	Workload string   // the clients' shape; "": workload.ShapeCycle
@@ -147,7 +147,10 @@ type Row struct {
 	Interval time.Duration // mean time between faults
 	// Pin pins the clients round-robin to the nodes (run --pin-clients),
 	// which the aimed coord-* faults need.
-	Pin     bool
+	Pin bool
+	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM (run
+	// --dc-local); the row's name ends in /dc-local.
+	DCLocal bool
 	Clients int // 0: DefaultClients
 	Locks   int // 0: DefaultLocks
 	// Seed is the seed of a single run; run r of a repeated row uses
@@ -284,6 +287,9 @@ func (r Row) canonicalName() string {
 	}
 	if r.Workload != "" && r.Workload != workload.ShapeCycle {
 		name += "/" + r.Workload
+	}
+	if r.DCLocal {
+		name += "/dc-local"
 	}
 	return name
 }
