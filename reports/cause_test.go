@@ -61,6 +61,11 @@ func TestLikelyCause(t *testing.T) {
 			[]faultView{window("client-clock", 0, 100, `{"offset":"-12.3s"}`)}, ""},
 		{"client 0 and process 0 are named", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{0}},
 			[]faultView{window("client-pause", 10, 50, `{"client":0,"lock":"l","ms":3000,"process":0}`)}, "process 0 stalled 3.0 s"},
+		{"two grants across a dc-partition name the data centres", checker.Anomaly{Kind: checker.KindDuplicate, Start: 20, End: 30},
+			[]faultView{window("dc-partition", 10, 50, `{"dcs":{"dc2":["n3","n4"],"dc1":["n1","n2"]},"grudge":{"n3":["n1","n2"],"n4":["n1","n2"]},"mode":"one-way"}`)},
+			"data centres dc1 (n1, n2) and dc2 (n3, n4) were cut apart (dc-partition, one way): an LWT at LOCAL_SERIAL"},
+		{"a slow add under a dc-partition is not blamed on LOCAL_SERIAL", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 30},
+			[]faultView{window("dc-partition", 10, 50, `{"dcs":{"dc2":["n3","n4"],"dc1":["n1","n2"]},"grudge":{},"mode":"both"}`)}, ""},
 		{"a duplicate is not explained by a pause", checker.Anomaly{Kind: checker.KindDuplicate, Start: 20, End: 30, Processes: []int{3}},
 			[]faultView{pause3}, ""},
 	} {

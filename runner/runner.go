@@ -107,6 +107,9 @@ func (t *Test) defaults() {
 		if t.Workload != workload.ShapeCycle {
 			t.Name += "-" + t.Workload
 		}
+		if t.DCLocal {
+			t.Name += "-dc-local"
+		}
 	}
 	if t.Log == nil {
 		t.Log = slog.Default()
