@@ -35,6 +35,11 @@ type Cluster struct {
 	netName  string
 	keyspace string
 	nodes    []*Node
+	// spares are the nodes outside the ring at the start (WithSpares).
+	spares []*Node
+	// memberMu serialises the membership changes (Join, Leave, Replace,
+	// Remove, ResetMembership): one range movement at a time.
+	memberMu sync.Mutex
 	// healthReady: WaitHealthy's table exists.
 	healthReady bool
 }
@@ -98,7 +103,7 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		cfg:      cfg,
 		d:        d,
 		log:      log,
-		layout:   newLayout(subnet, cfg.nodes),
+		layout:   newLayout(subnet, cfg.nodes+cfg.spares),
 		netName:  cfg.name + "-net",
 		keyspace: DefaultKeyspace,
 	}
@@ -136,14 +141,19 @@ func (c *Cluster) start(ctx context.Context) error {
 		wg.Go(func() { nodes[i], errs[i] = c.createNode(ctx, i+1, nc) })
 	}
 	wg.Wait()
-	for _, n := range nodes {
-		if n != nil {
+	for i, n := range nodes {
+		switch {
+		case n == nil:
+		case i < c.cfg.nodes:
 			c.nodes = append(c.nodes, n)
+		default:
+			c.spares = append(c.spares, n)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// Spares stay stopped until a membership fault bootstraps one.
 	for i, n := range c.nodes {
 		wg.Go(func() {
 			if _, err := c.d.ContainerStart(ctx, n.ContainerID, client.ContainerStartOptions{}); err != nil {
@@ -167,10 +177,11 @@ func (c *Cluster) start(ctx context.Context) error {
 // nodeFiles are the files every node gets before it starts: the scripts and
 // configuration of the image inputs (so a user's image needs none of them)
 // and the node's own cassandra.yaml.
-func nodeFiles(yaml, rackDC []byte) ([]file, error) {
+func nodeFiles(yaml, rackDC, options []byte) ([]file, error) {
 	files := []file{
 		{path: confDir + "/cassandra.yaml", mode: 0o644, body: yaml},
 		{path: confDir + "/cassandra-rackdc.properties", mode: 0o644, body: rackDC},
+		{path: confDir + "/node.options", mode: 0o644, body: options},
 		{path: faketimeFile, mode: 0o644, body: []byte(clockOffsetLine(0))},
 	}
 	for _, f := range []struct{ src, dst string }{
@@ -211,7 +222,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := nodeFiles(yaml, nc.rackDC())
+	files, err := nodeFiles(yaml, nc.rackDC(), c.nodeOptions(""))
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +267,11 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelLazyFS:   lazy,
 		labelDC:       nc.DC,
 		labelDCs:      strconv.Itoa(c.cfg.dcCount()),
+		labelSpares:   strconv.Itoa(c.cfg.spares),
+		labelSkip:     strconv.FormatBool(c.cfg.skipRepair),
+	}
+	if i > c.cfg.nodes {
+		labels[labelSpare] = "1"
 	}
 	res, err := c.d.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: c.cfg.name + "-" + name,
@@ -336,6 +352,8 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.nodes, _ = strconv.Atoi(lb[labelNodes])
 	cfg.rf, _ = strconv.Atoi(lb[labelRF])
 	cfg.dcs, _ = strconv.Atoi(lb[labelDCs]) // none: a cluster of one data centre
+	cfg.spares, _ = strconv.Atoi(lb[labelSpares])
+	cfg.skipRepair = lb[labelSkip] == "true"
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -366,10 +384,17 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 		if ep == nil || ep.IPAMConfig == nil {
 			return nil, fmt.Errorf("node %s is not on network %s", name, c.netName)
 		}
-		c.nodes = append(c.nodes, &Node{Name: name, IP: ep.IPAMConfig.IPv4Address.String(), ContainerID: s.ID, DC: cmp.Or(s.Labels[labelDC], "dc1"), c: c})
+		n := &Node{Name: name, IP: ep.IPAMConfig.IPv4Address.String(), ContainerID: s.ID, DC: cmp.Or(s.Labels[labelDC], "dc1"), c: c}
+		if s.Labels[labelSpare] != "" {
+			c.spares = append(c.spares, n)
+		} else {
+			c.nodes = append(c.nodes, n)
+		}
 	}
-	slices.SortFunc(c.nodes, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
-	for _, n := range c.nodes {
+	byName := func(a, b *Node) int { return cmp.Compare(len(a.Name), len(b.Name))*2 + strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(c.nodes, byName)
+	slices.SortFunc(c.spares, byName)
+	for _, n := range append(slices.Clone(c.nodes), c.spares...) {
 		c.layout.nodes = append(c.layout.nodes, netip.MustParseAddr(n.IP))
 	}
 	return c, nil
@@ -401,6 +426,13 @@ func (c *Cluster) Node(name string) (*Node, error) {
 	}
 	return nil, fmt.Errorf("cluster %s has no node %q", c.cfg.name, name)
 }
+
+// Spares are the nodes outside the ring at the start (WithSpares), in
+// order: stopped until a membership fault bootstraps one.
+func (c *Cluster) Spares() []*Node { return slices.Clone(c.spares) }
+
+// SkipPaxosRepair says whether skip_paxos_repair_on_topology_change is set.
+func (c *Cluster) SkipPaxosRepair() bool { return c.cfg.skipRepair }
 
 // Keyspace is the keyspace created for the recipes ("lockcheck").
 func (c *Cluster) Keyspace() string { return c.keyspace }
@@ -654,20 +686,27 @@ type NodeStatus struct {
 // Status reports every node: its state in the ring as the first reachable
 // node sees it, its container state and Cassandra version.
 func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
-	out := make([]NodeStatus, len(c.nodes))
+	all := append(slices.Clone(c.nodes), c.spares...)
+	out := make([]NodeStatus, len(all))
 	var view map[string]RingEntry
-	for i, n := range c.nodes {
+	for i, n := range all {
 		out[i] = NodeStatus{Name: n.Name, IP: n.IP, State: "DN"}
+		if i >= len(c.nodes) {
+			out[i].State = "spare" // unless the ring holds it (below)
+		}
 		ins, err := c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: %w", n.Name, err)
 		}
 		out[i].Container = string(ins.Container.State.Status)
+		if ins.Container.State.Status != container.StateRunning {
+			if i < len(c.nodes) {
+				out[i].Faults = []string{"container " + string(ins.Container.State.Status)}
+			}
+			continue
+		}
 		if out[i].Faults, err = n.Faults(ctx); err != nil {
 			return nil, err
-		}
-		if ins.Container.State.Status != container.StateRunning {
-			continue
 		}
 		if view == nil {
 			vctx, cancel := context.WithTimeout(ctx, 30*time.Second)

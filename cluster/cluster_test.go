@@ -143,6 +143,38 @@ func TestNodeConfigsDCs(t *testing.T) {
 	}
 }
 
+// A spare starts outside the ring: it bootstraps when started, from the
+// members as seeds, with a token halfway along one member's range; a member
+// that joins again is no seed of its own.
+func TestNodeConfigsSpares(t *testing.T) {
+	c := defaultConfig()
+	c.nodes, c.spares = 4, 2
+	l := newLayout(defaultSubnet("demo"), 6)
+	ncs := nodeConfigs(c, l)
+	members := strings.Join([]string{l.nodes[0].String(), l.nodes[1].String(), l.nodes[2].String(), l.nodes[3].String()}, ",")
+	ring := tokens(4)
+	want := []string{ring[0], ring[1], ring[2], ring[3], "-6917529027641081856", "-2305843009213693952"}
+	for i, nc := range ncs {
+		if nc.InitialToken != want[i] {
+			t.Errorf("node %d: token %s, want %s", i+1, nc.InitialToken, want[i])
+		}
+		if nc.AutoBootstrap != (i >= 4) {
+			t.Errorf("node %d: auto_bootstrap %v", i+1, nc.AutoBootstrap)
+		}
+		if nc.Seeds != members {
+			t.Errorf("node %d: seeds %s, want the members %s", i+1, nc.Seeds, members)
+		}
+	}
+	j := ncs[1].joining()
+	if !j.AutoBootstrap || strings.Contains(j.Seeds, l.nodes[1].String()) || strings.Count(j.Seeds, ",") != 2 {
+		t.Errorf("n2 joining again: auto_bootstrap %v, seeds %s (want the 3 others)", j.AutoBootstrap, j.Seeds)
+	}
+	b, err := renderYAML(j)
+	if err != nil || !strings.Contains(string(b), "auto_bootstrap: true") {
+		t.Errorf("joining yaml: %v\n%s", err, b)
+	}
+}
+
 func TestInputsHash(t *testing.T) {
 	base := fstest.MapFS{
 		"Dockerfile":    {Data: []byte("FROM x\n")},
@@ -241,6 +273,11 @@ func TestValidateOptions(t *testing.T) {
 		{"2 dcs of 3", []Option{WithDCs(2)}, false},
 		{"3 dcs", []Option{WithNodes(5), WithDCs(3)}, false},
 		{"2 dcs rf 3 of 2 each", []Option{WithNodes(4), WithDCs(2), WithReplicationFactor(3)}, false},
+		{"4 nodes 1 spare", []Option{WithNodes(4), WithSpares(1)}, true},
+		{"3 spares", []Option{WithSpares(3)}, false},
+		{"spares in 2 dcs", []Option{WithNodes(4), WithDCs(2), WithSpares(1)}, false},
+		{"skip paxos repair v2", []Option{WithPaxos("v2"), WithSkipPaxosRepair(true)}, true},
+		{"skip paxos repair v1", []Option{WithSkipPaxosRepair(true)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,7 +372,7 @@ DN  10.199.0.15  ?           1       50.0%             ?                        
 }
 
 func TestNodeFiles(t *testing.T) {
-	files, err := nodeFiles([]byte("cluster_name: x\n"), []byte("dc=dc2\nrack=rack1\n"))
+	files, err := nodeFiles([]byte("cluster_name: x\n"), []byte("dc=dc2\nrack=rack1\n"), []byte("-Dx=1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,9 @@ const (
 	labelLazyFS   = "io.lockcheck.lazyfs"
 	labelDC       = "io.lockcheck.dc"
 	labelDCs      = "io.lockcheck.dcs"
+	labelSpares   = "io.lockcheck.spares"
+	labelSpare    = "io.lockcheck.spare"
+	labelSkip     = "io.lockcheck.skip-paxos-repair"
 )
 
 // docker is the Docker client testcontainers-go provides (it finds the

@@ -18,6 +18,7 @@ const (
 	DefaultPaxos    = "v1"
 	MaxNodes        = 5
 	MaxDCs          = 2
+	MaxSpares       = 2
 )
 
 // An Option configures Start and Attach.
@@ -35,6 +36,8 @@ type config struct {
 	image         string
 	rf            int // 0: as many as nodes (per data centre: as many as the smallest has)
 	dcs           int // data centres; 0 or 1: one
+	spares        int // nodes created outside the ring, to join it during a run
+	skipRepair    bool
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -121,6 +124,17 @@ func WithSSHKey(authorizedKey string) Option {
 // nodes need CAP_SYS_ADMIN and /dev/fuse.
 func WithLazyFS(binary string) Option { return func(c *config) { c.lazyFS = binary } }
 
+// WithSpares creates n spare nodes (0 to MaxSpares) beside the ring's, named
+// after them (n4 for a 3-node cluster): containers that stay stopped until
+// a membership fault (join) bootstraps one into the ring, each with a token
+// of its own halfway between two of the ring's. The keyspace's replication
+// factor stays the ring's.
+func WithSpares(n int) Option { return func(c *config) { c.spares = n } }
+
+// WithSkipPaxosRepair sets skip_paxos_repair_on_topology_change on Paxos
+// v2: topology changes complete without Paxos repair first, as on v1.
+func WithSkipPaxosRepair(on bool) Option { return func(c *config) { c.skipRepair = on } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -164,6 +178,14 @@ func (c *config) validate() error {
 	}
 	if c.commitlogSync != "periodic" && c.commitlogSync != "batch" {
 		errs = append(errs, fmt.Sprintf("commitlog sync %q: want periodic or batch", c.commitlogSync))
+	}
+	if c.spares < 0 || c.spares > MaxSpares {
+		errs = append(errs, fmt.Sprintf("spares %d: want 0 to %d", c.spares, MaxSpares))
+	} else if c.spares > 0 && c.dcCount() > 1 {
+		errs = append(errs, "spares and data centres: not together (a spare joins the one ring of a single data centre)")
+	}
+	if c.skipRepair && c.paxos != "v2" {
+		errs = append(errs, "skip Paxos repair on topology change: a Paxos v2 setting (--paxos v2)")
 	}
 	if !heapRE.MatchString(c.heap) {
 		errs = append(errs, fmt.Sprintf("heap %q: want a size like 512M or 1G", c.heap))

@@ -108,6 +108,12 @@ if [ "${1:-}" != jvm ] && [ -n "${LOCKCHECK_LAZYFS:-}" ]; then
 fi
 
 [ -f "$FAKETIME_FILE" ] || echo '+0s' > "$FAKETIME_FILE"
+# A node that joins the ring anew (it left it, or it takes a dead node's
+# place) starts from empty data: package cluster leaves this marker.
+if [ -f "$CONF/wipe" ]; then
+  rm -rf /var/lib/cassandra/data /var/lib/cassandra/commitlog /var/lib/cassandra/saved_caches /var/lib/cassandra/hints
+  rm -f "$CONF/wipe"
+fi
 mkdir -p /var/lib/cassandra /var/log/cassandra "$CONF/triggers"
 # nodetool finds the jars here.
 echo "$LIB" > "$CONF/lib.path"
