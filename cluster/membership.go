@@ -89,12 +89,12 @@ func (c *Cluster) ringView(ctx context.Context, skip *Node) (map[string]RingEntr
 	return nil, fmt.Errorf("cluster %s: no running node to ask about the ring: %w", c.cfg.name, errors.Join(errs...))
 }
 
-// Movement is how long a membership change took: from its start until its
-// streaming was done (the node UN after joining, or out of the ring after
-// leaving), and until the node was back where it started.
-type Movement struct {
-	Streamed, Back time.Duration
-}
+// Ring is the ring as the cluster's running nodes see it (Cluster.Ring).
+func (n *Node) Ring(ctx context.Context) (map[string]string, error) { return n.c.Ring(ctx) }
+
+// ResetMembership brings the node's cluster back to its starting
+// membership (Cluster.ResetMembership).
+func (n *Node) ResetMembership(ctx context.Context) (bool, error) { return n.c.ResetMembership(ctx) }
 
 // Join bootstraps the node (a spare, or a member out of the ring) into the
 // ring from empty data and returns when the ring holds it UN.

@@ -40,6 +40,9 @@ func (n *Node) Capabilities() []string {
 	if n.c.LazyFS() {
 		caps = append(caps, "power")
 	}
+	if len(n.c.spares) > 0 {
+		caps = append(caps, "membership")
+	}
 	return caps
 }
 

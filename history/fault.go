@@ -155,6 +155,10 @@ const (
 	KindCoordPartition = "coord-partition"
 	KindCoordClock     = "coord-clock"
 	KindDCPartition    = "dc-partition"
+	KindJoin           = "join"
+	KindLeave          = "leave"
+	KindReplace        = "replace"
+	KindRemove         = "remove"
 )
 
 // Grudge maps a node's name to the names of the nodes it drops packets
@@ -285,4 +289,22 @@ type CoordClockStart struct {
 // CoordClockStop is the value of a stop-coord-clock line.
 type CoordClockStop struct {
 	Node string `json:"node" doc:"as at the start"`
+}
+
+// MemberStart is the value of the start line of a membership kind (join,
+// leave, replace, remove).
+type MemberStart struct {
+	How  string            `json:"how" doc:"what the window does: bootstrap then decommission (join), decommission then bootstrap (leave), kill then bootstrap in its own place (replace), kill, removenode then bootstrap (remove)"`
+	Node string            `json:"node" doc:"the node that joins, leaves, is replaced or removed"`
+	Ring map[string]string `json:"ring" doc:"the ring before: node -> state (UN, DN, UJ joining, UL leaving); a node out of the ring is absent"`
+}
+
+// MemberStop is the value of the stop line of a membership kind.
+type MemberStop struct {
+	Error      string            `json:"error,omitempty" doc:"why a movement did not complete (the heal brings the ring back)"`
+	Moved      map[string]string `json:"moved" doc:"the ring when the first movement's streaming was done"`
+	MS         int64             `json:"ms" doc:"from the start until the node was back where it started"`
+	Node       string            `json:"node" doc:"as at the start"`
+	Ring       map[string]string `json:"ring" doc:"the ring after: as before when the window ends"`
+	StreamedMS int64             `json:"streamed_ms" doc:"from the start until the first movement's streaming was done (joined: UN; left: out of the ring)"`
 }

@@ -100,6 +100,10 @@ var table = []*Kind{
 	&coordPartitionKind,
 	&coordClockKind,
 	&dcPartitionKind,
+	&joinKind,
+	&leaveKind,
+	&replaceKind,
+	&removeKind,
 }
 
 // Table is every fault kind's descriptor, in table order (a copy: the

@@ -92,6 +92,9 @@ type Env struct {
 	// query of a client goes to one node (`run --pin-clients`); the aimed
 	// kinds (coord-partition, coord-clock) need them.
 	Pins map[int]string
+	// Spares are the nodes outside the ring at the start, which join
+	// bootstraps (a cluster of `cluster up --spares`).
+	Spares []Target
 	// LeaseTTL is the lease recipes' TTL: coord-clock skews a coordinator
 	// ahead by more than that, more than any lease has left.
 	LeaseTTL time.Duration
@@ -183,6 +186,9 @@ func WithPins(pins map[int]string) Option { return func(n *Nemesis) { n.env.Pins
 // WithLeaseTTL is the lease recipes' TTL (default 3s): coord-clock skews by
 // more than it.
 func WithLeaseTTL(d time.Duration) Option { return func(n *Nemesis) { n.env.LeaseTTL = d } }
+
+// WithSpares gives the nemesis the cluster's spare nodes (join needs one).
+func WithSpares(ts []Target) Option { return func(n *Nemesis) { n.env.Spares = ts } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(n *Nemesis) { n.env.Log = l } }

@@ -75,7 +75,8 @@ func (fakeEnv) ContactPoints() []string                { return nil }
 func (fakeEnv) Session(context.Context) (*gocql.Session, error) {
 	return nil, errors.New("fakeEnv: no CQL")
 }
-func (fakeEnv) DCs() []string { return nil }
+func (fakeEnv) DCs() []string            { return nil }
+func (fakeEnv) Spares() []nemesis.Target { return nil }
 func (fakeEnv) DCSession(context.Context, string) (*gocql.Session, error) {
 	return nil, errors.New("fake")
 }

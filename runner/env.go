@@ -35,6 +35,9 @@ type Env interface {
 	// NodeSession opens a session in Keyspace whose every query goes to the
 	// named target alone (`run --pin-clients`).
 	NodeSession(ctx context.Context, node string) (*gocql.Session, error)
+	// Spares are the nodes outside the ring at the start, for the
+	// membership kinds (join bootstraps one); none for most clusters.
+	Spares() []nemesis.Target
 	// DCs are the cluster's data centres when it has several (nil: one,
 	// or not known): the runner then places the clients in them round-robin.
 	DCs() []string
@@ -86,6 +89,15 @@ func (e ClusterEnv) NodeSession(ctx context.Context, node string) (*gocql.Sessio
 	return nil, fmt.Errorf("no node %q", node)
 }
 
+// Spares are the cluster's spare nodes.
+func (e ClusterEnv) Spares() []nemesis.Target {
+	var ts []nemesis.Target
+	for _, n := range e.Cluster.Spares() {
+		ts = append(ts, nemesis.Target{Name: n.Name, IP: n.IP, DC: n.DC, Node: n})
+	}
+	return ts
+}
+
 // DCs are the cluster's data centres when it has two or more.
 func (e ClusterEnv) DCs() []string {
 	if dcs := e.Cluster.DCs(); len(dcs) > 1 {
@@ -117,6 +129,12 @@ func (e ClusterEnv) Describe() map[string]string {
 	}
 	if dcs := e.DCs(); dcs != nil {
 		d["dcs"] = strings.Join(dcs, " ")
+	}
+	if sp := e.Cluster.Spares(); len(sp) > 0 {
+		d["spares"] = strconv.Itoa(len(sp))
+	}
+	if e.SkipPaxosRepair() {
+		d["skip_paxos_repair_on_topology_change"] = "true"
 	}
 	return d
 }

@@ -198,6 +198,9 @@ func (e *ExternalEnv) Describe() map[string]string { return nil }
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }
 
+// Spares: a user's cluster has none lockcheck may bootstrap.
+func (e *ExternalEnv) Spares() []nemesis.Target { return nil }
+
 // DCs: the user's hosts are used from one data centre (--dc), so clients
 // are not placed.
 func (e *ExternalEnv) DCs() []string { return nil }

@@ -245,10 +245,10 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 
 // run is the body of Run between the meta line and the check.
 func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
-	var targets []nemesis.Target
+	var targets, spares []nemesis.Target
 	gateway := ""
 	if env != nil {
-		targets, gateway = env.Targets(), env.GatewayIP()
+		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
 	}
 	// Faults an earlier run left (its process killed mid-run) are healed
 	// and recorded before anything else touches the cluster.
@@ -273,7 +273,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl.Control()), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log))
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
