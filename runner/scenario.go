@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/lockcheck/lockcheck/cluster"
@@ -27,16 +26,10 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	return t, nil
 }
 
-// ErrShape is a cluster configuration this runner cannot build yet.
-var ErrShape = errors.New("cluster shape not supported yet")
-
 // ScenarioClusterOptions are the options of a cluster of configuration c,
 // name and logger aside. lazyFS is the lockcheck-lazyfs binary, needed only
 // by a configuration on the lazy filesystem.
 func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error) {
-	if c.Spares > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrShape, c)
-	}
 	var opts []cluster.Option
 	if c.Version != "" {
 		opts = append(opts, cluster.WithVersion(c.Version))
@@ -49,6 +42,12 @@ func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option
 	}
 	if c.DCs > 1 {
 		opts = append(opts, cluster.WithDCs(c.DCs))
+	}
+	if c.Spares > 0 {
+		opts = append(opts, cluster.WithSpares(c.Spares))
+	}
+	if c.SkipPaxosRepair {
+		opts = append(opts, cluster.WithSkipPaxosRepair(true))
 	}
 	if c.Commitlog != "" {
 		opts = append(opts, cluster.WithCommitlogSync(c.Commitlog))
@@ -68,7 +67,8 @@ func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option
 // ScenarioFits says whether a running cluster is of configuration c, so
 // that a row can run on it rather than on a cluster started for it.
 func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
-	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs())}
+	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs()),
+		Spares: len(cl.Spares()), SkipPaxosRepair: cl.SkipPaxosRepair()}
 	if c.Version != "" {
 		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
 			return false
@@ -77,5 +77,5 @@ func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	} else if cl.Version().Name != cluster.DefaultVersion {
 		return false
 	}
-	return c.Spares == 0 && want.Key() == c.Key()
+	return want.Key() == c.Key()
 }

@@ -51,8 +51,11 @@ func TestScenarioTestRefusesBadRows(t *testing.T) {
 }
 
 func TestScenarioClusterOptions(t *testing.T) {
-	if _, err := ScenarioClusterOptions(scenario.Cluster{Spares: 1}, ""); !errors.Is(err, ErrShape) {
-		t.Errorf("a spare node: %v, want ErrShape", err)
+	if opts, err := ScenarioClusterOptions(scenario.Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}, ""); err != nil || len(opts) != 4 {
+		t.Errorf("4 nodes, a spare, v2 without Paxos repair: %d options, %v", len(opts), err)
+	}
+	if _, err := ScenarioClusterOptions(scenario.Cluster{SkipPaxosRepair: true}, ""); !errors.Is(err, cluster.ErrBadOption) {
+		t.Errorf("skip Paxos repair on v1: %v, want ErrBadOption", err)
 	}
 	if _, err := ScenarioClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("two data centres of 3 nodes: %v, want ErrBadOption", err)

@@ -15,6 +15,13 @@ var (
 	paxosV2  = Cluster{Paxos: "v2"}
 	periodic = Cluster{LazyFS: true, Commitlog: "periodic"}
 	batch    = Cluster{LazyFS: true, Commitlog: "batch"}
+	// Issue 22's shapes that move: two data centres of two nodes (RF 2 in
+	// each), and four nodes (RF 3) with a spare for the membership kinds.
+	twoDCs       = Cluster{Nodes: 4, DCs: 2}
+	spare        = Cluster{Nodes: 4, Spares: 1}
+	spareV2      = Cluster{Nodes: 4, Spares: 1, Paxos: "v2"}
+	spareV2Skip  = Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}
+	joinAndLeave = []string{nemesis.Join, nemesis.Leave}
 )
 
 // Rows are every asserted row, in the order the tests run them. The
@@ -170,5 +177,23 @@ var Rows = []Row{
 		Name: "batch/music-seq/rack-power-loss", Recipe: "music-seq", Faults: []string{nemesis.RackPowerLoss}, Cluster: batch, Time: 30 * s, Interval: 4 * s, Seed: 5100,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "The same: guard-counter bumps and refs survive the cut.",
+	},
+
+	// Two data centres (issue 22): clients placed in both, each through
+	// its own data centre's nodes; dc-partition cuts the data centres
+	// apart, both ways or one way.
+	{
+		Name: "4n-2dc/lease-fenced/dc-partition/dc-local", Recipe: "lease-fenced", Faults: []string{nemesis.DCPartition}, Cluster: twoDCs, DCLocal: true,
+		Time: 30 * s, Interval: 5 * s, Seed: 22001,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "LOCAL_SERIAL runs each Paxos round among the client's own data centre's replicas (2 of 2 here): during the cut each side " +
+			"grants the lock and bumps the fencing counter on its own, so one token is granted in both data centres (token-not-increasing).",
+	},
+	{
+		Name: "4n-2dc/lease-fenced/dc-partition", Recipe: "lease-fenced", Faults: []string{nemesis.DCPartition}, Cluster: twoDCs,
+		Time: 30 * s, Interval: 5 * s, Seed: 22002,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "SERIAL needs a quorum of all four replicas (3): during the cut neither data centre has one (2+2 has no majority side), " +
+			"so every LWT on either side fails or ends unknown, and tokens keep growing.",
 	},
 }

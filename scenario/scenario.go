@@ -55,12 +55,14 @@ type Cluster struct {
 	LazyFS    bool
 	Commitlog string // "": periodic
 
-	// Shapes to come: a runner that cannot build one refuses the row
-	// (runner.ScenarioClusterOptions) rather than running it on the wrong
-	// cluster.
+	// Shapes that move: spare nodes for the membership kinds (join,
+	// leave, replace, remove), data centres for dc-partition and the
+	// dc-local rows.
 	Spares  int    // nodes started outside the ring, to join during the run
 	DCs     int    // data centres (0: 1)
 	Version string // Cassandra version ("": the node image's)
+	// SkipPaxosRepair sets skip_paxos_repair_on_topology_change (Paxos v2).
+	SkipPaxosRepair bool
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -88,6 +90,9 @@ func (c Cluster) Key() string {
 	}
 	if c.DCs > 1 {
 		parts = append(parts, fmt.Sprintf("%ddc", c.DCs))
+	}
+	if c.SkipPaxosRepair {
+		parts = append(parts, "skip-repair")
 	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
@@ -123,6 +128,9 @@ func (c Cluster) String() string {
 	}
 	if c.DCs > 1 {
 		s += fmt.Sprintf(", %d DCs", c.DCs)
+	}
+	if c.SkipPaxosRepair {
+		s += ", no Paxos repair on topology change"
 	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version
