@@ -5,6 +5,7 @@ package cluster_test
 import (
 	"context"
 	"maps"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +19,9 @@ import (
 // brings it back, a member is replaced in its own place, a member is
 // removed by the others and joins again. The ring is read back after each.
 func TestMembership(t *testing.T) {
+	if os.Getenv("LOCKCHECK_FULL") == "" {
+		t.Skip("a full-tier test (minutes of bootstraps): LOCKCHECK_FULL=1")
+	}
 	c := clustertest.Start(t, "membership", cluster.WithNodes(3), cluster.WithSpares(1), cluster.WithReplicationFactor(2), cluster.WithHeap("384M"))
 	ctx := ctxFor(t, 20*time.Minute)
 	ringIs := func(step string, want map[string]string) {

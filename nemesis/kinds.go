@@ -207,7 +207,11 @@ func (k *Kind) check(e *Env) error {
 	}
 	var errs []error
 	for _, t := range e.Targets {
-		for _, c := range missing(k.Needs, t.Node.Capabilities()) {
+		var caps []Capability // a target without a node can do nothing
+		if t.Node != nil {
+			caps = t.Node.Capabilities()
+		}
+		for _, c := range missing(k.Needs, caps) {
 			errs = append(errs, refusal(k.Name, t.Name, c))
 		}
 	}

@@ -167,6 +167,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	} else if env != nil {
 		t.dcs = PlaceInDCs(env.DCs(), t.Clients)
 	}
+	if err := preflight(env, &t); err != nil {
+		return Outcome{}, fmt.Errorf("runner: %w", err)
+	}
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
@@ -357,6 +360,35 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	return errors.Join(errs...)
 }
+
+// preflight refuses, before the run directory exists, the node fault kinds
+// env cannot serve (a membership kind without a spare, dc-partition on one
+// data centre, a power kind without the lazy filesystem): the nemesis's
+// own refusal, one line each. Client kinds are checked with the clients.
+func preflight(env Env, t *Test) error {
+	var kinds []string
+	for _, k := range t.Nemesis {
+		if nemesis.ScopeOf(k) == nemesis.ScopeNode {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	var targets, spares []nemesis.Target
+	gateway := ""
+	if env != nil {
+		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
+	}
+	_, err := nemesis.New(targets, discard{}, nemesis.WithKinds(kinds...), nemesis.WithPins(t.pins),
+		nemesis.WithSpares(spares), nemesis.WithGateway(gateway))
+	return err
+}
+
+// discard is a nemesis.Recorder that keeps nothing (preflight records nothing).
+type discard struct{}
+
+func (discard) Append(op history.Op) (history.Op, error) { return op, nil }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
