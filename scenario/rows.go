@@ -196,4 +196,44 @@ var Rows = []Row{
 		Mechanism: "SERIAL needs a quorum of all four replicas (3): during the cut neither data centre has one (2+2 has no majority side), " +
 			"so every LWT on either side fails or ends unknown, and tokens keep growing.",
 	},
+	// Membership (issue 22): four nodes (RF 3) and a spare. Each window is
+	// two range movements (a spare bootstraps then decommissions; a member
+	// decommissions then bootstraps back from empty data) while the
+	// clients run.
+	{
+		Name: "4n-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spare,
+		Time: 150 * s, Interval: 10 * s, Seed: 22010,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "MEASURE",
+	},
+	{
+		Name: "4n-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spare,
+		Time: 150 * s, Interval: 10 * s, Seed: 22011,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "MEASURE",
+	},
+	{
+		Name: "4n-v2-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spareV2,
+		Time: 150 * s, Interval: 10 * s, Seed: 22012,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "MEASURE",
+	},
+	{
+		Name: "4n-v2-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spareV2,
+		Time: 150 * s, Interval: 10 * s, Seed: 22013,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "MEASURE",
+	},
+	{
+		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spareV2Skip,
+		Time: 150 * s, Interval: 10 * s, Seed: 22014,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "MEASURE",
+	},
+	{
+		Name: "4n-v2-1spare-skip-repair/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spareV2Skip,
+		Time: 150 * s, Interval: 10 * s, Seed: 22015,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "MEASURE",
+	},
 }
