@@ -669,7 +669,9 @@ func lastLine(s string) string {
 type NodeStatus struct {
 	Name, IP string
 	// State is the node's state as another running node sees it ("UN", "DN",
-	// ...), or "DN" when no node could be asked.
+	// "UJ" joining, "UL" leaving), "out" for a member the ring does not
+	// hold (it left or was removed), "spare" for a spare out of the ring,
+	// or "DN" when no node could be asked.
 	State string
 	// Container is Docker's state of the node's container ("running", "paused", "exited").
 	Container string
@@ -718,11 +720,17 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 		cancel()
 	}
 	for i := range out {
-		if e, ok := view[out[i].IP]; ok {
+		e, ok := view[out[i].IP]
+		switch {
+		case ok:
 			out[i].DC = e.DC
 			if out[i].Container != string(container.StatePaused) {
 				out[i].State = e.State
 			}
+		case len(view) > 0 && i < len(c.nodes):
+			// The ring was read and holds no such node: a member that
+			// left (or was removed), not one that is down.
+			out[i].State = "out"
 		}
 	}
 	return out, nil

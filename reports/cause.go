@@ -119,8 +119,27 @@ var causeRules = []causeRule{
 				"among its own data centre's replicas only, so a client in each data centre was granted the lock without "+
 				"seeing the other's grant (SERIAL would have needed replicas across the cut)", strings.Join(sides, " and "), how), true
 		}},
+	{fault: history.KindJoin, anomalies: movementAnomalies, explain: explainMovement},
+	{fault: history.KindLeave, anomalies: movementAnomalies, explain: explainMovement},
+	{fault: history.KindReplace, anomalies: movementAnomalies, explain: explainMovement},
+	{fault: history.KindRemove, anomalies: movementAnomalies, explain: explainMovement},
 	{fault: history.KindPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
 	{fault: history.KindRackPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
+}
+
+// movementAnomalies are what a lost Paxos state shows as: two grants.
+var movementAnomalies = []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindDuplicate, checker.KindTokenOrder}
+
+// explainMovement names the range movement of a membership window.
+func explainMovement(w faultView, a checker.Anomaly) (string, bool) {
+	v, ok := decode[history.MemberStart](w.Value)
+	if !ok || v.Node == "" {
+		return "", false
+	}
+	return fmt.Sprintf("ranges moved while the lock was taken: %s (%s, %s): a replica set that changes under an LWT can "+
+		"miss a proposal accepted by the replicas it no longer holds (CEP-14: LWTs have never guaranteed linearizability "+
+		"across range movements; Paxos v2 repairs Paxos state on topology changes unless skip_paxos_repair_on_topology_change)",
+		v.Node, w.Kind, v.How), true
 }
 
 // powerAnomalies are what forgotten acknowledged writes show as: a lock row

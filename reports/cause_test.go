@@ -66,6 +66,9 @@ func TestLikelyCause(t *testing.T) {
 			"data centres dc1 (n1, n2) and dc2 (n3, n4) were cut apart (dc-partition, one way): an LWT at LOCAL_SERIAL"},
 		{"a slow add under a dc-partition is not blamed on LOCAL_SERIAL", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 30},
 			[]faultView{window("dc-partition", 10, 50, `{"dcs":{"dc2":["n3","n4"],"dc1":["n1","n2"]},"grudge":{},"mode":"both"}`)}, ""},
+		{"two grants during a join name the range movement", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
+			[]faultView{window("join", 10, 50, `{"how":"bootstrap, then decommission","node":"n5","ring":{"n1":"UN"}}`)},
+			"ranges moved while the lock was taken: n5 (join, bootstrap, then decommission)"},
 		{"a duplicate is not explained by a pause", checker.Anomaly{Kind: checker.KindDuplicate, Start: 20, End: 30, Processes: []int{3}},
 			[]faultView{pause3}, ""},
 	} {
