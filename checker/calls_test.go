@@ -22,7 +22,7 @@ func pairCalls(ops []history.Op) []call {
 		if op.Type == history.Invoke {
 			open[op.Process] = len(calls)
 			calls = append(calls, call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
-				inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op})
+				inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invLine: lineOf(op)})
 			continue
 		}
 		ci, ok := open[op.Process]
@@ -31,7 +31,7 @@ func pairCalls(ops []history.Op) []call {
 		}
 		delete(open, op.Process)
 		c := &calls[ci]
-		c.typ, c.ret, c.retOp, c.done = op.Type, op.Time, op, true
+		c.typ, c.ret, c.retLine, c.done = op.Type, op.Time, lineOf(op), true
 		if op.LeaseMS > 0 {
 			c.leaseMS = op.LeaseMS
 		}

@@ -720,3 +720,38 @@ func TestLinearizableImpliesMutualExclusion(t *testing.T) {
 		}
 	}
 }
+
+// TestAnomalyShowsTheHistorysLines: a call keeps only part of its lines, so
+// the lines an anomaly shows are rebuilt: they must be the history's own,
+// field for field (a completion that left its lock out stays without it).
+func TestAnomalyShowsTheHistorysLines(t *testing.T) {
+	node := func(n string) func(*history.Op) { return func(o *history.Op) { o.Node = n } }
+	noLock := func(o *history.Op) { o.Lock = "" }
+	h := (&b{}).op(0, 3, I, "acquire", "x", node("n1")).op(1, 3, K, "acquire", "x", lease(10), val(4), noLock).
+		op(2, 7, I, "acquire", "x").op(3, 7, K, "acquire", "x", node("n2"), val(5)).
+		op(20, 3, I, "release", "x").op(21, 3, F, "release", "x", noLock, func(o *history.Op) { o.Error = "timed out" }).
+		op(22, 7, I, "release", "x").op(23, 7, K, "release", "x")
+	ops := h.list()
+	res, err := Check(context.Background(), ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var overlap *Anomaly
+	for i := range res.Anomalies {
+		if res.Anomalies[i].Kind == KindOverlap {
+			overlap = &res.Anomalies[i]
+		}
+	}
+	if overlap == nil {
+		t.Fatalf("no overlap among %s", kinds(res.Anomalies))
+	}
+	if len(overlap.Ops) == 0 {
+		t.Fatal("the overlap shows no lines")
+	}
+	for _, got := range overlap.Ops {
+		want := ops[got.Index]
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("line %d shown as\n  %+v\nwant\n  %+v", got.Index, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"sort"
 
@@ -30,8 +31,10 @@ type call struct {
 	ret     int64        // completion time; Never when there is none
 	leaseMS int64        // from the completion, else the invoke
 	done    bool         // its completion was read
-	invOp   history.Op
-	retOp   history.Op // valid when done
+	// The rest of its two lines, for opsOf to give them back: a call is made
+	// for every invocation, and two whole ops are twice the size, with
+	// pointers the collector follows.
+	invLine, retLine line // retLine valid when done
 	// What the lock had acknowledged when this call was invoked (fencing.go):
 	// for an acquire, the greatest token granted; for an add, the write of
 	// the newest grant and the write of the greatest token.
@@ -42,6 +45,38 @@ type call struct {
 	ps                               *procSt
 }
 
+// line is what a call keeps of one of its lines beyond its own fields
+// (process, f, lock, times, the completion's type).
+type line struct {
+	index     int64
+	leaseMS   int64
+	value     json.RawMessage
+	node, err string
+	noLock    bool // a completion that left its lock out (it is its invocation's)
+}
+
+func lineOf(op history.Op) line {
+	return line{index: op.Index, leaseMS: op.LeaseMS, value: op.Value, node: op.Node, err: op.Error, noLock: op.Lock == ""}
+}
+
+// invokeOp and completionOp give the call's lines back as they were read.
+func (c *call) invokeOp() history.Op {
+	return c.op(c.invLine, history.Invoke, c.inv)
+}
+
+func (c *call) completionOp() history.Op {
+	return c.op(c.retLine, c.typ, c.ret)
+}
+
+func (c *call) op(l line, typ history.Type, t int64) history.Op {
+	op := history.Op{Index: l.index, Time: t, Process: c.proc, Type: typ, F: c.f, Lock: c.lock,
+		Value: l.value, LeaseMS: l.leaseMS, Node: l.node, Error: l.err}
+	if l.noLock {
+		op.Lock = ""
+	}
+	return op
+}
+
 // ops returns the invoke and completion lines of calls, for an anomaly.
 func opsOf(cs ...*call) []history.Op {
 	var out []history.Op
@@ -49,9 +84,9 @@ func opsOf(cs ...*call) []history.Op {
 		if c == nil {
 			continue
 		}
-		out = append(out, c.invOp)
+		out = append(out, c.invokeOp())
 		if c.done {
-			out = append(out, c.retOp)
+			out = append(out, c.completionOp())
 		}
 	}
 	return out
@@ -239,7 +274,7 @@ func (e *engine) feed(op history.Op) {
 	ps := e.proc(op.Process)
 	c := e.newCall()
 	*c = call{proc: op.Process, f: op.F, lock: op.Lock, typ: history.Info,
-		inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invOp: op, ps: ps}
+		inv: op.Time, ret: Never, leaseMS: op.LeaseMS, invLine: lineOf(op), ps: ps}
 	ps.open = c
 	if c.lock != "" {
 		c.l = e.lock(c.lock)
@@ -263,7 +298,7 @@ func (e *engine) completeOp(op history.Op) {
 		return
 	}
 	ps.open = nil
-	c.typ, c.ret, c.retOp, c.done = op.Type, op.Time, op, true
+	c.typ, c.ret, c.retLine, c.done = op.Type, op.Time, lineOf(op), true
 	if op.LeaseMS > 0 {
 		c.leaseMS = op.LeaseMS
 	}
@@ -507,6 +542,6 @@ func (l *lockSt) pendingCalls() []*call {
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].invOp.Index < out[j].invOp.Index })
+	sort.Slice(out, func(i, j int) bool { return out[i].invLine.index < out[j].invLine.index })
 	return out
 }

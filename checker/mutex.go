@@ -78,7 +78,7 @@ func (l *lockSt) granted(c *call) {
 	var tok int64
 	var hasTok bool
 	if c.f == history.FAcquire {
-		tok, hasTok = token(c.retOp.Value)
+		tok, hasTok = token(c.retLine.value)
 		if !l.e.holdsOnly {
 			// A holder's own acquire is a grant too; handing it back the
 			// token it holds (a re-entrant acquire, perhaps after the
@@ -109,7 +109,7 @@ func (l *lockSt) granted(c *call) {
 		// ran out (and no release), it starts a new hold.
 		return
 	}
-	h := &holdRec{Hold: Hold{Lock: l.name, Process: c.proc, Start: c.ret, AcquireIdx: int(c.retOp.Index)},
+	h := &holdRec{Hold: Hold{Lock: l.name, Process: c.proc, Start: c.ret, AcquireIdx: int(c.retLine.index)},
 		expiry: exp, open: true, acq: c, grant: c, l: l}
 	if c.f == history.FAcquire {
 		h.grantLease = c.leaseMS

@@ -334,11 +334,11 @@ func (r *resState) invoke(c *call) {
 		return
 	}
 	r.hasOps = true
-	i, ok, ik, sk := r.lookup(c.invOp.Value)
+	i, ok, ik, sk := r.lookup(c.invLine.value)
 	if !ok {
 		i = r.nelems
 		r.nelems++
-		nel := elemInfo{ikey: ik, proc: int32(c.proc), inv: c.inv, invIdx: c.invOp.Index, typ: 'i'}
+		nel := elemInfo{ikey: ik, proc: int32(c.proc), inv: c.inv, invIdx: c.invLine.index, typ: 'i'}
 		if int(i/elemChunk) == len(r.chunks) {
 			r.chunks = append(r.chunks, make([]elemInfo, 0, elemChunk))
 		}
@@ -397,14 +397,14 @@ func (r *resState) complete(c *call) {
 			if r.bigRet != nil {
 				delete(r.bigRet, el)
 			}
-			el.proc, el.inv, el.invIdx, el.typ = int32(c.proc), c.inv, c.invOp.Index, 'o'
-			r.setRet(el, c.ret, c.retOp.Index)
+			el.proc, el.inv, el.invIdx, el.typ = int32(c.proc), c.inv, c.invLine.index, 'o'
+			r.setRet(el, c.ret, c.retLine.index)
 			r.learn(el, c.ret)
 			el.acked = true
 		}
 	}
 	if el.retIdxD == 0 && el.inv == c.inv && int(el.proc) == c.proc && c.done {
-		r.setRet(el, c.ret, c.retOp.Index)
+		r.setRet(el, c.ret, c.retLine.index)
 		el.typ = typByte(typ)
 	}
 	if reads := r.deferred[i]; reads != nil && el.running == 0 {
@@ -435,7 +435,7 @@ func (r *resState) failedPresent(el *elemInfo, rd *call) {
 func (r *resState) read(rd *call) {
 	l := r.l.name
 	var raw []json.RawMessage
-	if v := rd.retOp.Value; len(v) > 0 {
+	if v := rd.retLine.value; len(v) > 0 {
 		if err := json.Unmarshal(v, &raw); err != nil {
 			r.anomaly(Anomaly{Kind: KindMalformedRead, Check: CheckResource, Lock: l, Processes: []int{rd.proc},
 				Start: rd.inv, End: rd.ret, Message: fmt.Sprintf("ok read of lock %q: value is not an array: %v", l, err),
@@ -492,7 +492,7 @@ func (r *resState) read(rd *call) {
 				r.seen = map[*elemInfo]seenRec{}
 			}
 			r.learn(el, rd.ret)
-			r.seen[el] = seenRec{proc: int32(rd.proc), inv: rd.inv, ret: rd.ret, idx: [2]int64{rd.invOp.Index, rd.retOp.Index}}
+			r.seen[el] = seenRec{proc: int32(rd.proc), inv: rd.inv, ret: rd.ret, idx: [2]int64{rd.invLine.index, rd.retLine.index}}
 			el.seenFirst = true
 		}
 	}

@@ -118,10 +118,10 @@ func porcupineSet(t *testing.T, ops []history.Op) bool {
 				ret = Never
 			}
 			hist = append(hist, porcupine.Operation{ClientId: c.proc, Call: c.inv, Return: ret,
-				Input: setIn{add: true, elem: ratKey(string(c.invOp.Value))}, Output: c.typ == history.Info})
+				Input: setIn{add: true, elem: ratKey(string(c.invLine.value))}, Output: c.typ == history.Info})
 		case c.f == history.FRead && c.typ == history.OK:
 			var els []json.RawMessage
-			if err := json.Unmarshal(c.retOp.Value, &els); err != nil {
+			if err := json.Unmarshal(c.retLine.value, &els); err != nil {
 				t.Fatal(err)
 			}
 			var keys []string
