@@ -202,37 +202,37 @@ var Rows = []Row{
 	// clients run.
 	{
 		Name: "4n-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spare,
-		Time: 150 * s, Interval: 10 * s, Seed: 22010,
+		Time: 150 * s, Interval: 10 * s, Seed: 22100,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "MEASURE",
 	},
 	{
 		Name: "4n-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spare,
-		Time: 150 * s, Interval: 10 * s, Seed: 22011,
+		Time: 150 * s, Interval: 10 * s, Seed: 22200,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "MEASURE",
 	},
 	{
 		Name: "4n-v2-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spareV2,
-		Time: 150 * s, Interval: 10 * s, Seed: 22012,
+		Time: 150 * s, Interval: 10 * s, Seed: 22300,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "MEASURE",
 	},
 	{
 		Name: "4n-v2-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spareV2,
-		Time: 150 * s, Interval: 10 * s, Seed: 22013,
+		Time: 150 * s, Interval: 10 * s, Seed: 22400,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "MEASURE",
 	},
 	{
 		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spareV2Skip,
-		Time: 150 * s, Interval: 10 * s, Seed: 22014,
+		Time: 150 * s, Interval: 10 * s, Seed: 22500,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "MEASURE",
 	},
 	{
 		Name: "4n-v2-1spare-skip-repair/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spareV2Skip,
-		Time: 150 * s, Interval: 10 * s, Seed: 22015,
+		Time: 150 * s, Interval: 10 * s, Seed: 22600,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "MEASURE",
 	},
