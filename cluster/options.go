@@ -84,8 +84,9 @@ func WithHeap(size string) Option { return func(c *config) { c.heap = size } }
 func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
 
 // WithReplicationFactor sets the lockcheck keyspace's replication factor
-// (default: the number of nodes); with WithDCs, the factor in each data
-// centre (default: the nodes of the smallest one).
+// (default: the number of nodes, one less with WithSpares, so that a member
+// can leave); with WithDCs, the factor in each data centre (default: the
+// nodes of the smallest one).
 func WithReplicationFactor(rf int) Option { return func(c *config) { c.rf = rf } }
 
 // WithDCs splits the nodes into n data centres, dc1..dcN, in order (4 nodes
@@ -244,6 +245,10 @@ func (c *config) replicationFactor() int {
 		return c.rf
 	case c.dcs > 1:
 		return c.smallestDC()
+	case c.spares > 0:
+		// A member must be able to leave (leave, remove) without the
+		// ring falling below the replication factor.
+		return max(c.nodes-1, 1)
 	}
 	return c.nodes
 }
