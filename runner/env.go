@@ -76,6 +76,11 @@ func (e ClusterEnv) CopyLogs(ctx context.Context, dir string) error {
 			errs = append(errs, fmt.Errorf("logs of %s: %w", n.Name, err))
 		}
 	}
+	// A spare that joined during the run has logs; one that never started
+	// has none, which is no error.
+	for _, n := range e.Cluster.Spares() {
+		_ = n.CopyLogs(ctx, dir)
+	}
 	return errors.Join(errs...)
 }
 
