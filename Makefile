@@ -32,10 +32,14 @@ build: cli
 
 # The reference plug-ins of --lock-cmd (docs/plugin.md): Python's
 # cassandra-driver from PyPI in a venv (pure Python: no C build), and the
-# Java driver from Maven Central, compiled with its classpath written out.
+# Java driver from Maven Central, compiled with its classpath written out;
+# and the catalogue's Java locks (docs/locks.md): ShedLock's Cassandra
+# provider from Maven Central and the re-expressed Sidecar, Reaper and
+# Astyanax locks, one jar.
 PY_VENV := .cache/plugins/python-lease
 JAVA_LEASE := plugins/java-lease/target/java-lease-1.jar
-plugins: $(PY_VENV)/.installed $(JAVA_LEASE)
+JAVA_LOCKS := plugins/java-locks/target/java-locks-1.jar
+plugins: $(PY_VENV)/.installed $(JAVA_LEASE) $(JAVA_LOCKS)
 
 $(PY_VENV)/.installed: plugins/python-lease/requirements.txt
 	rm -rf $(PY_VENV)
@@ -46,6 +50,9 @@ $(PY_VENV)/.installed: plugins/python-lease/requirements.txt
 $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main/java/lockcheck/*.java)
 	cd plugins/java-lease && mvn -q -B package
 
+$(JAVA_LOCKS): plugins/java-locks/pom.xml $(wildcard plugins/java-locks/src/main/java/lockcheck/locks/*.java)
+	cd plugins/java-locks && mvn -q -B package
+
 # A real test end to end: the fenced lease under every fault for a minute,
 # stored, checked and reported under store/ (the cluster stays up for more
 # runs; `make clean` removes it). Its set-up installs only what the run
@@ -53,7 +60,7 @@ $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main
 run: setup-run cli
 	$(BIN) cluster up
 	$(BIN) cluster status
-	$(BIN) run --lock lease-fenced --nemesis all --time 60s --interval 5s --seed 1
+	$(BIN) run --lock lease-fenced --nemesis all --time 90s --interval 3s --seed 1
 
 unit:
 	$(GO) vet ./...
@@ -63,7 +70,8 @@ unit:
 # and attach to it; -count=1: results against a live cluster are never taken
 # from the test cache). Beside them, a second stream runs the tests that
 # start clusters or containers of their own (the configs matrix: Paxos v2
-# and the lazy filesystem; sshnode; the set-up test's clean container),
+# and the lazy filesystem; sshnode; the set-up test's clean container; the
+# SIGKILLed harness on a 1-node cluster),
 # told to leave the shared cluster alone: runs last a
 # fixed time, not a fixed amount of work, so two streams on 2 cores cost
 # little more wall time than the longer one. A cluster this target starts
@@ -75,10 +83,10 @@ jepsen: build plugins
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
-	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestMembership' ./runner/ ./cluster/; a=$$?; \
+	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestMembership' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
 	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m ./sshnode/ ./scripts/; b=$$?; \
 	  [ $$a = 0 ] && [ $$b = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1 & own=$$!; \
-	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs|TestLazyFS|TestVersions|TestMembership' $$($(GO) list ./... | grep -v -e '/sshnode$$' -e '/scripts$$'); rc=$$?; \
+	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestMembership' $$($(GO) list ./... | grep -v -e '/sshnode$$' -e '/scripts$$'); rc=$$?; \
 	wait $$own; orc=$$?; \
 	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
@@ -91,4 +99,4 @@ test: setup unit jepsen
 
 clean:
 	-$(BIN) cluster down
-	rm -rf bin store .cache plugins/java-lease/target
+	rm -rf bin store .cache plugins/java-lease/target plugins/java-locks/target

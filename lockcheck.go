@@ -53,8 +53,10 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/httplock"
+	"github.com/lockcheck/lockcheck/lockcmd"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
@@ -81,9 +83,10 @@ const (
 
 // Lock is the lock under test: exactly one of New, Recipe, Command and URL.
 type Lock struct {
-	// Name names its runs in the store (default "mine"; with Command
-	// "plugin", with URL "http"; a Recipe keeps its own): lower-case words
-	// joined by dashes.
+	// Name names its runs in the store and the meta line's lock (default
+	// "mine"; with Command the base name of its program, lockcmd.Name:
+	// "python-lease" for plugins/python-lease/run; with URL "http"; a
+	// Recipe keeps its own): lower-case words joined by dashes.
 	Name string
 	// New makes one client's lock: once per client when the run starts,
 	// and once before, to check that it can.
@@ -142,6 +145,7 @@ func (l Lock) recipe() (runner.Recipe, error) {
 		return runner.LookupRecipe(l.Recipe)
 	case l.Command != "":
 		r = runner.CmdRecipe(l.Command, promise)
+		r.Name = lockcmd.Name(l.Command)
 	case l.URL != "":
 		// The address is checked here; whether it answers, before a run.
 		d, err := httplock.New(l.URL)
@@ -232,6 +236,12 @@ func WithNemesis(kinds ...string) Option {
 	return func(c *config) { c.nemesis = append(c.nemesis, kinds...) }
 }
 
+// WithSchedule deals s (nemesis.ScheduleFromHistory of a run, or a file:
+// nemesis.LoadSchedule) in place of random faults: its kinds, times, nodes
+// and parameters (`lockcheck replay`, `run --schedule`). The run's kinds
+// are the schedule's; WithNemesis is then not given.
+func WithSchedule(s nemesis.Schedule) Option { return func(c *config) { c.test.Schedule = &s } }
+
 // WithTime sets how long the clients and the faults run (default 60 s); a
 // quiet phase and the final reads follow.
 func WithTime(d time.Duration) Option { return func(c *config) { c.test.Time = d } }
@@ -245,6 +255,11 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.test.TTL = d }
 // client-pause stalls (default nemesis.DefaultClientPauseExtra).
 func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.PauseExtra = d } }
 
+// WithSkewAhead makes client-clock set the contender's clock ahead by its
+// skew instead of behind (--skew-ahead): the fault of a lock whose expiry is
+// a comparison of client clocks, as ShedLock's.
+func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true } }
+
 // WithPinClients sends client i's queries through node i mod nodes alone
 // instead of the token-aware replica all clients share (--pin-clients): the
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.
@@ -256,6 +271,11 @@ func WithPinClients() Option { return func(c *config) { c.test.PinClients = true
 // placed in them round-robin. Only recipes that take it (lease,
 // lease-fenced, lease-fenced-broken) accept it.
 func WithDCLocal() Option { return func(c *config) { c.test.DCLocal = true } }
+
+// WithNoWait refuses a cluster another process holds (the error wraps
+// exclusive.ErrBusy and names the holder) instead of waiting until it is
+// free: every run takes its cluster before it heals or faults it.
+func WithNoWait() Option { return func(c *config) { c.test.NoWait = true } }
 
 // WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
 // release) or "leader" (each client tries to lead; a leader keeps the lock
@@ -324,6 +344,9 @@ type Result struct {
 	Seed    int64  // the seed the run used
 	// Faults counts the fault windows started, by kind.
 	Faults map[string]int
+	// NeverDealt are the kinds asked for that the run never dealt (it
+	// ended before their turn, or their starts failed).
+	NeverDealt []string
 	// Check holds the anomalies and findings behind the verdict.
 	Check checker.Result
 	// Phases are how long each phase took (faults, heal, quiet, final
@@ -368,6 +391,15 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 	}
 	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
+	}
+	if s := p.Test.Schedule; s != nil {
+		if len(p.Test.Nemesis) > 0 {
+			return p, errors.New("lockcheck: give a schedule or a nemesis list, not both (the schedule names its kinds)")
+		}
+		if err := s.Validate(); err != nil {
+			return p, fmt.Errorf("lockcheck: %w", err)
+		}
+		p.Test.Nemesis = s.Kinds()
 	}
 	if c.start {
 		switch {
@@ -434,10 +466,13 @@ func (p Plan) Run(ctx context.Context) (Result, error) {
 	if len(t.Nemesis) > 0 {
 		nem = strings.Join(t.Nemesis, ",")
 	}
+	if t.Schedule != nil {
+		nem = fmt.Sprintf("a schedule of %d faults (%s)", len(t.Schedule.Steps), nem)
+	}
 	say("%s under %s for %v, seed %d", t.Recipe.Name, nem, t.Time, t.Seed)
 	start := time.Now()
 	out, err := runner.Run(ctx, env, runner.ReportStore{}, t)
-	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Seed: t.Seed, Faults: out.Faults, Check: out.Result,
+	res := Result{Verdict: out.Verdict, Dir: out.Dir, Ops: out.Ops, Seed: t.Seed, Faults: out.Faults, NeverDealt: out.NeverDealt, Check: out.Result,
 		Phases: out.Phases, Requested: t.Time, Took: time.Since(start)}
 	if out.Dir != "" {
 		res.Report = filepath.Join(out.Dir, "report.html")
@@ -500,7 +535,16 @@ func (p Plan) open(ctx context.Context, say func(string, ...any)) (env runner.En
 		return runner.ClusterEnv{Cluster: c}, func() {}, nil
 	}
 	copts = append(copts, cluster.WithNodes(p.Start.Nodes), cluster.WithPaxos(p.Start.Paxos), cluster.WithVersion(p.Start.Version))
+	// Two runs that find no cluster would both start one of that name:
+	// the first to hold it starts it, the other attaches to it. The run
+	// itself takes it again before it heals or faults it.
+	lease := exclusive.Local{Name: p.Cluster}
+	held, err := exclusive.Take(ctx, lease, exclusive.NoWait(p.Test.NoWait), exclusive.Say(func(line string) { say("%s", line) }))
+	if err != nil {
+		return nil, nil, fmt.Errorf("lockcheck: %w", err)
+	}
 	c, started, err := runner.AttachOrStart(ctx, copts...)
+	held.Release()
 	if err != nil {
 		return nil, nil, fmt.Errorf("lockcheck: cluster: %w", err)
 	}
@@ -513,6 +557,13 @@ func (p Plan) open(ctx context.Context, say func(string, ...any)) (env runner.En
 		if p.Keep {
 			return
 		}
+		// Never from under another run that came to use it meanwhile.
+		held, err := exclusive.Take(context.WithoutCancel(ctx), lease, exclusive.Say(func(line string) { say("%s", line) }))
+		if err != nil {
+			log.Warn("lockcheck: stop cluster", "err", err)
+			return
+		}
+		defer held.Release()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if err := c.Stop(sctx, ""); err != nil {

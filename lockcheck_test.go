@@ -127,7 +127,7 @@ func TestPlanExpressesTheCLI(t *testing.T) {
 			return p.Test.Recipe.Name == "lease-fenced" && p.Test.Recipe.Promise == Fenced
 		}},
 		{"plug-in command", Lock{Command: "plugins/python-lease/run", Promise: Fenced}, nil, func(p Plan) bool {
-			return p.Test.Recipe.Name == "plugin" && p.Test.Recipe.Promise == Fenced && p.Test.Recipe.Setup != nil
+			return p.Test.Recipe.Name == "python-lease" && p.Test.Recipe.Promise == Fenced && p.Test.Recipe.Setup != nil
 		}},
 		{"plug-in named", Lock{Name: "pylease", Command: "x"}, nil, func(p Plan) bool { return p.Test.Recipe.Name == "pylease" }},
 		{"lock service", Lock{URL: "http://127.0.0.1:8080"}, nil, func(p Plan) bool {

@@ -105,6 +105,12 @@ type Result struct {
 	// are checked as info.
 	Pending   int  `json:"pending,omitempty"`
 	Truncated bool `json:"truncated,omitempty"` // an unterminated last line was dropped
+	// Injected is the fault kinds requested and dealt (filled by the
+	// report's build, which reads the fault lines; nil from Check alone).
+	Injected *history.Injected `json:"injected,omitempty"`
+	// SetupFailed is why the run's set-up failed (its history's
+	// setup-failed line): no test ran, so the verdict is unknown.
+	SetupFailed string `json:"setup_failed,omitempty"`
 	// Linearizability keeps porcupine's data for the report (not in JSON).
 	Linearizability []LockLinearization `json:"-"`
 	// Holds are the holds the checks saw, by start (for the report; not in

@@ -40,6 +40,10 @@ type holdRec struct {
 	hasToken bool
 	acq, rel *call
 	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire
+	// lastGrant is the ok acquire or renew whose lease sets its expiry (a
+	// leader's last heartbeat): an anomaly shows it beside the hold's
+	// start and release, since it set the hold's end.
+	lastGrant *call
 	// grantLease is the lease_ms of its latest ok acquire: an ok renew
 	// without lease_ms renews for that long.
 	grantLease int64
@@ -92,6 +96,7 @@ func (l *lockSt) granted(c *call) {
 	if h := l.openHold(c.proc); h != nil {
 		if c.inv < h.expiry {
 			h.expiry = exp // the last ok acquire or renew sets the lease
+			h.lastGrant = c
 			if c.f == history.FAcquire {
 				h.grant, h.grantLease = c, c.leaseMS
 				if hasTok {
@@ -110,7 +115,7 @@ func (l *lockSt) granted(c *call) {
 		return
 	}
 	h := &holdRec{Hold: Hold{Lock: l.name, Process: c.proc, Start: c.ret, AcquireIdx: int(c.retLine.index)},
-		expiry: exp, open: true, acq: c, grant: c, l: l}
+		expiry: exp, open: true, acq: c, grant: c, lastGrant: c, l: l}
 	if c.f == history.FAcquire {
 		h.grantLease = c.leaseMS
 	} else if last := c.ps.latest(l); last != nil {
@@ -204,6 +209,16 @@ func (l *lockSt) closeHold(h *holdRec, at int64, how string, rel *call) {
 	l.retire(at)
 }
 
+// endGrant is the grant that set h's end when its lease ended it and that
+// grant is not the one that started it (a heartbeat, a re-acquire), else
+// nil.
+func (h *holdRec) endGrant() *call {
+	if h.Ended != "expired" || h.lastGrant == h.acq {
+		return nil
+	}
+	return h.lastGrant
+}
+
 // checkOverlap reports two holds of different processes that overlap.
 func (l *lockSt) checkOverlap(x, y *holdRec) {
 	a, b := x, y
@@ -221,7 +236,7 @@ func (l *lockSt) checkOverlap(x, y *holdRec) {
 		Processes: []int{a.Process, b.Process}, Start: b.Start, End: end,
 		Message: fmt.Sprintf("processes %d and %d both held lock %q for %s (from %s to %s)",
 			a.Process, b.Process, l.name, fmtDur(end-b.Start), fmtTime(b.Start), fmtTime(end)),
-		Ops: opsOf(a.acq, a.rel, b.acq, b.rel),
+		Ops: opsOf(a.acq, a.endGrant(), a.rel, b.acq, b.endGrant(), b.rel),
 	}, e.cfg.maxReports, e.mutexKinds)
 }
 
@@ -248,6 +263,7 @@ func (l *lockSt) retire(now int64) {
 			kept = append(kept, h)
 		} else {
 			h.rel = nil // it may stay as its process's latest hold: keep it small
+			h.lastGrant = nil
 		}
 	}
 	clear(l.closed[len(kept):])

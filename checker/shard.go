@@ -38,7 +38,10 @@ type multi struct {
 	nemesis   int
 	end       int64
 	meta      *history.Meta
-	metaSeen  bool
+	// setupFailed is the cause of an FSetupFailed line: the run never
+	// started, and its history vouches for nothing.
+	setupFailed string
+	metaSeen    bool
 }
 
 func newMulti(ctx context.Context, cfg config, holdsOnly, keepHolds bool) *multi {
@@ -133,8 +136,15 @@ func (m *multi) feed(op history.Op) {
 	switch {
 	case op.Process < 0:
 		m.nemesis++
-		if op.F == history.FMeta {
+		switch op.F {
+		case history.FMeta:
 			m.feedMeta(op)
+		case history.FSetupFailed:
+			var sf history.SetupFailed
+			if jsonUnmarshal(op.Value, &sf) != nil || sf.Cause == "" {
+				sf.Cause = "set-up failed"
+			}
+			m.setupFailed = sf.Cause
 		}
 	case op.Type == history.Invoke || (op.Lock != "" && op.Type != history.Info):
 		m.send(m.shardOf(&op), op)
@@ -187,7 +197,14 @@ func (m *multi) finish() Result {
 	if m.holdsOnly {
 		sortHolds(agg.holds)
 	}
-	return agg.assemble(visQ)
+	res := agg.assemble(visQ)
+	if m.setupFailed != "" && !m.holdsOnly {
+		res.SetupFailed = m.setupFailed
+		if res.Verdict == Valid {
+			res.Verdict = Unknown
+		}
+	}
+	return res
 }
 
 func (o *checkOutput) merge(p *checkOutput) {

@@ -501,3 +501,26 @@ func TestValidateVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestForeignRules(t *testing.T) {
+	out := `-P INPUT ACCEPT
+-P FORWARD DROP
+-P OUTPUT ACCEPT
+-N LOCKCHECK-PARTITION
+-N MINE
+-A INPUT -j LOCKCHECK-PARTITION
+-A INPUT -s 10.7.0.3/32 -j DROP
+-A LOCKCHECK-PARTITION -s 10.7.0.2/32 -j DROP
+-A INPUT -p tcp --dport 22 -j LOCKCHECK-PARTITION
+`
+	got := foreignRules(out)
+	want := []string{
+		"iptables policy -P FORWARD DROP",
+		"iptables chain -N MINE",
+		"iptables rule -A INPUT -s 10.7.0.3/32 -j DROP",
+		"iptables rule -A INPUT -p tcp --dport 22 -j LOCKCHECK-PARTITION",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("foreignRules:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

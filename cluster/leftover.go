@@ -85,3 +85,73 @@ func (n *Node) jvmStopped(ctx context.Context) (bool, error) {
 	}
 	return out[i+2] == 'T' || out[i+2] == 't', nil
 }
+
+// lockcheckChain is the prefix of every iptables chain lockcheck's faults
+// make (nemesis/iptables.go): rules in them, and INPUT's jumps to them,
+// are test-made and the heal removes them.
+const lockcheckChain = "LOCKCHECK-"
+
+// Foreign lists what keeps the node from its known state that lockcheck did
+// not make, so that its heal leaves it: filter rules outside lockcheck's
+// chains (each as `iptables -S` prints it) and a policy that is not ACCEPT.
+// A container that is not running says so: the heal restarts it, and a
+// node that does not come back fails the run's health check with its cause.
+func (n *Node) Foreign(ctx context.Context) ([]string, error) {
+	st, err := n.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch container.ContainerState(st) {
+	case container.StateRunning:
+	case container.StateDead, container.StateRemoving:
+		// Docker itself gave up on it: no heal starts it again.
+		return []string{"container " + st + " (Docker cannot start it again: `lockcheck cluster down`, then up)"}, nil
+	default:
+		return nil, nil // no exec; the heal starts it, or its health check says why not
+	}
+	out, err := n.Exec(ctx, "iptables", "-w", "-S")
+	if err != nil {
+		return nil, err
+	}
+	return foreignRules(out), nil
+}
+
+// foreignRules picks the lines of `iptables -S` lockcheck did not add.
+func foreignRules(out string) []string {
+	var rules []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		f := strings.Fields(l)
+		switch {
+		case len(f) < 2:
+		case f[0] == "-P":
+			if len(f) == 3 && f[2] != "ACCEPT" {
+				rules = append(rules, "iptables policy "+l)
+			}
+		case f[0] == "-N":
+			if !strings.HasPrefix(f[1], lockcheckChain) {
+				rules = append(rules, "iptables chain "+l)
+			}
+		case f[0] == "-A":
+			if strings.HasPrefix(f[1], lockcheckChain) {
+				continue
+			}
+			if len(f) == 4 && f[2] == "-j" && strings.HasPrefix(f[3], lockcheckChain) {
+				continue
+			}
+			rules = append(rules, "iptables rule "+l)
+		}
+	}
+	return rules
+}
+
+// RemoveForeign flushes the node's whole filter table (every chain,
+// lockcheck's or not, and ACCEPT policies): `lockcheck cluster heal
+// --force` on a cluster lockcheck made, where no rule is anyone's firewall.
+func (n *Node) RemoveForeign(ctx context.Context) error {
+	_, err := n.Exec(ctx, "sh", "-c", "iptables -w -P INPUT ACCEPT && iptables -w -P OUTPUT ACCEPT && iptables -w -P FORWARD ACCEPT && iptables -w -F && iptables -w -X")
+	if err != nil {
+		return fmt.Errorf("%s: flush iptables: %w", n.Name, err)
+	}
+	return nil
+}

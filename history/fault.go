@@ -24,7 +24,36 @@ const (
 	// earlier process (killed before its heal) and reset; its value is a
 	// HealLeftover.
 	FHealLeftover = "heal-leftover"
+	// FSetupFailed ends the history of a run whose set-up failed (the
+	// cluster could not be healed or made healthy, the lock could not be
+	// set up): its value is a SetupFailed. Nothing after the set-up ran,
+	// so the history vouches for nothing: its verdict is unknown.
+	FSetupFailed = "setup-failed"
 )
+
+// SetupFailed is the value of an FSetupFailed line.
+type SetupFailed struct {
+	Cause string `json:"cause" doc:"why the set-up failed, as the run printed it"`
+}
+
+// Foreign is state on a node that lockcheck did not make and its heal does
+// not touch (Meta.Foreign): an iptables rule outside lockcheck's chains, a
+// node down for a cause the heal cannot undo. A run over it records it, so
+// that its report never says "no faults" over it.
+type Foreign struct {
+	Node string `json:"node"`
+	What string `json:"what"`          // "iptables rule -A INPUT -s 10.0.0.3/32 -j DROP"
+	Fix  string `json:"fix,omitempty"` // what to do about it
+}
+
+// String is the one line a run prints of it.
+func (f Foreign) String() string {
+	s := f.Node + ": " + f.What + " (not lockcheck's: its heal leaves it)"
+	if f.Fix != "" {
+		s += "; " + f.Fix
+	}
+	return s
+}
 
 // StartF is the name of the line that starts a fault of kind.
 func StartF(kind string) string { return startPrefix + kind }
@@ -249,6 +278,8 @@ type ClientPauseStart struct {
 type ClientPauseStop struct {
 	Client  int `json:"client" doc:"as at the start"`
 	Process int `json:"process" doc:"as at the start"`
+	// StalledMS was added after the first histories: absent in theirs.
+	StalledMS int64 `json:"stalled_ms,omitempty" doc:"how long the client stood still, from its stall to its resume (the line is written at the resume)"`
 }
 
 // ClientClockStart is the value of a start-client-clock line.
@@ -307,4 +338,44 @@ type MemberStop struct {
 	Node       string            `json:"node" doc:"as at the start"`
 	Ring       map[string]string `json:"ring" doc:"the ring after: as before when the window ends"`
 	StreamedMS int64             `json:"streamed_ms" doc:"from the start until the first movement's streaming was done (joined: UN; left: out of the ring)"`
+}
+
+// Injected is what a run asked of the nemesis and what it dealt: a kind
+// requested and never dealt (the run ended first, or its starts failed) is
+// named, not hidden behind the test's name (results.json's "injected").
+type Injected struct {
+	Requested []string       `json:"requested"`             // the meta line's nemesis
+	Dealt     map[string]int `json:"dealt"`                 // start lines by kind
+	Never     []string       `json:"never_dealt,omitempty"` // requested, no start line
+}
+
+// InjectedOf reads what was requested (meta's nemesis) and dealt (the
+// start lines) from a history.
+func InjectedOf(meta *Meta, ops []Op) Injected {
+	in := Injected{Requested: []string{}, Dealt: map[string]int{}}
+	if meta != nil {
+		in.Requested = append(in.Requested, meta.Nemesis...)
+	}
+	for i := range ops {
+		if ops[i].Process != NemesisProcess {
+			continue
+		}
+		if kind, start, ok := FaultEvent(ops[i].F); ok && start {
+			in.Dealt[kind]++
+		}
+	}
+	in.Never = NeverDealt(in.Requested, in.Dealt)
+	return in
+}
+
+// NeverDealt are the kinds of requested with no count in dealt, in
+// requested order.
+func NeverDealt(requested []string, dealt map[string]int) []string {
+	var out []string
+	for _, k := range requested {
+		if dealt[k] == 0 && k != "none" {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -83,6 +83,10 @@ type Meta struct {
 	Config  map[string]string `json:"config,omitempty"`
 	// Faults is how reports draw each fault kind the run may inject.
 	Faults map[string]FaultStyle `json:"faults,omitempty"`
+	// Foreign is what the nodes held at the run's start that lockcheck
+	// did not make and does not heal (a foreign iptables rule, a node
+	// down for a cause it cannot undo): the run went on over it.
+	Foreign []Foreign `json:"foreign,omitempty"`
 }
 
 // RunPhases is the value of the FPhases line: how long the run asked to be

@@ -36,7 +36,8 @@ func fakeCommand(mode string) string {
 //	child    starts `sleep 300` in its process group, fail, error = its pid
 //	badjson, wrongid, silent, exit, huge, info, failop   break or answer so
 //
-// Modes: ok; failsetup (setup answers fail); banner (prints a line before
+// Modes: ok; renew (setup says "renew":true; renews answer lease_ms 2500,
+// but samelease's none); failsetup (setup answers fail); banner (prints a line before
 // setup's reply); deaf (ignores end of input).
 func fakePlugin(mode string) int {
 	if mode == "banner" {
@@ -59,8 +60,19 @@ func fakePlugin(mode string) int {
 		case req.Op == "setup" && mode == "failsetup":
 			fmt.Fprintln(os.Stderr, "fake: keyspace missing")
 			r = fail("no keyspace lockcheck_x")
+		case req.Op == "setup" && mode == "renew":
+			r = map[string]any{"id": req.ID, "type": "ok", "renew": true}
 		case req.Op == "setup":
 			r = ok
+		case req.Op == "renew":
+			switch {
+			case held[req.Lock] != req.Owner:
+				r = fail("not held")
+			case req.Lock == "samelease":
+				r = ok
+			default:
+				r = map[string]any{"id": req.ID, "type": "ok", "lease_ms": 2500, "token": 99}
+			}
 		case req.Op == "release":
 			if held[req.Lock] != req.Owner {
 				r = fail("not held")
@@ -72,10 +84,13 @@ func fakePlugin(mode string) int {
 			switch req.Lock {
 			case "env":
 				var env []string
-				for _, k := range []string{"LOCKCHECK_HOSTS", "LOCKCHECK_KEYSPACE", "LOCKCHECK_CLIENT", "LOCKCHECK_TTL_MS"} {
+				for _, k := range []string{"LOCKCHECK_HOSTS", "LOCKCHECK_KEYSPACE", "LOCKCHECK_CLIENT", "LOCKCHECK_TTL_MS", "LOCKCHECK_DC"} {
 					env = append(env, k+"="+os.Getenv(k))
 				}
 				r = fail(strings.Join(env, " "))
+			case "pin":
+				v, set := os.LookupEnv("LOCKCHECK_PIN")
+				r = fail(fmt.Sprintf("%q %v", v, set))
 			case "pid":
 				r = fail(fmt.Sprint(os.Getpid()))
 			case "date":
@@ -125,7 +140,7 @@ func fakePlugin(mode string) int {
 			case "badtoken":
 				r = map[string]any{"id": req.ID, "type": "ok", "token": 1.5}
 			default:
-				if _, h := held[req.Lock]; h {
+				if o, h := held[req.Lock]; h && o != req.Owner {
 					r = fail("held")
 					break
 				}

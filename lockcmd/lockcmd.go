@@ -35,6 +35,14 @@ type Env struct {
 	Hosts    []string      // LOCKCHECK_HOSTS: host:port contact points
 	Keyspace string        // LOCKCHECK_KEYSPACE
 	TTL      time.Duration // LOCKCHECK_TTL_MS: the run's --ttl
+	// DC is LOCKCHECK_DC: the data centre of the contact points (drivers
+	// that route by data centre need its name); empty when unknown.
+	DC string
+	// Pins are the clients' coordinators (host:port by client number) when
+	// the run pins its clients (run --pin-clients): client i is told
+	// LOCKCHECK_PIN=Pins[i] and must send every request there, so that
+	// the coord-* faults reach the coordinator it uses. Empty: unpinned.
+	Pins []string
 }
 
 // Option configures a Driver.
@@ -148,10 +156,14 @@ type Lock struct {
 	gen int        // processes started
 	// closed: Close ran; no new process starts.
 	closed bool
+	// renews: the last setup's reply said "renew":true.
+	renews bool
 }
 
 var _ interface {
 	workload.Lock
+	workload.Renewer
+	workload.RenewChecker
 	workload.ProcessPauser
 	workload.ClockSetter
 } = (*Lock)(nil)
@@ -182,7 +194,11 @@ func (l *Lock) start(ctx context.Context) (*proc, error) {
 		"LOCKCHECK_KEYSPACE="+d.env.Keyspace,
 		"LOCKCHECK_CLIENT="+strconv.Itoa(l.client),
 		"LOCKCHECK_TTL_MS="+strconv.FormatInt(d.env.TTL.Milliseconds(), 10),
+		"LOCKCHECK_DC="+d.env.DC,
 	)
+	if l.client < len(d.env.Pins) {
+		cmd.Env = append(cmd.Env, "LOCKCHECK_PIN="+d.env.Pins[l.client])
+	}
 	if d.cfg.faketime != "" {
 		// The settings that keep a JVM sane under libfaketime (design
 		// notes, Clocks): only the wall clock moves, never the monotonic one.
@@ -190,8 +206,10 @@ func (l *Lock) start(ctx context.Context) (*proc, error) {
 			"FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_FORCE_MONOTONIC_FIX=0")
 	}
 	// A process group of its own: sh's children are stopped, continued and
-	// killed with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// killed with it. Pdeathsig: a harness killed with SIGKILL takes its
+	// plug-ins with it (a plug-in left running would hold a lock the next
+	// run contends for); their children see their stdin close.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("plug-in: %w", err)
@@ -253,6 +271,9 @@ func (l *Lock) start(ctx context.Context) (*proc, error) {
 		l.kill(p)
 		return nil, fmt.Errorf("plug-in %q (client %d): %w", d.command, l.client, p.describe(err))
 	}
+	l.mu.Lock()
+	l.renews = r.Renew
+	l.mu.Unlock()
 	return p, nil
 }
 
@@ -412,6 +433,36 @@ func (l *Lock) Acquire(ctx context.Context, name, owner string) (workload.Grant,
 		g.Deadline = start.Add(g.Lease) // start carries a monotonic reading
 	}
 	return g, nil
+}
+
+// Renew sends a renew of g (a plug-in whose setup said "renew":true). The
+// grant returned keeps g's token; its lease is the reply's lease_ms, or
+// g's lease when the reply has none, counted from the renew's start. A
+// fail is ErrNotHeld: the holder is no longer the holder.
+func (l *Lock) Renew(ctx context.Context, g workload.Grant) (workload.Grant, error) {
+	if !l.CanRenew() {
+		return g, fmt.Errorf("renew %q: the plug-in's setup did not say \"renew\":true: %w", g.Lock, workload.ErrNotHeld)
+	}
+	start := time.Now()
+	r, err := l.do(ctx, request{Op: "renew", Lock: g.Lock, Owner: g.Owner, Token: g.Token}, workload.ErrNotHeld)
+	if err != nil {
+		return g, err
+	}
+	if r.LeaseMS != nil {
+		g.Lease = time.Duration(*r.LeaseMS) * time.Millisecond
+	}
+	if g.Lease > 0 {
+		g.Deadline = start.Add(g.Lease)
+	}
+	return g, nil
+}
+
+// CanRenew tells whether the plug-in answers renew requests: its last
+// setup said "renew":true. A leader whose lock cannot renew re-acquires.
+func (l *Lock) CanRenew() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renews
 }
 
 // Release sends a release (with the grant's token, if any) and waits for

@@ -17,7 +17,7 @@ import (
 	"github.com/lockcheck/lockcheck/workload"
 )
 
-var testEnv = Env{Hosts: []string{"10.1.0.2:9042", "10.1.0.3:9042"}, Keyspace: "lockcheck", TTL: 3 * time.Second}
+var testEnv = Env{Hosts: []string{"10.1.0.2:9042", "10.1.0.3:9042"}, Keyspace: "lockcheck", TTL: 3 * time.Second, DC: "datacenter1"}
 
 // start starts client 0 of the fake plug-in in mode; the lock is closed at
 // the end of the test, and nothing of it may be left running.
@@ -90,9 +90,81 @@ func TestGrantAndRelease(t *testing.T) {
 		t.Errorf("second release: %v, want ErrNotHeld", err)
 	}
 	got := answer(t, l, "env")
-	want := "LOCKCHECK_HOSTS=10.1.0.2:9042,10.1.0.3:9042 LOCKCHECK_KEYSPACE=lockcheck LOCKCHECK_CLIENT=0 LOCKCHECK_TTL_MS=3000"
+	want := "LOCKCHECK_HOSTS=10.1.0.2:9042,10.1.0.3:9042 LOCKCHECK_KEYSPACE=lockcheck LOCKCHECK_CLIENT=0 LOCKCHECK_TTL_MS=3000 LOCKCHECK_DC=datacenter1"
 	if got != want {
 		t.Errorf("environment %q, want %q", got, want)
+	}
+}
+
+// A pinned run tells each client its own node (LOCKCHECK_PIN, by client
+// number); an unpinned run sets nothing.
+func TestPinEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pins   []string
+		client int
+		want   string
+	}{
+		{"unpinned", nil, 1, `"" false`},
+		{"client 0", []string{"10.1.0.2:9042", "10.1.0.3:9042"}, 0, `"10.1.0.2:9042" true`},
+		{"client 1", []string{"10.1.0.2:9042", "10.1.0.3:9042"}, 1, `"10.1.0.3:9042" true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv
+			env.Pins = tc.pins
+			d, err := New(fakeCommand("ok"), env, WithGrace(200*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := d.Start(context.Background(), tc.client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if got := answer(t, l, "pin"); got != tc.want {
+				t.Errorf("LOCKCHECK_PIN %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A plug-in whose setup says "renew":true is a Renewer: a renew extends
+// the grant (the reply's lease_ms, or the grant's lease when it has none)
+// and keeps its token; a renew of a lock not held is ErrNotHeld. One that
+// does not say so is never sent a renew: the leader re-acquires.
+func TestRenew(t *testing.T) {
+	if l := start(t, "ok"); l.CanRenew() {
+		t.Error("a plug-in that did not say renew: CanRenew true")
+	} else if g, err := l.Acquire(ctxFor(t, 5*time.Second), "a", "o"); err != nil {
+		t.Fatal(err)
+	} else if _, err := l.Renew(ctxFor(t, 5*time.Second), g); !errors.Is(err, workload.ErrNotHeld) {
+		t.Errorf("renew without renew support: %v, want ErrNotHeld", err)
+	}
+	l := start(t, "renew")
+	if !l.CanRenew() {
+		t.Fatal("setup said renew: CanRenew false")
+	}
+	for _, c := range []struct {
+		lock  string
+		lease time.Duration
+	}{{"a", 2500 * time.Millisecond}, {"samelease", 1500 * time.Millisecond}} {
+		g, err := l.Acquire(ctxFor(t, 5*time.Second), c.lock, "c0-p0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		ng, err := l.Renew(ctxFor(t, 5*time.Second), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ng.Token != g.Token || ng.Lease != c.lease || ng.Deadline.Before(before.Add(c.lease)) {
+			t.Errorf("%s: renewed %+v of %+v, want token %d and lease %v from the renew", c.lock, ng, g, g.Token, c.lease)
+		}
+		other := g
+		other.Owner = "c1-p1"
+		if _, err := l.Renew(ctxFor(t, 5*time.Second), other); !errors.Is(err, workload.ErrNotHeld) {
+			t.Errorf("renew by another owner: %v, want ErrNotHeld", err)
+		}
 	}
 }
 

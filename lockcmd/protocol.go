@@ -10,9 +10,13 @@ import (
 //
 //	-> {"id":1,"op":"setup","timeout_ms":120000}                 once, first: create your schema (idempotent)
 //	-> {"id":2,"op":"acquire","lock":L,"owner":O,"timeout_ms":T}
-//	-> {"id":3,"op":"release","lock":L,"owner":O,"token":T,"timeout_ms":T}   token only when the grant had one
+//	-> {"id":3,"op":"renew","lock":L,"owner":O,"token":T,"timeout_ms":T}     only to a plug-in whose setup said "renew":true
+//	-> {"id":4,"op":"release","lock":L,"owner":O,"token":T,"timeout_ms":T}   token only when the grant had one
 //	<- {"id":N,"type":"ok"}                                      on an acquire, optionally "token" (integer >= 0)
-//	                                                             and "lease_ms" (validity from the acquire's invocation)
+//	                                                             and "lease_ms" (validity from the acquire's invocation);
+//	                                                             on a renew, optionally "lease_ms" (the new validity,
+//	                                                             from the renew's invocation; absent: the grant's lease);
+//	                                                             on setup, optionally "renew":true (the plug-in renews)
 //	<- {"id":N,"type":"fail","error":"..."}                      certainly did not take effect
 //	<- {"id":N,"type":"info","error":"..."}                      outcome unknown
 //
@@ -34,6 +38,8 @@ type reply struct {
 	Token   *int64 `json:"token"`
 	LeaseMS *int64 `json:"lease_ms"`
 	Error   string `json:"error"`
+	// Renew, on setup's ok: the plug-in answers renew requests.
+	Renew bool `json:"renew"`
 }
 
 // parseReply decodes a reply line and checks it against its request.
@@ -56,16 +62,22 @@ func parseReply(line []byte, req request) (reply, error) {
 	case r.Type != "ok" && r.Type != "fail" && r.Type != "info":
 		return reply{}, fmt.Errorf("reply to %s %d has type %q, want ok, fail or info", req.Op, req.ID, r.Type)
 	}
-	if r.Type != "ok" || req.Op != "acquire" {
-		r.Token, r.LeaseMS = nil, nil // meaningful on a granted acquire only
+	if r.Type != "ok" || req.Op != "setup" {
+		r.Renew = false // meaningful on setup's ok only
+	}
+	if r.Type != "ok" || (req.Op != "acquire" && req.Op != "renew") {
+		r.Token, r.LeaseMS = nil, nil // meaningful on a granted acquire or renew only
 		return r, nil
+	}
+	if req.Op == "renew" {
+		r.Token = nil // a renew keeps the grant's token
 	}
 	if r.Token != nil && *r.Token < 0 {
 		return reply{}, fmt.Errorf("reply to acquire %d: negative token %d", req.ID, *r.Token)
 	}
 	if r.LeaseMS != nil && *r.LeaseMS <= 0 {
-		return reply{}, fmt.Errorf("reply to acquire %d: lease_ms %d, want > 0 (or absent for a lock that does not expire)",
-			req.ID, *r.LeaseMS)
+		return reply{}, fmt.Errorf("reply to %s %d: lease_ms %d, want > 0 (or absent for a lock that does not expire)",
+			req.Op, req.ID, *r.LeaseMS)
 	}
 	return r, nil
 }

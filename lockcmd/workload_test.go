@@ -113,3 +113,56 @@ func TestWorkloadReplacesBrokenPlugin(t *testing.T) {
 		}
 	}
 }
+
+// A leader heartbeats through the plug-in's renew when its setup said
+// "renew":true, and re-acquires under its owner when it did not: the
+// history shows renew ops for the one and none for the other.
+func TestLeaderRenewsThroughPlugin(t *testing.T) {
+	for _, c := range []struct {
+		mode   string
+		renews bool
+	}{{"renew", true}, {"ok", false}} {
+		t.Run(c.mode, func(t *testing.T) {
+			d, err := New(fakeCommand(c.mode), testEnv, WithGrace(200*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := d.Start(context.Background(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			h := &memHistory{}
+			w, err := workload.New(func(int, workload.Clock) (workload.Lock, error) { return l, nil },
+				&memSet{sets: map[string][]int64{}}, h, workload.WithClients(1), workload.WithLocks("a"),
+				workload.WithShape(workload.ShapeLeader), workload.WithTerm(4*time.Second),
+				workload.WithHold(50*time.Millisecond), workload.WithStagger(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := w.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			renews, acquires := 0, 0
+			for _, op := range h.ops {
+				if op.Type != history.OK {
+					continue
+				}
+				switch op.F {
+				case history.FRenew:
+					renews++
+				case history.FAcquire:
+					acquires++
+				}
+			}
+			if c.renews && (renews == 0 || acquires != 1) {
+				t.Errorf("renews %d, acquires %d: want renews and one acquire", renews, acquires)
+			}
+			if !c.renews && (renews != 0 || acquires < 2) {
+				t.Errorf("renews %d, acquires %d: want re-acquires and no renew", renews, acquires)
+			}
+		})
+	}
+}

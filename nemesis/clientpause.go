@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,33 +17,54 @@ var clientPauseKind = Kind{
 	Doc: "Stalls the next client to enter its critical section between its read and its write, for its lease plus " +
 		"the pause extra (--pause-extra), as a GC pause would: its write lands after the lease expired.",
 	StartValue: history.ClientPauseStart{Client: 3, Lock: "l0", MS: 4700, Process: 12},
-	StopValue:  history.ClientPauseStop{Client: 3, Process: 12},
+	StopValue:  history.ClientPauseStop{Client: 3, Process: 12, StalledMS: 4702},
 	New:        func() Injector { return &clientPause{} },
 }
 
 type clientPause struct{}
 
 // Start stalls the next holder to enter its critical section for its lease
-// plus the configured extra. It waits at most hold for a holder.
+// plus the configured extra. It waits at most hold for a holder. The start
+// line is written once the stall has begun, the stop line the moment the
+// client resumed (not when the schedule's window ends: a client that
+// resumed early runs on inside it).
 func (*clientPause) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
 	pctx, cancel := context.WithTimeout(ctx, hold)
 	defer cancel()
-	p, done, err := e.Clients.PauseHolder(pctx, e.PauseExtra)
+	// The stop line is written in the client's goroutine as it resumes,
+	// so that none of its own operations precedes it; it waits for the
+	// start line (a stall shorter than a history append is still ordered).
+	var began time.Time
+	var p history.ClientPauseStart
+	startWritten := make(chan struct{})
+	recorded := make(chan error, 1)
+	resumed := func() {
+		<-startWritten
+		recorded <- e.Record(history.StopF(ClientPause), history.ClientPauseStop{Client: p.Client, Process: p.Process,
+			StalledMS: time.Since(began).Milliseconds()}, nil)
+	}
+	var stall time.Duration
+	if v, ok := given[history.ClientPauseStart](e); ok && v.MS > 0 {
+		stall = time.Duration(v.MS) * time.Millisecond // the stall as it happened
+	}
+	p, _, err := e.Clients.PauseHolder(pctx, e.PauseExtra, stall, resumed)
 	if err != nil {
+		close(startWritten) // never waited on: no stall began
 		return nil, fmt.Errorf("nemesis: client pause: no holder entered a critical section: %w", err)
 	}
-	if err := e.Record(history.StartF(ClientPause), p, nil); err != nil {
+	began = time.Now()
+	err = e.Record(history.StartF(ClientPause), p, nil)
+	close(startWritten)
+	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context) error {
-		// The stall ends on its own; the stop line marks when it did.
-		var err error
 		select {
-		case <-done:
+		case err := <-recorded:
+			return err
 		case <-ctx.Done():
-			err = fmt.Errorf("nemesis: client pause of client %d did not end: %w", p.Client, ctx.Err())
+			return fmt.Errorf("nemesis: client pause of client %d did not end: %w", p.Client, ctx.Err())
 		}
-		return errors.Join(err, e.Record(history.StopF(ClientPause), history.ClientPauseStop{Client: p.Client, Process: p.Process}, nil))
 	}, nil
 }
 

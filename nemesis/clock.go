@@ -50,6 +50,17 @@ func (c *clock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error
 		offsets[e.Targets[idx[i]].Name] = offs[i].String()
 	}
 	period := logUniform(e.Sched, 10*time.Millisecond, 500*time.Millisecond).Round(time.Millisecond)
+	if v, ok := given[history.ClockStart](e); ok && len(v.Offsets) > 0 {
+		var err error
+		if idx, offs, err = givenOffsets(e, v.Offsets); err != nil {
+			return nil, err
+		}
+		offsets = v.Offsets
+		strobe = v.Kind == "strobe"
+		if p, err := time.ParseDuration(v.Period); err == nil && p > 0 {
+			period = p
+		}
+	}
 	names := e.names(idx)
 	set := func(ctx context.Context, zero bool) error {
 		var errs []error
@@ -132,4 +143,27 @@ func (c *clock) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
 		return false, nil
 	}
 	return true, t.Node.SetClockOffset(ctx, 0)
+}
+
+// givenOffsets are a schedule's clock offsets (node -> Go duration) as
+// target indexes and durations, in target order.
+func givenOffsets(e *Env, offsets map[string]string) ([]int, []time.Duration, error) {
+	var idx []int
+	var offs []time.Duration
+	for i, t := range e.Targets {
+		o, ok := offsets[t.Name]
+		if !ok {
+			continue
+		}
+		d, err := time.ParseDuration(o)
+		if err != nil {
+			return nil, nil, fmt.Errorf("nemesis: schedule: clock offset of %s: %w", t.Name, err)
+		}
+		idx = append(idx, i)
+		offs = append(offs, d)
+	}
+	if len(idx) != len(offsets) {
+		return nil, nil, fmt.Errorf("nemesis: the schedule's clock offsets name nodes this cluster does not have: %v", offsets)
+	}
+	return idx, offs, nil
 }

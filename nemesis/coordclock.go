@@ -54,6 +54,13 @@ func (c *coordClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, 
 		cands = nodes
 	}
 	node := cands[e.Pick.IntN(len(cands))]
+	if v, ok := given[history.CoordClockStart](e); ok && v.Node != "" {
+		od, err := time.ParseDuration(v.Offset)
+		if err != nil || !slices.Contains(nodes, v.Node) {
+			return nil, fmt.Errorf("nemesis: schedule: coord-clock of node %s by %q: not a coordinator of this run, or no offset", v.Node, v.Offset)
+		}
+		node, ahead = v.Node, od
+	}
 	var t Target
 	for _, x := range e.Targets {
 		if x.Name == node {

@@ -64,6 +64,12 @@ func coordGroups(e *Env) ([]string, map[string][]int) {
 func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	nodes, groups := coordGroups(e)
 	alone := nodes[e.Sched.IntN(len(nodes))]
+	if v, ok := given[history.CoordPartitionStart](e); ok && v.Node != "" {
+		if !slices.Contains(nodes, v.Node) {
+			return nil, fmt.Errorf("nemesis: the schedule cuts node %s, which coordinates no client of this run", v.Node)
+		}
+		alone = v.Node
+	}
 	g := Grudge{}
 	var others []string
 	for _, t := range e.Targets {

@@ -81,7 +81,12 @@ func dcGrudge(e *Env) (string, map[string][]string, Grudge) {
 }
 
 func (p *dcPartition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
-	mode, dcs, g := dcGrudge(e)
+	mode, dcs, g := "", map[string][]string(nil), Grudge(nil)
+	if v, ok := given[history.DCPartitionStart](e); ok && len(v.Grudge) > 0 {
+		mode, dcs, g = v.Mode, v.DCs, v.Grudge // a replay: the cut as it was
+	} else {
+		mode, dcs, g = dcGrudge(e)
+	}
 	c := chainOf(DCPartition)
 	nodes, err := applyGrudge(ctx, e, c, g)
 	if err != nil {

@@ -25,6 +25,11 @@ type kill struct{}
 
 func (*kill) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	t := e.Targets[e.Sched.IntN(len(e.Targets))]
+	if ts, err := e.givenTargets(); err != nil {
+		return nil, err
+	} else if len(ts) > 0 {
+		t = ts[0]
+	}
 	if err := t.Node.Kill(ctx); err != nil {
 		return nil, fmt.Errorf("nemesis: kill %s: %w", t.Name, err)
 	}

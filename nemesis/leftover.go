@@ -80,3 +80,70 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 type faulter interface {
 	Faults(ctx context.Context) ([]string, error)
 }
+
+// Healthy is a cluster that can wait until every node serves again
+// (runner.Env, cluster.Cluster).
+type Healthy interface {
+	WaitHealthy(ctx context.Context) error
+}
+
+// HealAndWait is the heal-then-wait of every command that takes a cluster
+// (a run's start, `cluster up` and `cluster heal` on a running cluster,
+// lockd, the jepsen tests' TestMain): HealLeftovers, then a wait until the
+// cluster is healthy, always, so that a cluster that is partly partitioned
+// by something no leftover names (n2 dropping n3's packets) is noticed
+// before a run vouches for it. The caller holds the cluster
+// (package exclusive).
+func HealAndWait(ctx context.Context, targets []Target, h Healthy, rec Recorder, log *slog.Logger) ([]Leftover, error) {
+	var healed []Leftover
+	if len(targets) > 0 {
+		var err error
+		if healed, err = HealLeftovers(ctx, targets, rec, log); err != nil {
+			return healed, err
+		}
+	}
+	if err := h.WaitHealthy(ctx); err != nil {
+		return healed, fmt.Errorf("cluster not healthy after healing leftovers: %w", err)
+	}
+	return healed, nil
+}
+
+// foreigner is a node that can name state on it that lockcheck did not
+// make (cluster.Node.Foreign).
+type foreigner interface {
+	Foreign(ctx context.Context) ([]string, error)
+}
+
+// Foreign lists, per node, what the targets hold that lockcheck did not
+// make and HealLeftovers will not touch, with fix telling what to do about
+// each (nil: nothing said). A node that cannot say is skipped: hosts of
+// the user's keep their own firewall, which is not a fault.
+func Foreign(ctx context.Context, targets []Target, fix func(node, what string) string) []history.Foreign {
+	out := make([][]history.Foreign, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		f, ok := t.Node.(foreigner)
+		if !ok {
+			continue
+		}
+		wg.Go(func() {
+			ws, err := f.Foreign(ctx)
+			if err != nil {
+				return // the heal and the health check say what is wrong
+			}
+			for _, w := range ws {
+				fe := history.Foreign{Node: t.Name, What: w}
+				if fix != nil {
+					fe.Fix = fix(t.Name, w)
+				}
+				out[i] = append(out[i], fe)
+			}
+		})
+	}
+	wg.Wait()
+	var all []history.Foreign
+	for _, o := range out {
+		all = append(all, o...)
+	}
+	return all
+}

@@ -84,6 +84,9 @@ func (l *loss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error)
 	if err != nil {
 		return nil, err
 	}
+	if v, ok := given[history.LossStart](e); ok && len(v.Drops) > 0 && v.Probability > 0 {
+		d = v
+	}
 	c := chainOf(Loss)
 	nodes, err := applyGrudge(ctx, e, c, d.Drops,
 		"-m", "statistic", "--mode", "random", "--probability", strconv.FormatFloat(d.Probability, 'f', 2, 64))

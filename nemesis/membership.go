@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -103,11 +104,18 @@ func memberOf(t Target) (MemberNode, error) {
 
 func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
 	// Every draw before anything that waits.
-	var t Target
+	pool := e.Targets
 	if p.kind == Join {
-		t = e.Spares[e.Sched.IntN(len(e.Spares))]
-	} else {
-		t = e.Targets[e.Sched.IntN(len(e.Targets))]
+		pool = e.Spares
+	}
+	t := pool[e.Sched.IntN(len(pool))]
+	if v, ok := given[history.MemberStart](e); ok {
+		// A replay: the node the history moved.
+		i := slices.IndexFunc(pool, func(c Target) bool { return c.Name == v.Node })
+		if i < 0 {
+			return nil, fmt.Errorf("nemesis: %s: the schedule names node %q, which this cluster cannot move", p.kind, v.Node)
+		}
+		t = pool[i]
 	}
 	m, err := memberOf(t)
 	if err != nil {

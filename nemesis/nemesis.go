@@ -56,13 +56,16 @@ type Clients interface {
 	// PauseHolder stalls the next client to enter a critical section for its
 	// lease plus extra, and returns once the stall has begun: who stalled,
 	// as the start line records it, and a channel closed when the stall
-	// ends.
-	PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error)
+	// ends. A positive stall is the stall's length instead (a replay's).
+	// resumed runs as the client resumes, before it goes on (the stop
+	// line's moment).
+	PauseHolder(ctx context.Context, extra, stall time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error)
 	SetClientClock(i int, d time.Duration) error
 	// SetClientClockAtRest moves client i's clock by d between two of its
 	// operations (after the one it is in), so that a step never falls
-	// inside a recipe's sequence of writes.
-	SetClientClockAtRest(i int, d time.Duration) error
+	// inside a recipe's sequence of writes; stepped runs once it moved,
+	// before the client's next operation (the start line's moment).
+	SetClientClockAtRest(i int, d time.Duration, stepped func()) error
 	// HoldAtRest keeps each client of cs between two of its operations
 	// (holding nothing, in no sequence of writes) until release; it
 	// returns once all rest there.
@@ -87,7 +90,11 @@ type Env struct {
 
 	PauseExtra       time.Duration // client-pause: stall past the lease by this
 	SkewMin, SkewMax time.Duration // client-clock: the skew's bounds
-	LossMin, LossMax float64       // loss: the drop probability's bounds
+	// SkewAhead: client-clock sets the contender's clock ahead instead of
+	// behind (a lock whose expiry is a comparison of client clocks fails
+	// when a contender's clock runs ahead).
+	SkewAhead        bool
+	LossMin, LossMax float64 // loss: the drop probability's bounds
 	// Pins are the clients' coordinators (client -> node name) when every
 	// query of a client goes to one node (`run --pin-clients`); the aimed
 	// kinds (coord-partition, coord-clock) need them.
@@ -101,6 +108,9 @@ type Env struct {
 
 	Log *slog.Logger
 	rec Recorder
+	// step is the schedule's step being dealt (nil: the fault is drawn):
+	// a kind takes its parameters from it (given, givenTargets).
+	step *Step
 }
 
 // Record appends one nemesis line to the history.
@@ -173,6 +183,12 @@ func WithClientSkew(min, max time.Duration) Option {
 	return func(n *Nemesis) { n.env.SkewMin, n.env.SkewMax = min, max }
 }
 
+// WithClientSkewAhead makes client-clock set the contender's clock ahead
+// by the skew instead of behind.
+func WithClientSkewAhead(ahead bool) Option {
+	return func(n *Nemesis) { n.env.SkewAhead = ahead }
+}
+
 // WithLoss bounds the probability that the loss fault drops a packet: it is
 // drawn uniformly in [min, max] (default 0.05..0.5).
 func WithLoss(min, max float64) Option {
@@ -190,6 +206,10 @@ func WithLeaseTTL(d time.Duration) Option { return func(n *Nemesis) { n.env.Leas
 // WithSpares gives the nemesis the cluster's spare nodes (join needs one).
 func WithSpares(ts []Target) Option { return func(n *Nemesis) { n.env.Spares = ts } }
 
+// WithSchedule deals s's steps (their kinds, times and parameters) instead
+// of drawing faults: a replay. The run's kinds are the schedule's.
+func WithSchedule(s Schedule) Option { return func(n *Nemesis) { n.schedule = &s } }
+
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(n *Nemesis) { n.env.Log = l } }
 
@@ -200,6 +220,8 @@ type Nemesis struct {
 	seed     int64
 	interval time.Duration
 	env      Env
+
+	schedule *Schedule
 
 	mu     sync.Mutex
 	active []string
@@ -217,6 +239,20 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	}
 	if rec == nil {
 		return nil, errors.New("nemesis: a recorder is required")
+	}
+	if n.schedule != nil {
+		if err := n.schedule.Validate(); err != nil {
+			return nil, err
+		}
+		n.names = n.schedule.Kinds()
+		for i, st := range n.schedule.Steps {
+			for _, name := range st.Nodes {
+				has := func(t Target) bool { return t.Name == name }
+				if !slices.ContainsFunc(targets, has) && !slices.ContainsFunc(n.env.Spares, has) {
+					return nil, fmt.Errorf("nemesis: schedule step %d (%s) names node %s, which this cluster does not have", i+1, st.Kind, name)
+				}
+			}
+		}
 	}
 	// Every kind the run cannot serve is named, one line each, before
 	// anything starts.

@@ -291,13 +291,21 @@ type fakeClients struct {
 
 func (c *fakeClients) Clients() int   { return c.n }
 func (c *fakeClients) Holders() []int { return []int{0} }
-func (c *fakeClients) PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error) {
+func (c *fakeClients) PauseHolder(ctx context.Context, extra, stall time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
 	c.mu.Lock()
 	c.pauses++
 	c.mu.Unlock()
 	done := make(chan struct{})
 	d := 10*time.Millisecond + extra
-	time.AfterFunc(d, func() { close(done) })
+	if stall > 0 {
+		d = stall
+	}
+	time.AfterFunc(d, func() {
+		if resumed != nil {
+			resumed()
+		}
+		close(done)
+	})
 	return history.ClientPauseStart{Client: 0, Process: 0, Lock: "l0", MS: d.Milliseconds()}, done, nil
 }
 func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
@@ -310,8 +318,14 @@ func (c *fakeClients) SetClientClock(i int, d time.Duration) error {
 	return nil
 }
 
-func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration) error {
-	return c.SetClientClock(i, d)
+func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration, stepped func()) error {
+	if err := c.SetClientClock(i, d); err != nil {
+		return err
+	}
+	if stepped != nil {
+		stepped()
+	}
+	return nil
 }
 
 func (c *fakeClients) HoldAtRest(ctx context.Context, cs []int) (func(), error) {
@@ -423,7 +437,7 @@ func TestPartitionGrudges(t *testing.T) {
 }
 
 // schedule runs a nemesis over fake nodes and returns its lines.
-func schedule(t *testing.T, seed int64, kinds []string, d time.Duration) ([]history.Op, []*fakeNode, *fakeClients) {
+func schedule(t *testing.T, seed int64, kinds []string, d time.Duration, opts ...Option) ([]history.Op, []*fakeNode, *fakeClients) {
 	t.Helper()
 	ts, fs := fakeCluster(3)
 	ring := newFakeRing("n1", "n2", "n3")
@@ -434,8 +448,8 @@ func schedule(t *testing.T, seed int64, kinds []string, d time.Duration) ([]hist
 	spare := &fakeNode{name: "n4", ring: ring}
 	rec := &memRec{}
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
-	n, err := New(ts, rec, WithKinds(kinds...), WithSeed(seed), WithInterval(10*time.Millisecond), WithSpares([]Target{{Name: "n4", IP: "10.0.0.5", Node: spare}}),
-		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond), WithPins(testPins))
+	n, err := New(ts, rec, append([]Option{WithKinds(kinds...), WithSeed(seed), WithInterval(10 * time.Millisecond), WithSpares([]Target{{Name: "n4", IP: "10.0.0.5", Node: spare}}),
+		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond), WithPins(testPins)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -584,34 +598,50 @@ func TestSameSeedSameSchedule(t *testing.T) {
 	}
 }
 
+// Client faults: a pause of the holder, and a contender's clock set behind
+// by 1-30 s, or ahead by as much with WithClientSkewAhead.
 func TestClientFaults(t *testing.T) {
-	ops, _, cl := schedule(t, 3, []string{ClientPause, ClientClock}, 800*time.Millisecond)
-	if cl.pauses == 0 {
-		t.Error("no client pause armed")
-	}
-	skews := 0
-	for _, op := range ops {
-		if op.F != "start-"+ClientClock {
-			continue
-		}
-		skews++
-		var v struct {
-			Client int
-			Offset string
-		}
-		if err := json.Unmarshal(op.Value, &v); err != nil {
-			t.Fatal(err)
-		}
-		if v.Client == 0 {
-			t.Errorf("skewed the holder (client 0), not a contender")
-		}
-		d, err := time.ParseDuration(v.Offset)
-		if err != nil || d > -time.Second || d < -30*time.Second {
-			t.Errorf("client offset %q outside -30s..-1s", v.Offset)
-		}
-	}
-	if skews == 0 {
-		t.Error("no client clock skew")
+	for _, tc := range []struct {
+		name     string
+		ahead    bool
+		min, max time.Duration
+	}{
+		{"behind", false, -30 * time.Second, -time.Second},
+		{"ahead", true, time.Second, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, _, cl := schedule(t, 3, []string{ClientPause, ClientClock}, 800*time.Millisecond, WithClientSkewAhead(tc.ahead))
+			if cl.pauses == 0 {
+				t.Error("no client pause armed")
+			}
+			skews := 0
+			for _, op := range ops {
+				if op.F != "start-"+ClientClock {
+					continue
+				}
+				skews++
+				var v struct {
+					Client int
+					Offset string
+				}
+				if err := json.Unmarshal(op.Value, &v); err != nil {
+					t.Fatal(err)
+				}
+				if v.Client == 0 {
+					t.Errorf("skewed the holder (client 0), not a contender")
+				}
+				d, err := time.ParseDuration(v.Offset)
+				if err != nil || d < tc.min || d > tc.max {
+					t.Errorf("client offset %q outside %v..%v", v.Offset, tc.min, tc.max)
+				}
+				if got := cl.clocks[v.Client]; got != 0 {
+					t.Errorf("client %d's clock left at %v after the heal", v.Client, got)
+				}
+			}
+			if skews == 0 {
+				t.Error("no client clock skew")
+			}
+		})
 	}
 }
 

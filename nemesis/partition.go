@@ -103,6 +103,9 @@ func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, e
 		names[i] = t.Name
 	}
 	kind, g := partitionGrudge(e.Sched, names, e.Gateway != "")
+	if v, ok := given[history.PartitionStart](e); ok && v.Grudge != nil {
+		kind, g = v.Kind, v.Grudge
+	}
 	c := chainOf(Partition)
 	nodes, err := applyGrudge(ctx, e, c, g)
 	if err != nil {

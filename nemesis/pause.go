@@ -27,6 +27,14 @@ type pause struct{}
 func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	t := e.Targets[e.Sched.IntN(len(e.Targets))]
 	jvm := e.Sched.IntN(2) == 0
+	if ts, err := e.givenTargets(); err != nil {
+		return nil, err
+	} else if len(ts) > 0 {
+		t = ts[0]
+	}
+	if v, ok := given[history.PauseValue](e); ok && v.How != "" {
+		jvm = v.How == "jvm"
+	}
 	how := "docker"
 	if jvm {
 		how = "jvm"

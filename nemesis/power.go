@@ -43,7 +43,13 @@ type PowerNode interface {
 type powerLoss struct{}
 
 func (*powerLoss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
-	return cutPower(ctx, e, PowerLoss, []Target{e.Targets[e.Sched.IntN(len(e.Targets))]})
+	t := e.Targets[e.Sched.IntN(len(e.Targets))]
+	if ts, err := e.givenTargets(); err != nil {
+		return nil, err
+	} else if len(ts) > 0 {
+		t = ts[0]
+	}
+	return cutPower(ctx, e, PowerLoss, []Target{t})
 }
 
 func (*powerLoss) Reset(ctx context.Context, e *Env, t Target) (bool, error) {

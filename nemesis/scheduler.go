@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -16,8 +17,12 @@ func (n *Nemesis) jitter() time.Duration {
 
 // Run starts and stops faults at random intervals until ctx is done; a fault
 // in effect then is stopped (recorded) before Run returns. Run with no kinds
-// waits for ctx. Heal afterwards to undo anything a failed stop left.
+// waits for ctx. Heal afterwards to undo anything a failed stop left. With a
+// schedule (WithSchedule) Run deals its steps instead of drawing.
 func (n *Nemesis) Run(ctx context.Context) error {
+	if n.schedule != nil {
+		return n.runSchedule(ctx)
+	}
 	if len(n.kinds) == 0 {
 		<-ctx.Done()
 		return nil
@@ -42,38 +47,77 @@ func (n *Nemesis) Run(ctx context.Context) error {
 		}
 		kind := deck[0]
 		deck = deck[1:]
-		hold := n.jitter()
-		stop, err := kind.Start(ctx, &n.env, hold)
+		started, err := n.deal(ctx, kind, n.jitter(), nil)
 		if err != nil {
-			if ctx.Err() != nil {
-				return errors.Join(errs...)
-			}
-			// A fault that cannot start is logged and recorded, and the
-			// schedule goes on: a run is not lost to one failed docker call.
-			n.env.Log.Warn("nemesis: fault did not start", "kind", kind.Name, "err", err)
-			if rerr := n.env.Record(history.StartFailedF(kind.Name), err.Error(), nil); rerr != nil {
-				return rerr
-			}
 			errs = append(errs, err)
-			deck = append(deck, kind) // tried again after the rest of the round
-			continue
 		}
-		n.setActive(kind.Name, true)
-		sleep(ctx, hold)
-		// The stop runs to completion even when the run is over, so that its
-		// line is recorded.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		err = stop(sctx)
-		cancel()
-		n.setActive(kind.Name, false)
-		if err != nil {
-			n.env.Log.Warn("nemesis: fault did not stop", "kind", kind.Name, "err", err)
+		if !started && ctx.Err() == nil {
+			deck = append(deck, kind) // tried again after the rest of the round
+		}
+		if ctx.Err() != nil {
+			return errors.Join(errs...)
+		}
+	}
+}
+
+// runSchedule deals the schedule's steps in order, each at its offset from
+// the start (at once when that has passed), for its length; then waits
+// for ctx.
+func (n *Nemesis) runSchedule(ctx context.Context) error {
+	var errs []error
+	start := time.Now()
+	for i := range n.schedule.Steps {
+		st := &n.schedule.Steps[i]
+		if !sleep(ctx, time.Until(start.Add(st.At.D()))) {
+			return errors.Join(errs...)
+		}
+		k := slices.IndexFunc(n.kinds, func(f fault) bool { return f.Name == st.Kind })
+		if k < 0 {
+			return fmt.Errorf("nemesis: schedule step %d: kind %s not set up", i+1, st.Kind)
+		}
+		if _, err := n.deal(ctx, n.kinds[k], st.For.D(), st); err != nil {
 			errs = append(errs, err)
 		}
 		if ctx.Err() != nil {
 			return errors.Join(errs...)
 		}
 	}
+	<-ctx.Done()
+	return errors.Join(errs...)
+}
+
+// deal starts one fault of kind (from step's parameters, or drawn when step
+// is nil), keeps it for hold and stops it. started is false when it did
+// not start (recorded as a failed start: the schedule goes on).
+func (n *Nemesis) deal(ctx context.Context, kind fault, hold time.Duration, step *Step) (started bool, err error) {
+	n.env.step = step
+	stop, err := kind.Start(ctx, &n.env, hold)
+	n.env.step = nil
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		// A fault that cannot start is logged and recorded, and the
+		// schedule goes on: a run is not lost to one failed docker call.
+		n.env.Log.Warn("nemesis: fault did not start", "kind", kind.Name, "err", err)
+		if rerr := n.env.Record(history.StartFailedF(kind.Name), err.Error(), nil); rerr != nil {
+			return false, rerr
+		}
+		return false, err
+	}
+	n.setActive(kind.Name, true)
+	sleep(ctx, hold)
+	// The stop runs to completion even when the run is over, so that its
+	// line is recorded.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	err = stop(sctx)
+	cancel()
+	n.setActive(kind.Name, false)
+	if err != nil {
+		n.env.Log.Warn("nemesis: fault did not stop", "kind", kind.Name, "err", err)
+		return true, err
+	}
+	return true, nil
 }
 
 func restarts(k fault) int {

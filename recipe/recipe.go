@@ -39,6 +39,11 @@ type Entry struct {
 	// LOCAL_QUORUM instead of SERIAL and QUORUM): the runner refuses
 	// `--dc-local` for a recipe that would ignore it.
 	DCLocal bool
+	// NewResource, when set, is the protected resource of the recipe's
+	// runs instead of lockcheck's resource table: a lock whose fencing
+	// lives in the data (a workload.FencedWriter) writes the resource
+	// itself, and the final reads read it here. Schema creates its tables.
+	NewResource func(s *gocql.Session, keyspace string) (workload.Resource, error)
 	// Does and Fails say, in a sentence each, what the recipe does (its CQL
 	// and consistency levels) and how it fails: docs/recipes.md is rendered
 	// from them (runner's TestRecipesReference), so every registered recipe

@@ -57,6 +57,8 @@ func Build(ctx context.Context, dir string, opts ...Option) (checker.Result, err
 		return checker.Result{}, fmt.Errorf("reports: %w", err)
 	}
 	res.Truncated = truncated
+	in := history.InjectedOf(res.Meta, ops)
+	res.Injected = &in
 	checked := time.Since(t0)
 	if err := writeFileAtomic(filepath.Join(dir, ResultsFile), func(w io.Writer) error {
 		enc := json.NewEncoder(w)

@@ -27,7 +27,7 @@ type causeRule struct {
 }
 
 var causeRules = []causeRule{
-	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindOverlap},
+	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindOverlap, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
 			v, ok := decode[history.ClientPauseStart](w.Value, "process")
 			if !ok {
@@ -36,12 +36,17 @@ var causeRules = []causeRule{
 			if len(a.Processes) > 0 && !slices.Contains(a.Processes, v.Process) {
 				return "", false
 			}
-			who := fmt.Sprintf("process %d stalled %.1f s in its critical section (client-pause), past its lease", v.Process, float64(v.MS)/1000)
+			stalled := float64(v.MS) / 1000
+			if w.End > w.Start && w.Starts == 1 {
+				stalled = float64(w.End-w.Start) / 1e9 // the stall's own times, start to resume
+			}
+			who := fmt.Sprintf("stalled holder: process %d stood still %.1f s in its critical section (client-pause, %s – %s), past its lease",
+				v.Process, stalled, secs(w.Start), secs(w.End))
 			switch a.Kind {
-			case checker.KindLostAdd:
-				return who + "; another client acquired the expired lease and added, then the stale read-modify-write landed over it", true
 			case checker.KindOverlap:
-				return who + "; another client acquired the expired lease while it still believed it held the lock", true
+				return who + "; another client acquired the lock while it still believed it held it", true
+			case checker.KindNonLinearizable:
+				return who + "; another client acquired the expired lease, and the stalled holder's late write leaves the lock's operations no legal order", true
 			default:
 				return who + "; its write landed after another client had acquired the expired lease", true
 			}
@@ -51,6 +56,11 @@ var causeRules = []causeRule{
 			v, ok := decode[history.ClientClockStart](w.Value, "client")
 			if !ok || v.Offset == "" {
 				return "", false
+			}
+			if strings.HasPrefix(v.Offset, "+") {
+				return fmt.Sprintf("client %d's clock ran %s ahead (client-clock, --skew-ahead): a lock whose expiry is an instant "+
+					"of the client's clock (ShedLock's lockUntil, Astyanax's lock column) found the holder's lock expired and took it "+
+					"while the holder was inside", v.Client, strings.TrimPrefix(v.Offset, "+")), true
 			}
 			return fmt.Sprintf("client %d's clock was %s off (client-clock): a lock that orders requests by client time "+
 				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside",
@@ -77,8 +87,8 @@ var causeRules = []causeRule{
 				return "", false
 			}
 			return fmt.Sprintf("the lease expired on the server before the holder's deadline: node %s, the coordinator of %s, "+
-				"ran %s ahead (coord-clock), more than a %s lease has left, so an IF NOT EXISTS through it found the holder's row "+
-				"already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
+				"ran %s ahead (coord-clock), more than a %s lease has left, so a conditional write through it (IF NOT EXISTS, IF col = null) "+
+				"found the holder's row or cell already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
 		}},
 	// The writes the cut kept from the other nodes stay missing there after
 	// it, until hints or a read repair bring them: lasting.
@@ -186,12 +196,24 @@ func decode[T any](raw json.RawMessage, required ...string) (T, bool) {
 	return v, true
 }
 
-// likelyCause is the sentence for a, from the fault windows active in its
-// span, or "" when no rule knows the mechanism.
-func likelyCause(a checker.Anomaly, faults []faultView) string {
+// likelyCause is the sentence for a, derived from the timeline (tl: the
+// history's operations, nil when not at hand) and the fault windows active
+// in its span, or noFault when neither supports a mechanism.
+func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string {
+	if s, ok := earlyExpiry(a, faults, tl); ok {
+		return s
+	}
 	var causes []string
+	if s, ok := lostAddCause(a, faults, tl); ok {
+		causes = append(causes, s)
+	}
 	for _, r := range causeRules {
 		if !slices.Contains(r.anomalies, a.Kind) {
+			continue
+		}
+		// A lost add's stalled writer is the overwriter's process, named
+		// above from the timeline, not the lost add's own.
+		if r.fault == history.KindClientPause && a.Kind == checker.KindLostAdd {
 			continue
 		}
 		for _, w := range faults {
@@ -203,8 +225,13 @@ func likelyCause(a checker.Anomaly, faults []faultView) string {
 			}
 		}
 	}
+	if len(causes) == 0 {
+		return noFault
+	}
 	return strings.Join(causes, "; or ")
 }
+
+func jsonInts(raw json.RawMessage, v any) error { return json.Unmarshal(raw, v) }
 
 // clientList says "client 1" or "clients 1, 4".
 func clientList(cs []int) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,15 +25,19 @@ func TestLikelyCause(t *testing.T) {
 		want   string // a part of the sentence; "" = no cause
 	}{
 		{"paused holder's stale write", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{3, 0}},
-			[]faultView{pause3}, "process 3 stalled 6.0 s in its critical section (client-pause), past its lease; its write landed after"},
-		{"paused holder's lost add", checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 60, Processes: []int{3}},
-			[]faultView{pause3}, "stale read-modify-write landed over it"},
+			[]faultView{pause3}, "stalled holder: process 3 stood still 6.0 s in its critical section (client-pause, 0.000s – 0.000s), past its lease; its write landed after"},
+		{"a lost add's own process paused: the overwriter is not known here", checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 60, Processes: []int{3}},
+			[]faultView{pause3}, noFault},
+		{"paused holder's late write breaks linearizability", checker.Anomaly{Kind: checker.KindNonLinearizable, Start: 20, End: 60, Processes: []int{3}},
+			[]faultView{pause3}, "past its lease; another client acquired the expired lease, and the stalled holder's late write leaves the lock's operations no legal order"},
 		{"pause of another process explains nothing", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{1, 2}},
 			[]faultView{pause3}, ""},
 		{"pause outside the span explains nothing", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 60, End: 90, Processes: []int{3}},
 			[]faultView{pause3}, ""},
 		{"client clock behind", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: checker.Never},
 			[]faultView{window("client-clock", 0, 100, `{"client":2,"offset":"-12.3s"}`)}, "client 2's clock was -12.3s off (client-clock)"},
+		{"client clock ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: checker.Never},
+			[]faultView{window("client-clock", 0, 100, `{"client":2,"offset":"+12.3s"}`)}, "client 2's clock ran 12.3s ahead (client-clock, --skew-ahead)"},
 		{"node clock ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("clock", 0, 100, `{"kind":"bump","offsets":{"n2":"+4s","n1":"-1.5s"}}`)}, "node clocks were moved (n1 -1.5s, n2 +4s): a coordinator whose clock runs ahead expires a TTL lease"},
 		{"aimed node clock ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
@@ -60,7 +65,7 @@ func TestLikelyCause(t *testing.T) {
 		{"a client clock line without its client names nobody", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("client-clock", 0, 100, `{"offset":"-12.3s"}`)}, ""},
 		{"client 0 and process 0 are named", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 20, End: 60, Processes: []int{0}},
-			[]faultView{window("client-pause", 10, 50, `{"client":0,"lock":"l","ms":3000,"process":0}`)}, "process 0 stalled 3.0 s"},
+			[]faultView{window("client-pause", 10, 50, `{"client":0,"lock":"l","ms":3000,"process":0}`)}, "process 0 stood still 3.0 s"},
 		{"two grants across a dc-partition name the data centres", checker.Anomaly{Kind: checker.KindDuplicate, Start: 20, End: 30},
 			[]faultView{window("dc-partition", 10, 50, `{"dcs":{"dc2":["n3","n4"],"dc1":["n1","n2"]},"grudge":{"n3":["n1","n2"],"n4":["n1","n2"]},"mode":"one-way"}`)},
 			"data centres dc1 (n1, n2) and dc2 (n3, n4) were cut apart (dc-partition, one way): an LWT at LOCAL_SERIAL"},
@@ -73,8 +78,11 @@ func TestLikelyCause(t *testing.T) {
 			[]faultView{pause3}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := likelyCause(tc.a, tc.faults)
-			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			got := likelyCause(tc.a, tc.faults, nil)
+			if tc.want == "" {
+				tc.want = noFault
+			}
+			if tc.want == noFault && got != noFault || !strings.Contains(got, tc.want) {
 				t.Errorf("likelyCause = %q, want it to contain %q", got, tc.want)
 			}
 		})
@@ -101,5 +109,109 @@ func TestReportShowsLikelyCause(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "likely cause: client 1&#39;s clock was -7s off (client-clock)") {
 		t.Error("report lacks the likely cause of the overlap")
+	}
+}
+
+// ms is a history time in milliseconds.
+func ms(v float64) int64 { return int64(v * 1e6) }
+
+// Causes derived from the timeline: an overlap that began before the
+// first holder's own deadline is the server letting the lease go early,
+// with the server-side fault in effect as its mechanism or none; a lost add
+// names the write that overwrote it.
+func TestCauseFromTimeline(t *testing.T) {
+	op := func(idx int64, at float64, p int, typ history.Type, f string, mods ...func(*history.Op)) history.Op {
+		o := history.Op{Index: idx, Time: ms(at), Process: p, Type: typ, F: f, Lock: "l"}
+		for _, m := range mods {
+			m(&o)
+		}
+		return o
+	}
+	lease := func(v int64) func(*history.Op) { return func(o *history.Op) { o.LeaseMS = v } }
+	value := func(v string) func(*history.Op) { return func(o *history.Op) { o.Value = json.RawMessage(v) } }
+	// Process 1 holds from 0 with a 3 s lease counted from its invocation
+	// (deadline 3.0 s); process 2 is granted at 2.2 s, 0.8 s before it.
+	overlap := checker.Anomaly{Kind: checker.KindOverlap, Lock: "l", Processes: []int{1, 2}, Start: ms(2200), End: ms(3000),
+		Ops: []history.Op{
+			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 400, 1, history.OK, history.FAcquire, lease(3000)),
+			op(5, 2100, 2, history.Invoke, history.FAcquire), op(6, 2200, 2, history.OK, history.FAcquire, lease(3000)),
+		}}
+	// A leader whose heartbeat at 1 s reset its lease to 4 s: process 2's
+	// grant at 3.5 s is still early, and the table's end is the renew.
+	renewed := checker.Anomaly{Kind: checker.KindOverlap, Lock: "l", Processes: []int{1, 2}, Start: ms(3500), End: ms(4000),
+		Ops: []history.Op{
+			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 400, 1, history.OK, history.FAcquire, lease(3000)),
+			op(3, 1000, 1, history.Invoke, history.FRenew), op(4, 1200, 1, history.OK, history.FRenew, lease(3000)),
+			op(5, 3400, 2, history.Invoke, history.FAcquire), op(6, 3500, 2, history.OK, history.FAcquire, lease(3000)),
+		}}
+	coordClock := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(1000), End: ms(5000),
+		Value: json.RawMessage(`{"node":"n2","clients":[2],"offset":"+4s","lease":"3s"}`)}}
+	pause1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(500), End: ms(6000), Starts: 1,
+		Value: json.RawMessage(`{"client":1,"process":1,"lock":"l","ms":5500}`)}}
+	heartbeatFail := &causeTimeline{ops: append(slices.Clone(renewed.Ops),
+		op(7, 3600, 1, history.Invoke, history.FRenew), op(8, 3700, 1, history.Fail, history.FRenew, func(o *history.Op) { o.Error = "not held" }))}
+	// Process 4's add of 7 is acknowledged at 2 s; process 5 read before
+	// (its add invoked at 1 s) and wrote after (ok at 3 s): 7 is lost, 9 kept.
+	lostOps := []history.Op{
+		op(10, 1000, 5, history.Invoke, history.FAdd, value("9")),
+		op(11, 1500, 4, history.Invoke, history.FAdd, value("7")), op(12, 2000, 4, history.OK, history.FAdd, value("7")),
+		op(13, 2500, 6, history.Invoke, history.FAdd, value("8")), op(14, 2600, 6, history.OK, history.FAdd, value("8")),
+		op(15, 3000, 5, history.OK, history.FAdd, value("9")),
+		op(16, 4000, 9, history.Invoke, history.FRead), op(17, 4100, 9, history.OK, history.FRead, value("[8,9]")),
+	}
+	lost := checker.Anomaly{Kind: checker.KindLostAdd, Lock: "l", Processes: []int{4, 9}, Start: ms(1500), End: ms(4100),
+		Ops: []history.Op{lostOps[1], lostOps[2], lostOps[6], lostOps[7]}}
+	pause5 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(1100), End: ms(2900), Starts: 1,
+		Value: json.RawMessage(`{"client":0,"process":5,"lock":"l","ms":1800}`)}}
+	for _, tc := range []struct {
+		name   string
+		a      checker.Anomaly
+		faults []faultView
+		tl     *causeTimeline
+		want   []string
+		not    []string
+	}{
+		{"early expiry with no fault", overlap, nil, nil,
+			[]string{"the server let process 1's lease go before its own deadline", "0.8 s before process 1's deadline (3.000s", noFault}, nil},
+		{"early expiry is not a stalled holder", overlap, []faultView{pause1}, nil,
+			[]string{"before its own deadline", noFault}, []string{"stalled", "stood still"}},
+		{"early expiry under a skewed coordinator", overlap, []faultView{coordClock}, nil,
+			[]string{"skewed coordinator: node n2, the coordinator of client 2, ran 4.0 s ahead"}, []string{noFault}},
+		{"a renewed lease sets the deadline", renewed, nil, nil,
+			[]string{"0.5 s before process 1's deadline (4.000s: its renew invoked at 1.000s plus its 3000 ms lease)"}, nil},
+		{"a failed heartbeat", renewed, nil, heartbeatFail,
+			[]string{"failed heartbeat: process 1's renew at 3.700s came back fail (not held)"}, []string{noFault}},
+		{"an acquire after the release is no heartbeat", renewed, nil, &causeTimeline{ops: append(slices.Clone(renewed.Ops),
+			op(7, 3600, 1, history.Invoke, history.FRelease), op(8, 3650, 1, history.OK, history.FRelease),
+			op(9, 3700, 1, history.Invoke, history.FAcquire), op(10, 3800, 1, history.Fail, history.FAcquire))},
+			[]string{noFault}, []string{"heartbeat"}},
+		{"a lost add names its overwriter", lost, nil, &causeTimeline{ops: lostOps},
+			[]string{"overwritten by process 5's add of 9 (invoked at 1.000s, before this add was acknowledged, and ok at 3.000s, after it)"}, []string{"process 6"}},
+		{"its overwriter stalled", lost, []faultView{pause5}, &causeTimeline{ops: lostOps},
+			[]string{"stalled holder: process 5 stood still 1.8 s (client-pause, 1.100s – 2.900s)"}, nil},
+		{"a lost add with no overwriter", lost, nil, &causeTimeline{ops: lostOps[1:3]}, []string{noFault}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := likelyCause(tc.a, tc.faults, tc.tl)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("likelyCause = %q, want it to contain %q", got, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(got, w) {
+					t.Errorf("likelyCause = %q, want it without %q", got, w)
+				}
+			}
+		})
+	}
+	// A release the anomaly's ops leave out is found in the timeline.
+	withRelease := &causeTimeline{ops: append(slices.Clone(overlap.Ops), op(7, 2500, 2, history.Invoke, history.FRelease))}
+	if r := holdRoles(overlap, withRelease)[6]; r != "starts 2's hold; 2's hold ended by its release at 2.500s (line 7)" {
+		t.Errorf("role of 2's grant %q", r)
+	}
+	roles := holdRoles(renewed, nil)
+	if roles[2] != "starts 1's hold" || roles[4] != "ends 1's hold: lease to 4.000s" || roles[6] != "starts 2's hold; ends 2's hold: lease to 6.400s" {
+		t.Errorf("roles %v", roles)
 	}
 }

@@ -1,10 +1,12 @@
 package reports
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,28 +32,40 @@ const (
 // HTML only through html/template, which escapes them.
 type page struct {
 	Dir       string
-	Title     string
-	Result    checker.Result
-	Meta      *history.Meta
-	Config    [][2]string
-	Anomalies []anomalyView
-	Kinds     []kindCount
-	More      int // anomalies not shown in full
-	Findings  []anomalyView
-	Timeline  timeline
+	Title     string // the test's short name (ShortName) and the run
+	FullTitle string
+	// NeverDealt are the fault kinds requested and never dealt, named so
+	// that a test's name does not promise what the run did not do.
+	NeverDealt string
+	// Shrunk is the smallest reproduction `lockcheck shrink` found, if
+	// it ran on this run.
+	Shrunk *Shrunk
+	// Replayable: the run has fault lines (a schedule to replay and shrink).
+	Replayable bool
+	Result     checker.Result
+	Meta       *history.Meta
+	Config     [][2]string
+	Anomalies  []anomalyView
+	Kinds      []kindCount
+	More       int // anomalies not shown in full
+	Findings   []anomalyView
+	Timeline   timeline
 	// FaultLegend names each fault kind of the run in its colour.
 	FaultLegend []legendItem
 	// HealedBefore is what the run healed before it started, per node
 	// ("n1: pause"): shown beside the fault legends, never "no faults" alone.
 	HealedBefore []string
-	Latency      chart
-	Vis          []visLink
-	ByF          []fRow
-	ByProcess    []pRow
-	MoreProcs    int
-	Files        []string
-	Events       int
-	End          string
+	// Foreign is state lockcheck did not make that the nodes held through
+	// the run (the meta line's foreign): never "no faults" over it either.
+	Foreign   []string
+	Latency   chart
+	Vis       []visLink
+	ByF       []fRow
+	ByProcess []pRow
+	MoreProcs int
+	Files     []string
+	Events    int
+	End       string
 }
 
 type kindCount struct {
@@ -77,6 +91,7 @@ type opRow struct {
 	Time, Process, Type, F, Lock   string
 	Value, Lease, Node, Error, Cls string
 	FullValue                      string
+	Role                           string // what it did to a hold of the anomaly ("starts 3's hold")
 }
 
 type fRow struct {
@@ -94,8 +109,19 @@ type pRow struct {
 func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *page {
 	p := &page{Dir: dir, Result: res, Meta: res.Meta, Vis: vis, Events: len(ops)}
 	p.Title = filepath.Base(filepath.Dir(dir)) + " / " + filepath.Base(dir)
+	p.FullTitle = p.Title
 	if res.Meta != nil && res.Meta.Test != "" {
-		p.Title = res.Meta.Test + " / " + filepath.Base(dir)
+		p.Title = ShortName(res.Meta.Test, res.Meta.Nemesis) + " / " + filepath.Base(dir)
+		p.FullTitle = res.Meta.Test + " / " + filepath.Base(dir)
+	}
+	if res.Injected != nil && len(res.Injected.Never) > 0 {
+		p.NeverDealt = strings.Join(res.Injected.Never, ", ")
+	}
+	p.Shrunk = readShrunk(dir)
+	if res.Injected != nil {
+		for _, n := range res.Injected.Dealt {
+			p.Replayable = p.Replayable || n > 0
+		}
 	}
 	var end int64 = 1
 	if len(ops) > 0 {
@@ -127,6 +153,16 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 	// What the run healed before it started (an earlier run killed mid-run
 	// left it) and how long it really ran: a report never claims "no
 	// faults" over a node that was frozen, nor a 60 s run that took 108.
+	if m := res.Meta; m != nil {
+		for _, f := range m.Foreign {
+			w := f.Node + ": " + f.What
+			p.Config = append(p.Config, [2]string{"not lockcheck's", w})
+			p.Foreign = append(p.Foreign, w)
+		}
+	}
+	if res.SetupFailed != "" {
+		p.Config = append(p.Config, [2]string{"set-up failed", res.SetupFailed})
+	}
 	for _, op := range ops {
 		if op.Process != history.NemesisProcess {
 			continue
@@ -150,6 +186,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		}
 	}
 	faults, marks := faultViews(ops, res.Meta, end)
+	tl := &causeTimeline{ops: ops}
 	// At most maxPerKind of each kind in full (the checker puts the
 	// likeliest causes first); the rest are counted.
 	perKind := map[string]*kindCount{}
@@ -166,7 +203,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 			continue
 		}
 		kc.Shown++
-		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a, faults))
+		p.Anomalies = append(p.Anomalies, viewAnomaly(i+1, a, faults, tl))
 	}
 	p.Kinds = p.Kinds[:0]
 	for _, a := range res.Anomalies {
@@ -180,7 +217,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		if i == maxAnoShow {
 			break
 		}
-		p.Findings = append(p.Findings, viewAnomaly(i+1, a, faults))
+		p.Findings = append(p.Findings, viewAnomaly(i+1, a, faults, tl))
 	}
 	p.FaultLegend = legend(faults)
 	holds := res.Holds
@@ -224,21 +261,99 @@ func secs(ns int64) string {
 	return fmt.Sprintf("%.3fs", float64(ns)/1e9)
 }
 
-func viewAnomaly(n int, a checker.Anomaly, faults []faultView) anomalyView {
-	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End), Cause: likelyCause(a, faults)}
+func viewAnomaly(n int, a checker.Anomaly, faults []faultView, tl *causeTimeline) anomalyView {
+	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End), Cause: likelyCause(a, faults, tl)}
+	// A lost add's table shows the write that overwrote it.
+	if w, ok := overwriter(a, tl); ok {
+		a.Ops = append(slices.Clone(a.Ops), w...)
+		slices.SortStableFunc(a.Ops, func(x, y history.Op) int { return cmp.Compare(x.Index, y.Index) })
+	}
 	var ps []string
 	for _, p := range a.Processes {
 		ps = append(ps, fmt.Sprint(p))
 	}
 	v.Processes = strings.Join(ps, ", ")
+	roles := holdRoles(a, tl)
 	for i, op := range a.Ops {
 		if i == maxOpsShow {
 			v.MoreOps = len(a.Ops) - i
 			break
 		}
-		v.Ops = append(v.Ops, viewOp(op))
+		r := viewOp(op)
+		r.Role = roles[op.Index]
+		v.Ops = append(v.Ops, r)
 	}
 	return v
+}
+
+// holdRoles says, for an anomaly between holds (an overlap, a stale
+// holder's write), which of its operations set each hold's start (the ok
+// grant that began it) and end (the release's invocation, or the grant
+// whose lease ran out: a heartbeat), by line index.
+func holdRoles(a checker.Anomaly, tl *causeTimeline) map[int64]string {
+	if a.Kind != checker.KindOverlap && a.Kind != checker.KindStaleWrite {
+		return nil
+	}
+	roles := map[int64]string{}
+	for _, p := range a.Processes {
+		started := false
+		for _, op := range a.Ops {
+			if op.Process != p {
+				continue
+			}
+			switch {
+			case !started && op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew):
+				started = true
+				roles[op.Index] = fmt.Sprintf("starts %d's hold", p)
+			case op.Type == history.Invoke && op.F == history.FRelease:
+				roles[op.Index] = fmt.Sprintf("ends %d's hold", p)
+			}
+		}
+		if g, ok := lastGrant(a.Ops, p); ok {
+			if _, released := releaseOf(a.Ops, p); !released {
+				role := fmt.Sprintf("ends %d's hold: lease to %s", p, secs(g.deadline()))
+				// A release the anomaly's operations leave out ended it
+				// first.
+				if rel, ok := releaseAfter(tl, g); ok {
+					role = fmt.Sprintf("%d's hold ended by its release at %s (line %d)", p, secs(rel.Time), rel.Index)
+				}
+				if roles[g.ok.Index] != "" {
+					role = roles[g.ok.Index] + "; " + role
+				}
+				roles[g.ok.Index] = role
+			}
+		}
+	}
+	return roles
+}
+
+// releaseAfter is the release invoked by g's process after g and before
+// g's deadline, in the timeline.
+func releaseAfter(tl *causeTimeline, g grantOf) (history.Op, bool) {
+	if tl == nil {
+		return history.Op{}, false
+	}
+	for _, op := range tl.ops {
+		if op.Index <= g.ok.Index || op.Process != g.ok.Process {
+			continue
+		}
+		if op.Time > g.deadline() {
+			break
+		}
+		if op.Type == history.Invoke && op.F == history.FRelease {
+			return op, true
+		}
+	}
+	return history.Op{}, false
+}
+
+func releaseOf(ops []history.Op, p int) (history.Op, bool) {
+	for _, op := range ops {
+		if op.Process == p && op.Type == history.Invoke && op.F == history.FRelease {
+			return op, true
+		}
+	}
+	return history.Op{}, false
 }
 
 func viewOp(op history.Op) opRow {
@@ -258,4 +373,55 @@ func viewOp(op history.Op) opRow {
 		r.Lease = fmt.Sprint(op.LeaseMS)
 	}
 	return r
+}
+
+// ShortName is a test's name where space is short: its list of fault
+// kinds, when it has more than three, becomes their count
+// ("lease-fenced-partition_pause_kill_clock_loss" is "lease-fenced-5-faults");
+// the full name stays in the page's title attribute and the run's meta.
+func ShortName(test string, kinds []string) string {
+	if len(kinds) <= 3 {
+		return test
+	}
+	list := strings.Join(kinds, "_")
+	if !strings.Contains(test, list) {
+		return test
+	}
+	return strings.Replace(test, list, fmt.Sprintf("%d-faults", len(kinds)), 1)
+}
+
+// ShrinkDir is where `lockcheck shrink` stores what it found, in the run's
+// directory; ShrinkFile its summary.
+const (
+	ShrinkDir  = "shrink"
+	ShrinkFile = "shrink.json"
+)
+
+// Shrunk is the summary `lockcheck shrink` writes (shrink/shrink.json):
+// the smallest schedule and run found that still fail the same way.
+type Shrunk struct {
+	Anomaly  string   `json:"anomaly"`  // the anomaly kind kept
+	Schedule string   `json:"schedule"` // the minimal schedule file, relative to the run directory
+	Steps    int      `json:"steps"`
+	Caught   int      `json:"caught"` // tries of the minimal candidate that failed the same way
+	Tries    int      `json:"tries"`
+	Command  string   `json:"command"` // the one command that reproduces it
+	Clients  int      `json:"clients"`
+	Locks    int      `json:"locks"`
+	Time     string   `json:"time"`
+	Runs     int      `json:"runs"`    // replays the search made
+	Seconds  float64  `json:"seconds"` // its wall time
+	Notes    []string `json:"notes,omitempty"`
+}
+
+func readShrunk(dir string) *Shrunk {
+	b, err := os.ReadFile(filepath.Join(dir, ShrinkDir, ShrinkFile))
+	if err != nil {
+		return nil
+	}
+	var s Shrunk
+	if json.Unmarshal(b, &s) != nil || s.Command == "" {
+		return nil
+	}
+	return &s
 }

@@ -343,3 +343,41 @@ func TestActiveFaults(t *testing.T) {
 		}
 	}
 }
+
+// A run whose set-up failed is stored as such: its report says no test
+// ran, its verdict is unknown, the index marks it, and foreign state from
+// the meta line shows in the legends rather than "no fault windows" alone.
+func TestFailedSetupAndForeignState(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	dir := filepath.Join(store, "t", "20260101T000000")
+	meta, _ := json.Marshal(history.Meta{Test: "t", Lock: "lease", Promise: history.PromiseMutex,
+		Foreign: []history.Foreign{{Node: "n2", What: "iptables rule -A INPUT -s 10.9.0.3/32 -j DROP"}}})
+	failed, _ := json.Marshal(history.SetupFailed{Cause: "set up the cluster: n2 does not see every node up"})
+	writeHistory(t, dir, []history.Op{
+		{Process: -1, Type: history.Info, F: history.FMeta, Value: meta},
+		{Process: -1, Type: history.Info, F: history.FSetupFailed, Value: failed, Time: 1e6},
+	})
+	res, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Unknown || res.SetupFailed == "" {
+		t.Fatalf("verdict %s, setup_failed %q", res.Verdict, res.SetupFailed)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ReportFile))
+	html := string(b)
+	for _, want := range []string{"set-up failed, so no test ran", "n2: iptables rule -A INPUT -s 10.9.0.3/32 -j DROP"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	runs, err := ListRuns(store)
+	if err != nil || len(runs) != 1 || runs[0].SetupFailed == "" {
+		t.Fatalf("ListRuns = %+v, %v", runs, err)
+	}
+	rec := httptest.NewRecorder()
+	Handler(store).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if !strings.Contains(rec.Body.String(), "failed set-up") {
+		t.Error("index does not mark the failed set-up")
+	}
+}

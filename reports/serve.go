@@ -51,8 +51,8 @@ var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 <p class="muted">store <code>{{.Store}}</code>, {{len .Runs}} runs, as of {{.Now}}. <a href="latest/report.html">latest report</a></p>
 {{with .Err}}<p class="c-invalid">{{.}}</p>{{end}}
 <table id="runs"><tr><th>test</th><th>run (UTC)</th><th>verdict</th><th>promise</th><th>duration</th><th>events</th><th>anomalies</th><th>files</th></tr>
-{{range .Runs}}<tr><td>{{.Test}}</td><td>{{if .HasHTML}}<a href="{{.Dir}}/report.html">{{ts .Time}}</a>{{else}}{{ts .Time}}{{end}}</td>
-<td>{{if .Verdict}}<span class="verdict v-{{.Verdict}}" style="font-size:.85em;padding:2px 8px">{{upper (print .Verdict)}}</span>{{else}}<span class="muted">not checked{{with .Err}}: {{.}}{{end}}</span>{{end}}</td>
+{{range .Runs}}<tr><td title="{{.Test}}">{{.Short}}</td><td>{{if .HasHTML}}<a href="{{.Dir}}/report.html">{{ts .Time}}</a>{{else}}{{ts .Time}}{{end}}</td>
+<td>{{if .Verdict}}<span class="verdict v-{{.Verdict}}" style="font-size:.85em;padding:2px 8px">{{upper (print .Verdict)}}</span>{{with .SetupFailed}} <span class="c-invalid" title="{{.}}">failed set-up</span>{{end}}{{else}}<span class="muted">not checked{{with .Err}}: {{.}}{{end}}</span>{{end}}</td>
 <td>{{.Promise}}</td><td class="num">{{if .Verdict}}{{f1 .Duration}}s{{end}}</td><td class="num">{{if .Verdict}}{{.Events}}{{end}}</td><td class="num">{{if .Verdict}}{{.Anomaly}}{{end}}</td>
 <td>{{$d := .Dir}}{{range .Files}}<a href="{{$d}}/{{.}}">{{.}}</a> {{end}}</td></tr>
 {{else}}<tr><td colspan="8">No runs yet: <code>lockcheck run</code> makes some.</td></tr>

@@ -92,6 +92,7 @@ func relink(link, target string) error {
 // Run is a stored run, as the index lists it.
 type Run struct {
 	Test     string
+	Short    string // Test's short form (ShortName)
 	Name     string // the directory's name: its start time
 	Dir      string // relative to the store, slash-separated
 	Time     time.Time
@@ -103,6 +104,8 @@ type Run struct {
 	Files    []string // raw files present, relative to Dir
 	HasHTML  bool
 	Err      string // why results.json could not be read
+	// SetupFailed is why the run's set-up failed (no test ran).
+	SetupFailed string
 }
 
 // ListRuns lists the runs of a store, newest first.
@@ -141,7 +144,7 @@ func ListRuns(store string) ([]Run, error) {
 }
 
 func readRun(store, test, name string, at time.Time) Run {
-	r := Run{Test: test, Name: name, Dir: test + "/" + name, Time: at}
+	r := Run{Test: test, Short: test, Name: name, Dir: test + "/" + name, Time: at}
 	dir := filepath.Join(store, test, name)
 	for _, f := range []string{HistoryFile, ResultsFile, LogFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
@@ -164,6 +167,10 @@ func readRun(store, test, name string, at time.Time) Run {
 	r.Verdict, r.Duration, r.Events = res.Verdict, res.Stats.Duration, res.Stats.Events
 	r.Anomaly = len(res.Anomalies) + res.AnomaliesOmitted
 	r.Promise = string(res.Promise)
+	if res.Meta != nil {
+		r.Short = ShortName(test, res.Meta.Nemesis)
+	}
+	r.SetupFailed = res.SetupFailed
 	return r
 }
 

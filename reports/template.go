@@ -26,8 +26,13 @@ table{border-collapse:collapse;margin:.4em 0;font-size:.9em;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.val{max-width:28em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+td.val{max-width:16em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 table.mono td{white-space:nowrap}
+table.mono td.lock{max-width:12em;overflow:hidden;text-overflow:ellipsis}
+table.mono td.err{max-width:16em;overflow:hidden;text-overflow:ellipsis}
+table.mono td.role{white-space:normal;min-width:10em}
+td.mono,h1{overflow-wrap:anywhere}
+.cause{overflow-wrap:anywhere}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 .verdict{display:inline-block;padding:6px 18px;border-radius:6px;color:#fff;font-weight:700;font-size:1.3em;letter-spacing:.04em}
 .v-valid{background:#2e7d32}.v-invalid{background:#c62828}.v-unknown{background:#ef6c00}.v-{background:#777}
@@ -53,10 +58,13 @@ const reportHTML = `<!DOCTYPE html>
 <title>{{.Title}} — {{.Result.Verdict}}</title>
 <style>` + css + `</style></head>
 <body><main>
-<h1>{{.Title}}</h1>
+<h1 title="{{.FullTitle}}">{{.Title}}</h1>
 <p><span class="verdict v-{{.Result.Verdict}}" id="verdict">{{.Result.Verdict}}</span>
 {{with .Result.Promise}}<span class="muted">&nbsp; promise: <b>{{.}}</b></span>{{else}}<span class="muted">&nbsp; no meta line: every property judged</span>{{end}}
 <span class="muted">&nbsp; {{.Events}} events over {{.End}}</span></p>
+{{with .Result.SetupFailed}}<p class="c-invalid" id="setup-failed">The run's set-up failed, so no test ran and this history vouches for nothing: {{.}}</p>{{end}}
+{{with .NeverDealt}}<p class="leftover" id="never-dealt">Requested and never dealt: {{.}} (the run ended before their turn, or their starts failed: a longer --time or a shorter --nemesis list deals them).</p>{{end}}
+{{with .Shrunk}}<p id="shrunk">Smallest reproduction found: {{if .Schedule}}<a href="{{.Schedule}}">{{.Steps}} fault{{if ne .Steps 1}}s{{end}}</a>{{else}}no fault{{end}}, {{.Clients}} clients, {{.Locks}} lock{{if ne .Locks 1}}s{{end}}, {{.Time}}: {{.Anomaly}} in {{.Caught}} of {{.Tries}} tries. <code>{{.Command}}</code></p>{{else}}{{if and (eq (print .Result.Verdict) "invalid") .Replayable}}<p id="shrink" class="muted">Replay this run with its faults as they happened: <code>lockcheck replay {{.Dir}}</code>; find the smallest run that fails the same way: <code>lockcheck shrink {{.Dir}}</code> (this report then links to it).</p>{{end}}{{end}}
 {{if .Result.Pending}}<p class="muted">{{.Result.Pending}} invocations have no completion (the run was cut short); they are checked as info.</p>{{end}}
 {{if .Result.Truncated}}<p class="muted">An unterminated last line was dropped.</p>{{end}}
 
@@ -80,7 +88,7 @@ const reportHTML = `<!DOCTYPE html>
 </details>{{end}}
 
 <h2>Timeline of holds</h2>
-<p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}{{with .HealedBefore}}<span class="leftover">healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
+<p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}{{with .HealedBefore}}<span class="leftover">healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span> {{end}}{{with .Foreign}}<span class="leftover">not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
 {{with .Timeline}}<svg id="timeline" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline of holds">
 {{range $f := .Faults}}<rect class="fault" x="{{f1 $f.X}}" y="{{f1 $f.Y}}" width="{{f1 $f.W}}" height="{{f1 $f.H}}" fill="{{$f.Fill}}"><title>{{$f.Title}}</title></rect>{{with $f.Label}}<text class="flabel" x="{{f1 (add $f.X 2)}}" y="{{f1 (add $f.Y 9)}}">{{.}}</text>{{end}}
 {{end}}{{range .Marks}}<line class="mark" x1="{{f1 .X}}" x2="{{f1 .X}}" y1="{{f1 .Y}}" y2="{{f1 (add .Y .H)}}"><title>{{.Title}}</title></line>
@@ -93,7 +101,7 @@ const reportHTML = `<!DOCTYPE html>
 <h2>Latency and throughput</h2>
 <p class="muted legend"><span><i class="sw" style="background:#4e79a7"></i>p50</span><span><i class="sw" style="background:#e15759"></i>p99</span><span><i class="sw" style="background:#bbb"></i>max</span> of ok operations by completion time;
 throughput: <span><i class="sw" style="background:#59a14f"></i>ok</span><span><i class="sw" style="background:#bab0ac"></i>fail</span><span><i class="sw" style="background:#f28e2b"></i>info</span>;
-faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}</p>
+faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}{{with .Foreign}}<span class="leftover"> not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span>{{end}}</p>
 {{with .Latency}}<svg id="latency" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="latency and throughput">
 {{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>
 {{end}}<text x="{{f1 plotLeft}}" y="12">latency (ms)</text>
@@ -134,8 +142,8 @@ faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};o
 {{range .Vis}}<li><a href="{{.File}}">{{.File}}</a></li>{{end}}</ul>
 <p class="muted">Generated by lockcheck report.</p>
 </main></body></html>
-{{define "ops"}}<table class="mono"><tr><th>index</th><th>time</th><th>process</th><th>type</th><th>f</th><th>lock</th><th>value</th><th>lease ms</th><th>node</th><th>error</th></tr>
-{{range .Ops}}<tr><td class="num">{{.Index}}</td><td class="num">{{.Time}}</td><td class="num">{{.Process}}</td><td class="{{.Cls}}">{{.Type}}</td><td>{{.F}}</td><td>{{.Lock}}</td><td class="val" title="{{.FullValue}}">{{.Value}}</td><td class="num">{{.Lease}}</td><td>{{.Node}}</td><td>{{.Error}}</td></tr>
+{{define "ops"}}<table class="mono"><tr><th>index</th><th>time</th><th>process</th><th>type</th><th>f</th><th>lock</th><th>value</th><th>lease ms</th><th>node</th><th>error</th><th>hold</th></tr>
+{{range .Ops}}<tr><td class="num">{{.Index}}</td><td class="num">{{.Time}}</td><td class="num">{{.Process}}</td><td class="{{.Cls}}">{{.Type}}</td><td>{{.F}}</td><td class="lock" title="{{.Lock}}">{{.Lock}}</td><td class="val" title="{{.FullValue}}">{{.Value}}</td><td class="num">{{.Lease}}</td><td>{{.Node}}</td><td class="err" title="{{.Error}}">{{.Error}}</td><td class="role">{{.Role}}</td></tr>
 {{end}}</table>{{if .MoreOps}}<p class="muted">{{.MoreOps}} more operations in results.json.</p>{{end}}{{end}}
 {{define "anomaly"}}<div class="anomaly" id="anomaly-{{.N}}"><b>#{{.N}} {{.A.Kind}}</b> <span class="muted">({{.A.Check}}) lock <code>{{.A.Lock}}</code>, processes {{.Processes}}, {{.Window}}</span>
 <p>{{.A.Message}}</p>{{template "faults" .}}{{template "ops" .}}</div>{{end}}

@@ -11,6 +11,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 )
@@ -73,6 +74,7 @@ func (fakeEnv) CopyLogs(context.Context, string) error { return nil }
 func (fakeEnv) Describe() map[string]string            { return map[string]string{"paxos": "v2"} }
 func (fakeEnv) Keyspace() string                       { return "lockcheck" }
 func (fakeEnv) ContactPoints() []string                { return nil }
+func (fakeEnv) Lease() exclusive.Store                 { return nil }
 func (fakeEnv) Session(context.Context) (*gocql.Session, error) {
 	return nil, errors.New("fakeEnv: no CQL")
 }

@@ -12,6 +12,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
@@ -52,6 +53,10 @@ type Env interface {
 	// its node count: its Paxos variant, commitlog sync, lazy filesystem,
 	// when the environment knows them.
 	Describe() map[string]string
+	// Lease is where the cluster's lease lives, which a run takes before
+	// it heals or faults anything (nil: no other process can reach this
+	// cluster).
+	Lease() exclusive.Store
 }
 
 // ClusterEnv runs tests on a cluster.Cluster.
@@ -83,6 +88,10 @@ func (e ClusterEnv) CopyLogs(ctx context.Context, dir string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Lease is a file on this machine: every user of a Docker cluster reaches
+// it through this machine's Docker daemon.
+func (e ClusterEnv) Lease() exclusive.Store { return exclusive.Local{Name: e.Name()} }
 
 // NodeSession opens a session coordinated by the named node alone.
 func (e ClusterEnv) NodeSession(ctx context.Context, node string) (*gocql.Session, error) {
@@ -165,27 +174,40 @@ func AttachOrStart(ctx context.Context, opts ...cluster.Option) (c *cluster.Clus
 	return c, true, nil
 }
 
-// HealLeftovers brings every node of env to its known state
-// (nemesis.HealLeftovers: faults a killed earlier process left, recorded
-// on rec when it is not nil), then waits until the cluster is healthy:
-// always, or only when it healed something (a run's start, which spares
-// the health check's seconds on a cluster left clean). It is the
-// heal-then-wait of a run's start, `cluster up` on a running cluster and
-// lockd; an env with no targets has nothing to heal.
-func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog.Logger, always bool) error {
-	targets := env.Targets()
-	if len(targets) == 0 {
-		return nil
+// HealLeftovers takes env's cluster (waiting while another process holds
+// it: it never undoes a live run's faults), brings every node to its known
+// state (nemesis.HealLeftovers: faults a killed earlier process left,
+// recorded on rec when it is not nil) and waits until the cluster is
+// healthy (nemesis.HealAndWait). It is the heal-then-wait of a run's
+// start, `cluster up` and `cluster heal` on a running cluster, and lockd.
+func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
 	}
-	healed, err := nemesis.HealLeftovers(ctx, targets, rec, log)
+	lease, err := TakeCluster(ctx, env, false, func(line string) { log.Warn(line) })
 	if err != nil {
 		return err
 	}
-	if len(healed) == 0 && !always {
-		return nil
+	defer lease.Release()
+	_, err = nemesis.HealAndWait(ctx, env.Targets(), env, rec, log)
+	return err
+}
+
+// foreignFix says what to do about state on a node lockcheck did not make:
+// on a cluster lockcheck made, `cluster heal --force` removes every rule
+// (none is anyone's firewall); on the user's hosts, only the user knows.
+func foreignFix(env Env) func(node, what string) string {
+	ce, ok := env.(ClusterEnv)
+	if !ok {
+		return func(node, what string) string {
+			return "remove it on " + node + " if it is no firewall of yours"
+		}
 	}
-	if err := env.WaitHealthy(ctx); err != nil {
-		return fmt.Errorf("cluster not healthy after healing leftovers: %w", err)
+	return func(node, what string) string {
+		fix := fmt.Sprintf("`lockcheck cluster heal --force --name %s` removes it", ce.Name())
+		if rule, ok := strings.CutPrefix(what, "iptables rule -A "); ok {
+			fix += fmt.Sprintf(", or `iptables -D %s` in node %s", rule, node)
+		}
+		return fix
 	}
-	return nil
 }

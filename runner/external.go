@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -25,9 +31,6 @@ import (
 // ended.
 func CmdRecipe(command string, promise history.Promise) Recipe {
 	return Recipe{Name: "plugin", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
-		if t.pins != nil {
-			return nil, nil, nil, errPinExternal
-		}
 		if env == nil {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
 		}
@@ -42,12 +45,21 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("client-clock on a plug-in: %w", err)
 			}
-			if clockDir, err = os.MkdirTemp("", "lockcheck-faketime-"); err != nil {
+			sweepFaketimeDirs(log)
+			if clockDir, err = os.MkdirTemp("", faketimePrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 				return nil, nil, nil, err
 			}
 			opts = append(opts, lockcmd.WithFaketime(lib, clockDir))
 		}
-		d, err := lockcmd.New(command, lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}, opts...)
+		penv := lockcmd.Env{Hosts: env.ContactPoints(), Keyspace: env.Keyspace(), TTL: t.TTL}
+		if t.pins != nil {
+			pins, err := pinAddresses(env, t.pins)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			penv.Pins = pins
+		}
+		d, err := lockcmd.New(command, penv, opts...) // a bad command is refused before the cluster is asked
 		var res workload.Resource
 		closeRes := func() {}
 		if err == nil {
@@ -55,9 +67,13 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			s, res, err = cassandraResource(ctx, env, nil)
 			if err == nil {
 				closeRes = s.Close
+				if penv.DC, err = localDC(ctx, env, s); err == nil {
+					d, err = lockcmd.New(command, penv, opts...)
+				}
 			}
 		}
 		if err != nil {
+			closeRes()
 			if clockDir != "" {
 				os.RemoveAll(clockDir)
 			}
@@ -85,6 +101,44 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		nl := func(client int, _ workload.Clock) (workload.Lock, error) { return locks[client], nil }
 		return nl, res, closeAll, nil
 	}}
+}
+
+// localDC is the data centre a plug-in's driver calls local
+// (LOCKCHECK_DC): the one the user named (run --dc), else the one of the
+// node the harness's session asked.
+func localDC(ctx context.Context, env Env, s *gocql.Session) (string, error) {
+	if e, ok := env.(interface{ LocalDC() string }); ok && e.LocalDC() != "" {
+		return e.LocalDC(), nil
+	}
+	var dc string
+	if err := s.Query(`SELECT data_center FROM system.local`).ScanContext(ctx, &dc); err != nil {
+		return "", fmt.Errorf("local data centre: %w", err)
+	}
+	return dc, nil
+}
+
+// faketimePrefix names the directories of the plug-ins' clock files
+// (client-clock): lockcheck-faketime-PID-RANDOM in the temporary directory.
+const faketimePrefix = "lockcheck-faketime-"
+
+// sweepFaketimeDirs removes the clock directories of runs whose process is
+// gone: a run killed with SIGKILL never removes its own.
+func sweepFaketimeDirs(log *slog.Logger) {
+	ents, _ := os.ReadDir(os.TempDir())
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), faketimePrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(os.TempDir(), e.Name())); err == nil {
+			log.Info("removed the clock files of a run that is gone", "dir", e.Name(), "pid", pid)
+		}
+	}
 }
 
 // startPlugins starts a process per client: the first alone, so that its
@@ -160,6 +214,32 @@ func cassandraResource(ctx context.Context, env Env, schema func(context.Context
 	return s, res, nil
 }
 
-// errPinExternal: a plug-in or a lock service picks its own coordinators, so
-// the harness cannot pin them (nor aim a fault by a pinning it did not make).
-var errPinExternal = errors.New("--pin-clients works with --lock recipes only: a plug-in or lock service chooses its own coordinators")
+// errPinExternal: a lock service picks its own coordinators, so the harness
+// cannot pin them (nor aim a fault by a pinning it did not make). A plug-in
+// is told its coordinator (LOCKCHECK_PIN).
+var errPinExternal = errors.New("--pin-clients works with --lock recipes and --lock-cmd plug-ins only: a lock service chooses its own coordinators")
+
+// pinAddresses are the CQL addresses (host:port) of the clients' pinned
+// nodes, by client number: the node's address with the contact points'
+// port.
+func pinAddresses(env Env, pins map[int]string) ([]string, error) {
+	port := strconv.Itoa(cqlPort)
+	if cps := env.ContactPoints(); len(cps) > 0 {
+		if _, p, err := net.SplitHostPort(cps[0]); err == nil {
+			port = p
+		}
+	}
+	ips := map[string]string{}
+	for _, tg := range env.Targets() {
+		ips[tg.Name] = tg.IP
+	}
+	out := make([]string, len(pins))
+	for i := range out {
+		ip, ok := ips[pins[i]]
+		if !ok {
+			return nil, fmt.Errorf("pin client %d: no address for node %q", i, pins[i])
+		}
+		out[i] = net.JoinHostPort(ip, port)
+	}
+	return out, nil
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/sshnode"
 )
@@ -195,6 +197,14 @@ func (e *ExternalEnv) ContactPoints() []string {
 // line records no Paxos variant or commitlog it did not set.
 func (e *ExternalEnv) Describe() map[string]string { return nil }
 
+// Lease is a row in the keyspace: users of a cluster of the user's may be
+// on several machines, and CQL is what they all reach.
+func (e *ExternalEnv) Lease() exclusive.Store {
+	hs := slices.Clone(e.cfg.Hosts)
+	slices.Sort(hs)
+	return exclusive.CQL{Session: e.Session, Keyspace: e.cfg.Keyspace, ID: strings.Join(hs, ",") + ":" + strconv.Itoa(cmp.Or(e.cfg.Port, cqlPort)), Log: e.cfg.Log}
+}
+
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }
 
@@ -209,6 +219,10 @@ func (e *ExternalEnv) DCs() []string { return nil }
 func (e *ExternalEnv) DCSession(context.Context, string) (*gocql.Session, error) {
 	return nil, errors.New("the user's hosts are used from one data centre (--dc)")
 }
+
+// LocalDC is the data centre the user named (--dc), "" when none: a
+// plug-in is told it (LOCKCHECK_DC).
+func (e *ExternalEnv) LocalDC() string { return e.cfg.DC }
 
 func (e *ExternalEnv) hostsConfig(keyspace, pin string) cluster.HostsConfig {
 	return cluster.HostsConfig{Hosts: e.cfg.Hosts, Port: e.cfg.Port, DC: e.cfg.DC, Keyspace: keyspace, Pin: pin, Log: e.cfg.Log}

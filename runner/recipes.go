@@ -11,6 +11,8 @@ import (
 
 	"github.com/lockcheck/lockcheck/bakery"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/locks/caslock"
+	"github.com/lockcheck/lockcheck/locks/temporal"
 	"github.com/lockcheck/lockcheck/music"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
@@ -23,6 +25,8 @@ var registry = [][]recipe.Entry{
 	lease.Recipes,
 	music.Recipes,
 	bakery.Recipes,
+	temporal.Recipes,
+	caslock.Recipes,
 }
 
 // FromEntry makes a Recipe of a CQL recipe's entry: on env it opens a
@@ -42,6 +46,12 @@ func FromEntry(e recipe.Entry) Recipe {
 			return nil, nil, nil, err
 		}
 		ks := env.Keyspace()
+		if e.NewResource != nil {
+			if res, err = e.NewResource(s, ks); err != nil {
+				s.Close()
+				return nil, nil, nil, fmt.Errorf("recipe %s: resource: %w", e.Name, err)
+			}
+		}
 		closeFn := s.Close
 		sessionOf := func(int) *gocql.Session { return s }
 		if t.pins != nil {

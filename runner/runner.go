@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
@@ -54,10 +55,12 @@ type Test struct {
 	Seed     int64
 	Store    string
 
-	Interval    time.Duration // mean time between faults
-	Quiet       time.Duration // after healing, before the final reads
-	TTL         time.Duration // the lease recipes' TTL
-	PauseExtra  time.Duration // a paused holder stalls its lease plus this
+	Interval   time.Duration // mean time between faults
+	Quiet      time.Duration // after healing, before the final reads
+	TTL        time.Duration // the lease recipes' TTL
+	PauseExtra time.Duration // a paused holder stalls its lease plus this
+	// SkewAhead: client-clock sets the contender's clock ahead, not behind.
+	SkewAhead   bool
 	HealTimeout time.Duration
 	// PinClients sends every query of client i through node i mod nodes
 	// (`run --pin-clients`) instead of the token-aware replica every client
@@ -67,6 +70,13 @@ type Test struct {
 	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
 	// SERIAL and QUORUM (recipe.WithDCLocal; `run --dc-local`).
 	DCLocal bool
+	// Schedule, when set, is dealt in place of random faults (`lockcheck
+	// replay`, `run --schedule`): its kinds are the run's (Nemesis is set
+	// from it), its steps' times and parameters are the faults'.
+	Schedule *nemesis.Schedule
+	// NoWait refuses a cluster another process holds (an
+	// *exclusive.BusyError) instead of waiting until it is free.
+	NoWait bool
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
@@ -126,6 +136,9 @@ func (t *Test) LockNames() []string {
 	return names
 }
 
+// ScheduleFile is the schedule a run dealt (a replay's), in its directory.
+const ScheduleFile = "schedule.json"
+
 // Outcome is what a run produced.
 type Outcome struct {
 	Dir     string
@@ -134,6 +147,10 @@ type Outcome struct {
 	Ops     int64
 	// Faults counts the fault windows started, by kind.
 	Faults map[string]int
+	// NeverDealt are the kinds requested (Test.Nemesis) that no fault
+	// window of the run had: the run ended before their turn, or their
+	// starts failed.
+	NeverDealt []string
 	// Phases are how long each phase took against the requested time.
 	Phases history.RunPhases
 }
@@ -151,6 +168,12 @@ type Store interface {
 // error with a non-empty Outcome.Dir means the run directory holds what
 // could be saved.
 func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
+	if t.Schedule != nil {
+		if err := t.Schedule.Validate(); err != nil {
+			return Outcome{}, fmt.Errorf("runner: %w", err)
+		}
+		t.Nemesis = t.Schedule.Kinds()
+	}
 	t.defaults()
 	if err := t.Validate(); err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
@@ -167,9 +190,20 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	} else if env != nil {
 		t.dcs = PlaceInDCs(env.DCs(), t.Clients)
 	}
-	if err := preflight(env, &t); err != nil {
+	// A kind the cluster cannot serve (a schedule's above all: it names
+	// kinds and nodes) is refused before the run has a directory.
+	if err := checkFaults(env, &t); err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
+	// The cluster is this run's alone from before it heals what an
+	// earlier run left until it is healthy again: a second run on it would
+	// undo this one's faults as leftovers, and both would report what they
+	// did not test. A refused run leaves no run directory.
+	lease, err := TakeCluster(ctx, env, t.NoWait, t.say)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("runner: %w", err)
+	}
+	defer lease.Release()
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
@@ -184,6 +218,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	fileHandler := slog.NewTextHandler(logFile, nil)
 	log := slog.New(teeHandler{t.Log.Handler(), fileHandler}).With("test", t.Name)
 	t.runLog = slog.New(fileHandler).With("test", t.Name)
+	// Where the history goes, said at once: a run killed mid-way is found
+	// by it.
+	log.Info("run started", "dir", dir)
 
 	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
@@ -207,6 +244,28 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if t.DCLocal {
 		meta.Config["consistency"] = "local"
 	}
+	if t.Schedule != nil {
+		// The schedule dealt is kept beside the history: a replay of a
+		// replay, or a shrink, starts from it.
+		if err := t.Schedule.Save(filepath.Join(dir, ScheduleFile)); err != nil {
+			return out, fmt.Errorf("runner: %w", err)
+		}
+		meta.Config["schedule"] = ScheduleFile
+		if t.Schedule.Source != "" {
+			meta.Config["schedule"] += " (from " + t.Schedule.Source + ")"
+		}
+	}
+	// What the heal will not touch is said at once, before anything
+	// waits, and kept in the meta line: the report never says "no faults"
+	// over a rule someone else left.
+	if env != nil {
+		fctx, cancel := context.WithTimeout(ctx, time.Minute)
+		meta.Foreign = nemesis.Foreign(fctx, env.Targets(), foreignFix(env))
+		cancel()
+		for _, f := range meta.Foreign {
+			t.say(f.String())
+		}
+	}
 	// What the cluster is, not what was asked for: a reused cluster keeps
 	// its own size and Paxos variant.
 	if env != nil {
@@ -219,12 +278,29 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	}
 
 	runErr := run(ctx, env, &t, mon, log, &out)
+	// Healed and healthy (or given up on): the next run may have it while
+	// this one checks.
+	lease.Release()
+	if se := (*SetupError)(nil); errors.As(runErr, &se) {
+		// The store keeps what was recorded, marked: its check says
+		// unknown, never valid, and the caller prints no verdict.
+		t.runLog.Error("run not started", "err", runErr)
+		if _, err := mon.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FSetupFailed,
+			Value: mustJSON(history.SetupFailed{Cause: se.Error()})}); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("runner: record the failed set-up: %w", err))
+		}
+		if err := w.Close(); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, err := store.Build(cctx, dir); err != nil {
+			log.Warn("failed set-up not reported", "err", err)
+		}
+		return out, runErr
+	}
 	if err := w.Close(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
-	}
-	if se := (*SetupError)(nil); errors.As(runErr, &se) {
-		t.runLog.Error("run not started", "err", runErr)
-		return out, runErr
 	}
 	out.Ops = mon.ops.Load()
 
@@ -236,6 +312,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			log.Warn("node logs not copied", "err", err)
 		}
 	}
+	log.Info("checking")
 	res, err := store.Build(cctx, dir)
 	if err != nil {
 		return out, errors.Join(runErr, fmt.Errorf("runner: check and report: %w", err))
@@ -257,10 +334,10 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	// and recorded before anything else touches the cluster.
 	if env != nil {
 		hctx, cancel := context.WithTimeout(ctx, t.HealTimeout)
-		err := HealLeftovers(hctx, env, mon, log, false)
+		err := HealLeftovers(hctx, env, mon, log)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("runner: %w", err)
+			return &SetupError{Recipe: "the cluster", Err: err}
 		}
 	}
 	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
@@ -274,9 +351,13 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
-	nem, err := nemesis.New(targets, mon, nemesis.WithKinds(t.Nemesis...), nemesis.WithSeed(t.Seed),
+	nemOpts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
+	if t.Schedule != nil {
+		nemOpts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
+	}
+	nem, err := nemesis.New(targets, mon, append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl.Control()), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log))
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log))...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -340,11 +421,17 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer rcancel()
+	log.Info("final reads")
 	if err := wl.FinalReads(rctx); err != nil {
 		errs = append(errs, fmt.Errorf("runner: %w", err))
 	}
 	end := time.Now()
 	out.Faults = mon.faults()
+	out.NeverDealt = history.NeverDealt(t.Nemesis, out.Faults)
+	if len(out.NeverDealt) > 0 {
+		log.Warn("fault kinds requested and never dealt (a longer --time or a shorter --nemesis list deals them)",
+			"kinds", strings.Join(out.NeverDealt, ","), "dealt", out.Faults)
+	}
 	out.Phases = history.RunPhases{
 		RequestedMS: t.Time.Milliseconds(), FaultsMS: faultsEnd.Sub(start).Milliseconds(),
 		HealMS: healEnd.Sub(faultsEnd).Milliseconds(), QuietMS: quietEnd.Sub(healEnd).Milliseconds(),
@@ -361,34 +448,25 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	return errors.Join(errs...)
 }
 
-// preflight refuses, before the run directory exists, the node fault kinds
-// env cannot serve (a membership kind without a spare, dc-partition on one
-// data centre, a power kind without the lazy filesystem): the nemesis's
-// own refusal, one line each. Client kinds are checked with the clients.
-func preflight(env Env, t *Test) error {
-	var kinds []string
-	for _, k := range t.Nemesis {
-		if nemesis.ScopeOf(k) == nemesis.ScopeNode {
-			kinds = append(kinds, k)
-		}
+// say tells the user one line: on the progress writer, else in the log.
+func (t *Test) say(line string) {
+	if t.Progress != nil {
+		fmt.Fprintf(t.Progress, "lockcheck run: %s\n", line)
+		return
 	}
-	if len(kinds) == 0 {
-		return nil
-	}
-	var targets, spares []nemesis.Target
-	gateway := ""
-	if env != nil {
-		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
-	}
-	_, err := nemesis.New(targets, discard{}, nemesis.WithKinds(kinds...), nemesis.WithPins(t.pins),
-		nemesis.WithSpares(spares), nemesis.WithGateway(gateway))
-	return err
+	t.Log.Warn(line)
 }
 
-// discard is a nemesis.Recorder that keeps nothing (preflight records nothing).
-type discard struct{}
-
-func (discard) Append(op history.Op) (history.Op, error) { return op, nil }
+// TakeCluster takes env's cluster for this process (exclusive.Take),
+// waiting while another holds it unless noWait; say is told the one line
+// naming the holder. A nil env, or one whose cluster no other process can
+// reach, needs no lease.
+func TakeCluster(ctx context.Context, env Env, noWait bool, say func(string)) (*exclusive.Lease, error) {
+	if env == nil || env.Lease() == nil {
+		return nil, nil
+	}
+	return exclusive.Take(ctx, env.Lease(), exclusive.NoWait(noWait), exclusive.Say(say))
+}
 
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -448,3 +526,47 @@ func (h teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
+
+// checkFaults makes the run's nemesis over env's nodes without running it:
+// the refusals of nemesis.New (a kind a node cannot serve, a schedule's
+// node the cluster lacks, an aimed kind without pins, a membership kind
+// without a spare, dc-partition on one data centre) come before the run.
+func checkFaults(env Env, t *Test) error {
+	if len(t.Nemesis) == 0 {
+		return nil
+	}
+	var targets, spares []nemesis.Target
+	gateway := ""
+	if env != nil {
+		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
+	}
+	opts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
+	if t.Schedule != nil {
+		opts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
+	}
+	_, err := nemesis.New(targets, discard{}, append(opts, nemesis.WithClients(noClients{t.Clients}), nemesis.WithGateway(gateway),
+		nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares))...)
+	return err
+}
+
+// discard is a nemesis recorder that keeps nothing (checkFaults).
+type discard struct{}
+
+func (discard) Append(op history.Op) (history.Op, error) { return op, nil }
+
+// noClients stands for the clients in checkFaults: only their number is
+// asked there.
+type noClients struct{ n int }
+
+var errNoClients = errors.New("runner: no clients yet")
+
+func (c noClients) Clients() int { return c.n }
+func (noClients) Holders() []int { return nil }
+func (noClients) PauseHolder(context.Context, time.Duration, time.Duration, func()) (history.ClientPauseStart, <-chan struct{}, error) {
+	return history.ClientPauseStart{}, nil, errNoClients
+}
+func (noClients) SetClientClock(int, time.Duration) error { return errNoClients }
+func (noClients) SetClientClockAtRest(int, time.Duration, func()) error {
+	return errNoClients
+}
+func (noClients) HoldAtRest(context.Context, []int) (func(), error) { return nil, errNoClients }

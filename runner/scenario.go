@@ -1,9 +1,14 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/scenario"
 )
 
@@ -11,19 +16,60 @@ import (
 // workload, faults, duration, interval, pins, clients and locks, and the
 // run's seed. The caller sets Store, Log and Progress.
 func ScenarioTest(row scenario.Row, run int) (Test, error) {
-	recipe, err := LookupRecipe(row.Recipe)
-	if err != nil {
-		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
+	var recipe Recipe
+	if row.Command != "" {
+		command, err := repoCommand(row.Command)
+		if err != nil {
+			return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
+		}
+		recipe = CmdRecipe(command, cmp.Or(row.Promise, history.PromiseMutex))
+		recipe.Name = row.Recipe
+	} else {
+		var err error
+		if recipe, err = LookupRecipe(row.Recipe); err != nil {
+			return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
+		}
 	}
 	t := Defaults()
 	t.Recipe, t.Workload, t.Nemesis = recipe, row.Shape(), row.Faults
 	t.Time, t.Interval, t.Seed = row.Time, row.Interval, row.RunSeed(run)
 	t.Clients, t.Locks, t.Quiet = row.ClientCount(), row.LockCount(), scenario.Quiet
 	t.PinClients, t.DCLocal = row.Pin, row.DCLocal
+	if row.Schedule != nil {
+		s := *row.Schedule
+		t.Schedule, t.Nemesis = &s, s.Kinds()
+	}
+	t.SkewAhead = row.SkewAhead
 	if err := t.Validate(); err != nil {
 		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
 	}
 	return t, nil
+}
+
+// repoCommand is a row's plug-in command with its program, a path relative
+// to the repository's root, made absolute: the root is the nearest
+// directory at or above the working directory (a package's directory under
+// go test, the checkout under lockcheck matrix) where the program exists.
+// The program need not be built yet (make plugins); its directory must be
+// there.
+func repoCommand(command string) (string, error) {
+	prog, rest, _ := strings.Cut(strings.TrimSpace(command), " ")
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, filepath.Dir(prog))); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				return strings.TrimSpace(filepath.Join(dir, prog) + " " + rest), nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("plug-in %q: no directory %s in a checkout at or above the working directory", command, filepath.Dir(prog))
+		}
+		dir = parent
+	}
 }
 
 // ScenarioClusterOptions are the options of a cluster of configuration c,

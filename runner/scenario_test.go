@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/scenario"
@@ -28,7 +30,8 @@ func TestScenarioRowsRun(t *testing.T) {
 		}
 		if tc.Recipe.Name != row.Recipe || tc.Time != row.Time || tc.Interval != row.Interval ||
 			tc.Seed != row.Seed+2 || tc.PinClients != row.Pin || !slices.Equal(tc.Nemesis, row.Faults) ||
-			tc.Clients != scenario.DefaultClients || tc.Locks != scenario.DefaultLocks || tc.Workload != row.Shape() {
+			tc.Clients != row.ClientCount() || tc.Locks != row.LockCount() || tc.Workload != row.Shape() ||
+			(row.Schedule == nil) != (tc.Schedule == nil) {
 			t.Errorf("%s: test %+v does not carry the row", row.Name, tc)
 		}
 		if _, err := ScenarioClusterOptions(row.Cluster, lazyFS); err != nil {
@@ -48,6 +51,42 @@ func TestScenarioTestRefusesBadRows(t *testing.T) {
 	if _, err := ScenarioTest(row, 0); err == nil {
 		t.Error("a row with 1000 clients: no error")
 	}
+}
+
+// A row that names a plug-in runs it from the repository's root (here
+// the reference plug-in python-lease, two directories up), under the
+// row's name and promise.
+func TestScenarioTestOfPlugin(t *testing.T) {
+	row := scenario.Row{Name: "pylease/client-pause", Recipe: "pylease", Command: "plugins/python-lease/run --quiet",
+		Promise: "fenced", Faults: []string{"client-pause"}, Time: 20 * time.Second, Interval: 3 * time.Second, Seed: 9,
+		Want: "invalid", Unsafe: true, Tier: scenario.Quick, Mechanism: "m"}
+	if err := row.Check(); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := ScenarioTest(row, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.Recipe.Name != "pylease" || tc.Recipe.Promise != "fenced" || tc.Recipe.Setup == nil {
+		t.Errorf("recipe %+v, want the plug-in named pylease, fenced", tc.Recipe)
+	}
+	root, _ := filepath.Abs("..")
+	if got, want := repoCommandOf(t, row.Command), filepath.Join(root, "plugins/python-lease/run")+" --quiet"; got != want {
+		t.Errorf("command %q, want %q", got, want)
+	}
+	row.Command = "plugins/no-such-plugin/run"
+	if _, err := ScenarioTest(row, 0); err == nil || !strings.Contains(err.Error(), "no directory plugins/no-such-plugin") {
+		t.Errorf("a plug-in that is not in the checkout: %v", err)
+	}
+}
+
+func repoCommandOf(t *testing.T, command string) string {
+	t.Helper()
+	c, err := repoCommand(command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestScenarioClusterOptions(t *testing.T) {

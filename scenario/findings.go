@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -47,11 +48,31 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s. Asserted: %s (%s tier).\n\n",
 			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), "lock"), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
+		if r.Schedule != nil {
+			b.WriteString("\nIts schedule, dealt as written (`run --schedule` takes the same steps as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
+			for _, st := range r.Schedule.Steps {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", st.Kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), st.Value)
+			}
+		}
 		if len(byRow[r.Name]) > 0 {
-			b.WriteString("\n| invalid / runs | time | interval | date | machine |\n| --- | --- | --- | --- | --- |\n")
+			// The time to the first anomaly is a column where it was
+			// measured (the shrunk rows).
+			timed := slices.ContainsFunc(byRow[r.Name], func(rt Rate) bool { return rt.FirstAnomaly > 0 })
+			if timed {
+				b.WriteString("\n| invalid / runs | time | interval | first anomaly (median) | date | machine |\n| --- | --- | --- | --- | --- | --- |\n")
+			} else {
+				b.WriteString("\n| invalid / runs | time | interval | date | machine |\n| --- | --- | --- | --- | --- |\n")
+			}
 			for _, rt := range byRow[r.Name] {
-				fmt.Fprintf(&b, "| %d/%d%s | %s | %s | %s | %s |\n", rt.Invalid, rt.Runs, unknown(rt),
-					secs(time.Duration(rt.Time)), secs(time.Duration(rt.Interval)), rt.Date, machine(rt))
+				first := ""
+				if timed {
+					first = " - |"
+					if rt.FirstAnomaly > 0 {
+						first = fmt.Sprintf(" %.1f s |", time.Duration(rt.FirstAnomaly).Seconds())
+					}
+				}
+				fmt.Fprintf(&b, "| %d/%d%s | %s | %s |%s %s | %s |\n", rt.Invalid, rt.Runs, unknown(rt),
+					secs(time.Duration(rt.Time)), secs(time.Duration(rt.Interval)), first, rt.Date, machine(rt))
 			}
 		}
 	}

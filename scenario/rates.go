@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -28,6 +31,15 @@ type Rate struct {
 	// Load is the machine's load average over the runs ("10-30", "idle");
 	// "" when it was not recorded.
 	Load string `json:"load,omitempty"`
+	// FirstAnomaly is the median, over the invalid runs, of the time from
+	// the start of the clients and faults to the first anomaly; absent
+	// when not measured.
+	FirstAnomaly Duration `json:"first_anomaly,omitempty"`
+	// Anomalies is the range of anomalies the checker reported per run
+	// ("0-12"), and Kinds their kinds over the runs; empty when not
+	// recorded.
+	Anomalies string   `json:"anomalies,omitempty"`
+	Kinds     []string `json:"kinds,omitempty"`
 }
 
 // Duration is a time.Duration written as Go spells it ("20s").
@@ -115,6 +127,35 @@ type Tally struct {
 	// injected: such a run shows nothing about the row, whatever its
 	// verdict.
 	NoFault int
+	// Anomalies are the anomaly counts of the runs Saw was told of, and
+	// Kinds the kinds among them.
+	Anomalies []int
+	Kinds     map[string]bool
+}
+
+// Saw records one run's anomalies (their count and kinds).
+func (t *Tally) Saw(anomalies []checker.Anomaly) {
+	t.Anomalies = append(t.Anomalies, len(anomalies))
+	for _, a := range anomalies {
+		if t.Kinds == nil {
+			t.Kinds = map[string]bool{}
+		}
+		t.Kinds[a.Kind] = true
+	}
+}
+
+// AnomalyRange is "min-max" of the anomaly counts seen ("" when none were
+// recorded) and the kinds, sorted.
+func (t Tally) AnomalyRange() (string, []string) {
+	if len(t.Anomalies) == 0 {
+		return "", nil
+	}
+	kinds := slices.Sorted(maps.Keys(t.Kinds))
+	lo, hi := slices.Min(t.Anomalies), slices.Max(t.Anomalies)
+	if lo == hi {
+		return strconv.Itoa(lo), kinds
+	}
+	return fmt.Sprintf("%d-%d", lo, hi), kinds
 }
 
 // Add counts one run's verdict and the fault windows it started (by kind),

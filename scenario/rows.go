@@ -236,4 +236,315 @@ var Rows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "The published lease on Paxos v2 without Paxos repair on topology change.",
 	},
+	// Shrunk regression rows (issue 21): a known flaw's smallest
+	// reproduction found by `lockcheck shrink`, its faults a schedule dealt
+	// as written (not drawn), so that it fails in seconds and stays a
+	// one-command target (`matrix --rows NAME`).
+	{
+		Name: "lease/client-pause/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Time: 16 * s, Interval: 3 * s, Seed: 6000,
+		// From the schedule of a lease/client-pause run (seed 1001, two
+		// stalls), moved to the start; `lockcheck shrink` of that run then
+		// found one stall and 9 s enough (2 of 2 tries).
+		Schedule: &nemesis.Schedule{Source: "lease/client-pause, seed 1001", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+			{Kind: nemesis.ClientPause, At: nemesis.Duration(9 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Two stalls of the next holder, 4.7 s each (its 1.7 s lease plus 3 s), 2 s and 9 s into the run: each time another " +
+			"client takes the expired lease and adds, and the stalled holder's read-modify-write lands over it (stale-holder-write, lost-add).",
+	},
+	{
+		Name: "music/client-clock/shrunk", Recipe: "music", Faults: []string{nemesis.ClientClock}, Time: 8 * s, Interval: 3 * s, Seed: 6001,
+		// `lockcheck shrink` of a music/client-clock run (seed 1004, five
+		// skews in 30 s): one skew, 8 s, caught in 10 of 10 tries.
+		Schedule: &nemesis.Schedule{Source: "music/client-clock, seed 1004, shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(2162 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-23.038s"}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Client 3's clock set 23 s behind at its next rest, 2 s into the run: its next time-UUID ref sorts before the holder's, " +
+			"it finds itself on top and enters while the holder is inside (overlapping-holds), within seconds.",
+	},
+	{
+		Name: "lease/coord-clock/shrunk", Recipe: "lease", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 14 * s, Interval: 3 * s, Seed: 6002,
+		// `lockcheck shrink` of a lease/coord-clock run (seed 1012) found
+		// one skew of n1 for 1.7 s in 8 s, caught in 7 of 10 tries: too
+		// few for a row, so the row keeps its 3.4 s window and skews n2
+		// the same way after it.
+		Schedule: &nemesis.Schedule{Source: "lease/coord-clock, seed 1012, shrunk", Steps: []nemesis.Step{
+			{Kind: nemesis.CoordClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n1"}, Value: []byte(`{"node":"n1","offset":"+5.756s"}`)},
+			{Kind: nemesis.CoordClock, At: nemesis.Duration(8 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n2"}, Value: []byte(`{"node":"n2","offset":"+5.756s"}`)},
+		}},
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A coordinator's clock 5.8 s ahead, more than a 3 s lease has left: an IF NOT EXISTS through it finds the holder's row " +
+			"already expired and grants the lock again before the holder's deadline (overlapping-holds).",
+	},
+
+	// The catalogue of real locks (docs/locks.md, scenario/locks.go): the Go
+	// re-expressions, each under the faults that matter for it. Seeds
+	// 6400-6449.
+	{
+		Name: "caslock/none", Recipe: "caslock", Time: 20 * s, Interval: 3 * s, Seed: 6400,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "One LWT per attempt (IF \"[lock]\" = null) decides; contenders retry every 500 ms until the holder's release or the cell's TTL.",
+	},
+	{
+		Name: "caslock/client-pause", Recipe: "caslock", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6401,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "caslock has no fencing: a holder stalled past twice its timeout (the cell's TTL) loses the row to a contender, " +
+			"and its read-modify-write lands after the contender's acknowledged add (lost-add, stale-holder-write).",
+	},
+	{
+		Name: "caslock/client-clock", Recipe: "caslock", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6402,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The client clock makes only the lock id (a time UUID, compared for equality): with one row, no decision reads it.",
+	},
+	{
+		Name: "caslock/partition", Recipe: "caslock", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6403,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A cut node costs LWT time-outs: caslock returns the error after an attempted release, recorded as unknown; the row's TTL frees it.",
+	},
+	{
+		Name: "caslock/kill", Recipe: "caslock", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6404,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A killed replica leaves a quorum of two: attempts in flight end unknown and the rest go on.",
+	},
+	{
+		Name: "caslock/coord-clock", Recipe: "caslock", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6405,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A contender's coordinator running ahead by more than the cell has left reads the holder's \"[lock]\" cell as expired, " +
+			"so IF \"[lock]\" = null applies and the row is granted twice (overlapping-holds).",
+	},
+	{
+		Name: "temporal-shard/none", Recipe: "temporal-shard", Time: 20 * s, Interval: 3 * s, Seed: 6410,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Every acquire steals the shard (range_id + 1 IF range_id = the one read); a stale owner's write batch fails on IF range_id = ? in the same Paxos round.",
+	},
+	{
+		Name: "temporal-shard/client-pause", Recipe: "temporal-shard", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6411,
+		Want: checker.Valid, Tier: Quick,
+		Mechanism: "The stalled owner's write is one conditional batch with IF range_id = its own: after a steal the batch does not apply (shard ownership lost), so nothing is overwritten.",
+	},
+	{
+		Name: "temporal-shard/client-clock", Recipe: "temporal-shard", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6412,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Ownership is a counter in the data: no client clock is read.",
+	},
+	{
+		Name: "temporal-shard/partition", Recipe: "temporal-shard", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6413,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Cut nodes cost time-outs (unknown steals and writes); a write that applies carries the current range id, whatever the cut.",
+	},
+	{
+		Name: "temporal-shard/kill", Recipe: "temporal-shard", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6414,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "As under partitions: unknown outcomes, no lost write.",
+	},
+	{
+		Name: "temporal-shard/coord-clock", Recipe: "temporal-shard", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6415,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "No TTL and no expiry: a coordinator's clock changes ballot timestamps, not what IF range_id = ? compares.",
+	},
+	{
+		Name: "temporal-shard/client-pause/leader", Recipe: "temporal-shard", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader,
+		Time: 20 * s, Interval: 3 * s, Seed: 6416,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Shard ownership as Temporal uses it, a long-lived owner writing as it goes: a contender's steal ends the stalled owner's term in the data, and its writes after the steal do not apply.",
+	},
+
+	// The catalogue's Java locks (docs/locks.md, plugins/java-locks): ShedLock's
+	// Cassandra provider as released, and Cassandra Sidecar's lease, Reaper's
+	// leader lock and Astyanax's row lock re-expressed, each a plug-in row.
+	// Seeds 6500-6549. Seen so far in one run each: the four none rows,
+	// shedlock/client-clock, shedlock/coord-clock and astyanax/client-clock
+	// valid; the other verdicts follow from the mechanisms and await
+	// `lockcheck matrix --rows '^(shedlock|sidecar|reaper|astyanax)/' --tier all
+	// --repeat 10 --record scenario/rates.jsonl` (the shared cluster was busy).
+	{
+		Name: "shedlock/none", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Time: 20 * s, Interval: 3 * s, Seed: 6500,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "ShedLock's LWTs (INSERT ... IF NOT EXISTS, UPDATE ... IF lockUntil < now) at QUORUM/SERIAL with one clock for " +
+			"every client: one holder at a time.",
+	},
+	{
+		Name: "shedlock/client-pause", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6501,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A holder stopped past lockAtMostFor: the next instance's UPDATE ... IF lockUntil < now takes the expired lock " +
+			"and adds, then the stalled holder's write lands over it (lost-add, stale-holder-write). ShedLock has no " +
+			"fencing; its contract is that lockAtMostFor outlasts the task.",
+	},
+	{
+		Name: "shedlock/client-clock", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6502,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "lockcheck's client-clock sets a contender's clock behind: its UPDATE ... IF lockUntil < now finds every live " +
+			"lock unexpired and waits longer, the safe direction. It takes a lock only if it was idle for longer than the " +
+			"offset, and then writes a lockUntil already past for the others: not seen here (one lock, always in use).",
+	},
+	{
+		Name: "shedlock/client-clock-ahead", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientClock}, SkewAhead: true, Time: 20 * s, Interval: 3 * s, Seed: 6503,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "ShedLock's expiry is lockUntil, an instant of the holder's clock, compared with the contender's clock: a " +
+			"contender whose clock runs ahead by more than the holder has left finds the lock expired, its UPDATE ... IF " +
+			"lockUntil < now applies and it enters while the holder is inside (overlapping-holds, lost-add).",
+	},
+	{
+		Name: "shedlock/partition", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6504,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Cut nodes make LWTs time out: ShedLock logs an insert's or update's server error and answers not locked (a " +
+			"lock it may have taken stays unused until lockAtMostFor), and lets client time-outs through (unknown).",
+	},
+	{
+		Name: "shedlock/kill", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6505,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A killed replica leaves a quorum: attempts in flight time out (not locked, or unknown) and the rest go on.",
+	},
+	{
+		Name: "shedlock/coord-clock", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6506,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "No TTL and no server time: a coordinator's clock moves ballots, not lockUntil, which the clients write.",
+	},
+	{
+		Name: "sidecar/none", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Time: 20 * s, Interval: 3 * s, Seed: 6510,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "One LWT per claim decides; the holder's extend (UPDATE ... USING TTL IF owner = ?) keeps it; Sidecar has no " +
+			"release, so the next holder waits out the TTL.",
+	},
+	{
+		Name: "sidecar/client-pause", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6511,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A holder stopped past the TTL: the row expires, another instance claims the lease and adds, then the stalled " +
+			"holder's write lands (lost-add, stale-holder-write). No fencing, as its javadoc warns.",
+	},
+	{
+		Name: "sidecar/client-clock", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6512,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Sidecar reads its wall clock only to time out a lease whose extend failed; a contender's clock behind changes " +
+			"nothing it decides.",
+	},
+	{
+		Name: "sidecar/partition", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6513,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Claims and extends time out (owner unknown): a holder keeps its lease until its own reckoning runs out, a " +
+			"contender keeps polling.",
+	},
+	{
+		Name: "sidecar/kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6514,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "As under partitions.",
+	},
+	{
+		Name: "sidecar/coord-clock", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6515,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "The lease is a TTL the coordinator expires: a contender's coordinator running ahead by more than the lease has " +
+			"left finds the row expired, and INSERT ... IF NOT EXISTS grants it again (overlapping-holds).",
+	},
+	{
+		Name: "sidecar/none/leader", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 6516,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The leader extends at a third of its lease; a contender's claims fail until it stops.",
+	},
+	{
+		Name: "sidecar/client-pause/leader", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 6517,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A leader stopped past the TTL misses its extends: the row expires, a contender claims the lease and writes, " +
+			"and the old leader writes on when it resumes, before its next extend tells it the lease is another's " +
+			"(stale-holder-write, lost-add).",
+	},
+	{
+		Name: "sidecar/partition/leader", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Partition}, Workload: workload.ShapeLeader, Time: 30 * s, Interval: 3 * s, Seed: 6518,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Extends that time out leave the owner unknown, and Sidecar keeps the lease until its reckoning runs out.",
+	},
+	{
+		Name: "reaper/none", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Time: 20 * s, Interval: 3 * s, Seed: 6520,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "INSERT ... IF NOT EXISTS USING TTL at QUORUM decides each lead; release deletes it IF reaper_instance_id = " +
+			"ours.",
+	},
+	{
+		Name: "reaper/client-pause", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6521,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A leader stopped past the TTL: the row expires, another instance takes the lead and writes, then the stalled " +
+			"one writes on (lost-add, stale-holder-write). Reaper keeps no clock of a lead and has no fencing.",
+	},
+	{
+		Name: "reaper/client-clock", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6522,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Reaper reads no client clock: the lead is a server TTL and an instance id.",
+	},
+	{
+		Name: "reaper/partition", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6523,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "LWTs that time out propagate (unknown) and are never retried; a lead is held only while a renew applies.",
+	},
+	{
+		Name: "reaper/kill", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6524,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "As under partitions.",
+	},
+	{
+		Name: "reaper/coord-clock", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6525,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "The lead is a TTL the coordinator expires: a contender's coordinator running ahead by more than the lead has " +
+			"left finds the row expired and INSERT ... IF NOT EXISTS grants it again (overlapping-holds).",
+	},
+	{
+		Name: "reaper/none/leader", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 6526,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The leader renews (UPDATE ... USING TTL IF reaper_instance_id = ?) at a third of the TTL; contenders' takes " +
+			"fail.",
+	},
+	{
+		Name: "reaper/client-pause/leader", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 6527,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A leader stopped past the TTL: the lead expires, another instance takes it and writes, and the old leader " +
+			"writes on when it resumes, before its next renew fails (stale-holder-write, lost-add).",
+	},
+	{
+		Name: "reaper/partition/leader", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.Partition}, Workload: workload.ShapeLeader, Time: 30 * s, Interval: 3 * s, Seed: 6528,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A renew that times out is unknown: the leader steps down (the exception ends its work), as Reaper's segment " +
+			"runner does.",
+	},
+	{
+		Name: "astyanax/none", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Time: 20 * s, Interval: 3 * s, Seed: 6530,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Write the lock column, then read every lock column at LOCAL_QUORUM: two that race both see each other and both " +
+			"back off (the lock is not a transaction, but quorum writes and reads intersect).",
+	},
+	{
+		Name: "astyanax/client-pause", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6531,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A holder stopped past the lock timeout: its column's expiry (its clock + timeout) has passed, so a contender " +
+			"counts it stale, takes the lock and adds, and the stalled holder's write lands over it (lost-add, " +
+			"stale-holder-write).",
+	},
+	{
+		Name: "astyanax/client-clock", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6532,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A contender whose clock is behind sees every live column unexpired and backs off; when it does win, its own " +
+			"column's expiry is early for the others, which then count it stale: not seen here.",
+	},
+	{
+		Name: "astyanax/client-clock-ahead", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientClock}, SkewAhead: true, Time: 20 * s, Interval: 3 * s, Seed: 6533,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "The lock column's value is an expiry of the holder's clock, compared with the reader's: a contender whose " +
+			"clock runs ahead past it counts the holder's column stale, finds no other, and enters while the holder is " +
+			"inside (overlapping-holds).",
+	},
+	{
+		Name: "astyanax/partition", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6534,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "LOCAL_QUORUM writes and reads time out under a cut (unknown: the column may stay until its expiry); those that " +
+			"succeed still intersect.",
+	},
+	{
+		Name: "astyanax/kill", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6535,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "A killed replica leaves a quorum: LOCAL_QUORUM writes and reads go on.",
+	},
+	{
+		Name: "astyanax/coord-clock", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6536,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "No server time: expiries and write timestamps are the clients'.",
+	},
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
@@ -146,8 +147,17 @@ type Row struct {
 	// Name is stable and short: tests are named after it, --rows and
 	// LOCKCHECK_ROWS filter on it, measured rates refer to it. Form:
 	// [cluster key/]recipe/faults[/shape][/dc-local].
-	Name     string
-	Recipe   string
+	Name string
+	// Recipe is the lock: a recipe of the registry, or, with Command, the
+	// name the plug-in's runs are stored under (lower-case words joined by
+	// dashes).
+	Recipe string
+	// Command is a --lock-cmd plug-in, a command line whose program is a
+	// path relative to the repository's root (plugins/shedlock/run): the
+	// row runs it instead of a recipe. Promise is what it promises ("":
+	// mutex).
+	Command  string
+	Promise  history.Promise
 	Workload string   // the clients' shape; "": workload.ShapeCycle
 	Faults   []string // fault kinds; none: no fault
 	Cluster  Cluster
@@ -159,8 +169,15 @@ type Row struct {
 	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM (run
 	// --dc-local); the row's name ends in /dc-local.
 	DCLocal bool
-	Clients int // 0: DefaultClients
-	Locks   int // 0: DefaultLocks
+	// Schedule, when set, is dealt instead of drawn faults: a shrunk
+	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
+	// Faults are then its kinds, and the name ends in "/shrunk".
+	Schedule *nemesis.Schedule
+	Clients  int // 0: DefaultClients
+	Locks    int // 0: DefaultLocks
+	// SkewAhead sets client-clock's contender ahead instead of behind
+	// (run --skew-ahead); the row's faults name it client-clock-ahead.
+	SkewAhead bool
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -212,7 +229,15 @@ func (r Row) FaultsName() string {
 	case slices.Equal(r.Faults, NodeFaults):
 		return "node-faults"
 	}
-	return strings.Join(r.Faults, "+")
+	names := slices.Clone(r.Faults)
+	if r.SkewAhead {
+		for i, k := range names {
+			if k == nemesis.ClientClock {
+				names[i] = k + "-ahead"
+			}
+		}
+	}
+	return strings.Join(names, "+")
 }
 
 // Expected says what the row asserts, for tables.
@@ -233,6 +258,9 @@ var NodeFaults = slices.DeleteFunc(nemesis.All(), func(k string) bool { return n
 func Caught(invalid, runs int) bool { return runs > 0 && invalid*10 >= 9*runs }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(/[a-z0-9][a-z0-9.+-]*)*$`)
+
+// pluginNameRE is a plug-in row's lock name (the registry's rule for names).
+var pluginNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
 // Check tells what is inconsistent in the row: an expectation that cannot
 // be asserted (unsafe without want invalid, want invalid without the catch
@@ -255,6 +283,20 @@ func (r Row) Check() error {
 		bad("unsafe but want %s: a known-unsafe row asserts invalid", r.Want)
 	case !r.Unsafe && r.Want == checker.Invalid:
 		bad("want invalid but not unsafe: a row that asserts invalid is known-unsafe and asserts its catch rate")
+	}
+	if r.Command == "" && r.Promise != "" {
+		bad("promise %q without a command: a recipe has its own", r.Promise)
+	}
+	if r.Command != "" {
+		if !pluginNameRE.MatchString(r.Recipe) {
+			bad("recipe %q: a plug-in's name is lower-case words joined by dashes", r.Recipe)
+		}
+		if r.Promise != "" && r.Promise != history.PromiseMutex && r.Promise != history.PromiseFenced {
+			bad("promise %q: want %s or %s", r.Promise, history.PromiseMutex, history.PromiseFenced)
+		}
+		if prog := strings.Fields(r.Command)[0]; strings.HasPrefix(prog, "/") || strings.Contains(prog, "..") {
+			bad("command %q: its program is a path inside the repository (plugins/NAME/run)", r.Command)
+		}
 	}
 	if r.Tier != Quick && r.Tier != Full {
 		bad("tier %q: want %s or %s", r.Tier, Quick, Full)
@@ -279,6 +321,20 @@ func (r Row) Check() error {
 			bad("fault %s is aimed by the clients' coordinators: the row needs Pin", k)
 		}
 	}
+	if r.Schedule != nil {
+		if err := r.Schedule.Validate(); err != nil {
+			bad("%v", err)
+		}
+		if !slices.Equal(r.Schedule.Kinds(), r.Faults) {
+			bad("faults %v: want the schedule's kinds %v", r.Faults, r.Schedule.Kinds())
+		}
+		if end := r.Schedule.End(); end > r.Time {
+			bad("the schedule's last window ends at %v, after the row's time %v", end, r.Time)
+		}
+	}
+	if r.SkewAhead && !slices.Contains(r.Faults, nemesis.ClientClock) {
+		bad("skew ahead without %s: it sets that fault's direction", nemesis.ClientClock)
+	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")
 	}
@@ -298,6 +354,9 @@ func (r Row) canonicalName() string {
 	}
 	if r.DCLocal {
 		name += "/dc-local"
+	}
+	if r.Schedule != nil {
+		name += "/shrunk"
 	}
 	return name
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/golden"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
@@ -54,6 +55,16 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"name hides the cluster", func(r *Row) { r.Cluster = Cluster{Paxos: "v2"} }, `want "v2/lease/client-pause"`},
 		{"name hides the shape", func(r *Row) { r.Workload = workload.ShapeLeader }, `want "lease/client-pause/leader"`},
 		{"name with a space", func(r *Row) { r.Name = "lease client-pause" }, "lower-case words"},
+		{"name hides the schedule", func(r *Row) { r.Schedule = &pauseSchedule }, `want "lease/client-pause/shrunk"`},
+		{"schedule of other kinds", func(r *Row) {
+			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientClock, For: nemesis.Duration(s)}}}
+		}, "want the schedule's kinds [client-clock]"},
+		{"schedule longer than the row", func(r *Row) { r.Name, r.Schedule, r.Time = "lease/client-pause/shrunk", &pauseSchedule, 3*s }, "after the row's time"},
+		{"promise of a recipe", func(r *Row) { r.Promise = history.PromiseFenced }, "without a command"},
+		{"plug-in with a bad name", func(r *Row) { r.Command, r.Recipe, r.Name = "plugins/x/run", "X_lock", "X_lock/client-pause" }, "a plug-in's name"},
+		{"plug-in outside the repository", func(r *Row) { r.Command = "/usr/bin/lock" }, "a path inside the repository"},
+		{"plug-in above the repository", func(r *Row) { r.Command = "../x/run" }, "a path inside the repository"},
+		{"plug-in with an unknown promise", func(r *Row) { r.Command, r.Promise = "plugins/x/run", "linear" }, `promise "linear"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := good()
@@ -63,6 +74,15 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 				t.Fatalf("Check() = %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A row may name a plug-in: its Recipe is then the plug-in's name.
+func TestPluginRowChecks(t *testing.T) {
+	r := good()
+	r.Command, r.Recipe, r.Promise, r.Name = "plugins/shedlock/run --x", "shedlock", history.PromiseMutex, "shedlock/client-pause"
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -309,3 +329,5 @@ func TestGroups(t *testing.T) {
 		t.Errorf("Groups = %+v", g)
 	}
 }
+
+var pauseSchedule = nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s)}}}

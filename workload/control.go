@@ -27,16 +27,30 @@ type Control struct {
 	holding map[int]bool // clients holding a grant now
 	pause   *pauseReq    // armed client pause, claimed by the next critical section
 	// atRest are clock steps waiting for their client's next rest (between
-	// a cycle's end and the next acquire): client -> offset.
-	atRest map[int]time.Duration
+	// a cycle's end and the next acquire): client -> the step.
+	atRest map[int]restStep
 	// gates hold clients at their rest (HoldAtRest): client -> gate.
 	gates map[int]*restGate
 }
 
 type pauseReq struct {
-	extra   time.Duration
-	claimed chan history.ClientPauseStart
+	extra time.Duration
+	stall time.Duration // when positive, the stall's length (a replay's), not lease plus extra
+	// began receives who stalled, once the stall has begun (the process
+	// stopped, or the client's goroutine asleep): the start line's moment.
+	began chan history.ClientPauseStart
+	// resumed runs in the client's goroutine as it resumes, before it goes
+	// on (the nemesis writes its stop line there: nothing of the client's
+	// comes before it); done is closed after it.
+	resumed func()
 	done    chan struct{}
+}
+
+// restStep is a clock step waiting for its client's rest; stepped (may be
+// nil) runs once the clock moved, before the client's next operation.
+type restStep struct {
+	d       time.Duration
+	stepped func()
 }
 
 // restGate keeps one client at its rest until opened.
@@ -46,7 +60,7 @@ type restGate struct {
 
 func newControl(clocks []*SkewClock, log *slog.Logger) *Control {
 	return &Control{clocks: clocks, log: log, locks: make([]Lock, len(clocks)), holding: map[int]bool{},
-		atRest: map[int]time.Duration{}, gates: map[int]*restGate{}}
+		atRest: map[int]restStep{}, gates: map[int]*restGate{}}
 }
 
 // Control is the workload's door for client faults.
@@ -109,15 +123,17 @@ func (c *Control) SetClientClock(i int, d time.Duration) error {
 // steps in the middle of a recipe's sequence of writes mostly wedges it (a
 // cell written before the step shadows the ones after); a step between
 // operations is what lets a client-timestamp recipe's flaw show (bakery: the
-// client's new ticket sits under its own older tombstone). A SetClientClock
-// before the rest cancels the step.
-func (c *Control) SetClientClockAtRest(i int, d time.Duration) error {
+// client's new ticket sits under its own older tombstone). stepped (may be
+// nil) runs in the client's goroutine once its clock moved, before its next
+// operation: the fault's start line is written there, when it took effect.
+// A SetClientClock before the rest cancels the step (stepped never runs).
+func (c *Control) SetClientClockAtRest(i int, d time.Duration, stepped func()) error {
 	if err := c.client(i); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.atRest[i] = d
+	c.atRest[i] = restStep{d: d, stepped: stepped}
 	return nil
 }
 
@@ -170,13 +186,16 @@ func (c *Control) HoldAtRest(ctx context.Context, cs []int) (release func(), err
 // waits at its gate while one holds it (or until ctx ends).
 func (c *Control) rest(ctx context.Context, i int) {
 	c.mu.Lock()
-	d, ok := c.atRest[i]
+	st, ok := c.atRest[i]
 	delete(c.atRest, i)
 	g := c.gates[i]
 	c.mu.Unlock()
 	if ok {
-		if err := c.setClock(i, d); err != nil {
+		if err := c.setClock(i, st.d); err != nil {
 			c.log.Warn("client clock not stepped", "client", i, "err", err)
+		}
+		if st.stepped != nil {
+			st.stepped()
 		}
 	}
 	if g == nil {
@@ -209,12 +228,16 @@ func (c *Control) setClock(i int, d time.Duration) error {
 // PauseHolder arms a pause for the next client that enters a critical
 // section (necessarily a holder): it stalls between reading the protected
 // set and writing it, for its grant's lease plus extra (extra alone when
-// the grant does not expire). PauseHolder blocks until a client has begun
-// the pause, or ctx is done (the pause is then disarmed). It returns who
-// stalled, as the fault's start line records it, and a channel closed when
-// the client resumes.
-func (c *Control) PauseHolder(ctx context.Context, extra time.Duration) (history.ClientPauseStart, <-chan struct{}, error) {
-	req := &pauseReq{extra: extra, claimed: make(chan history.ClientPauseStart, 1), done: make(chan struct{})}
+// the grant does not expire), or for stall when it is positive (a replay
+// stalls as long as the run it replays did). PauseHolder blocks until a client has begun
+// the stall (its process stopped when the lock has one), or ctx is done
+// (the pause is then disarmed). It returns who stalled, as the fault's
+// start line records it, and a channel closed when the client resumed.
+// resumed (may be nil) runs as the client resumes, before any operation of
+// its own: the start and stop lines are the stall's own times, not the
+// schedule's.
+func (c *Control) PauseHolder(ctx context.Context, extra, stall time.Duration, resumed func()) (history.ClientPauseStart, <-chan struct{}, error) {
+	req := &pauseReq{extra: extra, stall: stall, began: make(chan history.ClientPauseStart, 1), resumed: resumed, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.pause != nil {
 		c.mu.Unlock()
@@ -223,7 +246,7 @@ func (c *Control) PauseHolder(ctx context.Context, extra time.Duration) (history
 	c.pause = req
 	c.mu.Unlock()
 	select {
-	case p := <-req.claimed:
+	case p := <-req.began:
 		return p, req.done, nil
 	case <-ctx.Done():
 		c.mu.Lock()
@@ -233,14 +256,22 @@ func (c *Control) PauseHolder(ctx context.Context, extra time.Duration) (history
 			return history.ClientPauseStart{}, nil, ctx.Err()
 		}
 		c.mu.Unlock()
-		// Claimed meanwhile: report it, since the pause happens anyway.
-		return <-req.claimed, req.done, nil
+		// Claimed meanwhile: the stall begins within the claimer's read
+		// (or the claim is handed back and the pause disarmed below).
+		select {
+		case p := <-req.began:
+			return p, req.done, nil
+		case <-req.done:
+			return history.ClientPauseStart{}, nil, ctx.Err()
+		}
 	}
 }
 
 // claimPause takes the armed pause, if any, for client i's process proc
-// holding g, and says how long it stalls.
-func (c *Control) claimPause(i, proc int, g Grant) (*pauseReq, time.Duration) {
+// holding g, and says how long it stalls. The claimer calls begin when the
+// stall has begun and end when it resumed; a claimer whose critical section
+// ended before the stall (its read failed) calls unclaim.
+func (c *Control) claimPause(g Grant) (*pauseReq, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	req := c.pause
@@ -248,7 +279,33 @@ func (c *Control) claimPause(i, proc int, g Grant) (*pauseReq, time.Duration) {
 		return nil, 0
 	}
 	c.pause = nil
-	d := req.extra + g.Lease
-	req.claimed <- history.ClientPauseStart{Client: i, Process: proc, Lock: g.Lock, MS: d.Milliseconds()}
-	return req, d
+	if req.stall > 0 {
+		return req, req.stall
+	}
+	return req, req.extra + g.Lease
+}
+
+// begin says the stall of client i's process proc on lock, for d, has begun.
+func (r *pauseReq) begin(i, proc int, lock string, d time.Duration) {
+	r.began <- history.ClientPauseStart{Client: i, Process: proc, Lock: lock, MS: d.Milliseconds()}
+}
+
+// end says the stalled client resumed.
+func (r *pauseReq) end() {
+	if r.resumed != nil {
+		r.resumed()
+	}
+	close(r.done)
+}
+
+// unclaim hands back a pause whose claimer never stalled: armed again for
+// the next holder, or, when the nemesis gave up meanwhile, dropped.
+func (c *Control) unclaim(r *pauseReq) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pause == nil {
+		c.pause = r
+		return
+	}
+	close(r.done)
 }

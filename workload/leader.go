@@ -19,6 +19,25 @@ type Renewer interface {
 	Renew(ctx context.Context, g Grant) (Grant, error)
 }
 
+// RenewChecker is a Renewer that can tell it cannot renew (a plug-in whose
+// setup did not say it renews): while CanRenew is false the leader
+// re-acquires under the same owner, as with a lock that has no Renew.
+type RenewChecker interface {
+	CanRenew() bool
+}
+
+// renewer is lock's Renewer, nil when it has none or cannot renew now.
+func renewer(lock Lock) Renewer {
+	rn, ok := lock.(Renewer)
+	if !ok {
+		return nil
+	}
+	if rc, ok := lock.(RenewChecker); ok && !rc.CanRenew() {
+		return nil
+	}
+	return rn
+}
+
 // Workload shapes (WithShape).
 const (
 	// ShapeCycle: acquire, one write, a short hold, release (the default).
@@ -59,7 +78,7 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 	// Terms differ a little so that the clients' hand-overs do not fall
 	// into step.
 	end := time.Now().Add(w.cfg.term/2 + randDur(r, w.cfg.term))
-	beat := w.heartbeatAt(g)
+	beat := heartbeatAt(g)
 	for ctx.Err() == nil && time.Now().Before(end) {
 		if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
 			break // the lease ran out: no longer the leader by its own clock
@@ -69,7 +88,7 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 			if g, held, err = w.heartbeat(ctx, i, proc, lock, g); err != nil || !held {
 				return err // stepped down (the lock said not held, or did not answer)
 			}
-			beat = w.heartbeatAt(g)
+			beat = heartbeatAt(g)
 			continue
 		}
 		if t, err := w.write(ctx, i, proc, lock, g); err != nil || t == history.Info {
@@ -80,13 +99,16 @@ func (w *Workload) lead(ctx context.Context, i int, lock Lock, name string, r *r
 	return w.release(ctx, i, lock, g)
 }
 
-// heartbeatAt is when a leader holding g renews: at the configured fraction
-// of its lease; never for a grant that does not expire.
-func (w *Workload) heartbeatAt(g Grant) time.Time {
+// heartbeatAt is when a leader holding g renews: when the configured
+// fraction of its lease has passed, counted back from the grant's deadline
+// (the lease runs from the grant's invocation, not from its answer: after a
+// slow grant, now + lease/3 can fall after the deadline); never for a grant
+// that does not expire.
+func heartbeatAt(g Grant) time.Time {
 	if g.Deadline.IsZero() || g.Lease <= 0 {
 		return time.Time{}
 	}
-	return time.Now().Add(time.Duration(float64(g.Lease) * DefaultHeartbeatFraction))
+	return g.Deadline.Add(-time.Duration(float64(g.Lease) * (1 - DefaultHeartbeatFraction)))
 }
 
 // heartbeat renews g (Renewer) or re-acquires it under the same owner,
@@ -100,7 +122,7 @@ func (w *Workload) heartbeat(ctx context.Context, i, proc int, lock Lock, g Gran
 	// acquire that waits out its own lease and wins the lock again later
 	// is a new term after a gap, not this one extended.
 	renew := func(ctx context.Context) (Grant, error) { return lock.Acquire(ctx, g.Lock, g.Owner) }
-	if rn, ok := lock.(Renewer); ok {
+	if rn := renewer(lock); rn != nil {
 		f, timeout = history.FRenew, w.cfg.acquireTimeout
 		renew = func(ctx context.Context) (Grant, error) { return rn.Renew(ctx, g) }
 	}

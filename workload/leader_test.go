@@ -153,3 +153,33 @@ func TestLeaderShape(t *testing.T) {
 		})
 	}
 }
+
+// The heartbeat is timed from the grant's deadline: a grant that came back
+// slowly (most of its lease spent in the acquire) is renewed at once, never
+// after its deadline.
+func TestHeartbeatFromDeadline(t *testing.T) {
+	const lease = 3 * time.Second
+	now := time.Now()
+	tests := []struct {
+		name     string
+		deadline time.Time
+		want     time.Time
+	}{
+		{"fresh grant", now.Add(lease), now.Add(lease / 3)},
+		{"slow grant", now.Add(lease / 4), now.Add(lease/4 - 2*lease/3)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := heartbeatAt(Grant{Deadline: tt.deadline, Lease: lease})
+			if d := got.Sub(tt.want); d > time.Millisecond || d < -time.Millisecond {
+				t.Errorf("heartbeat at %v from now, want %v", got.Sub(now), tt.want.Sub(now))
+			}
+			if !got.Before(tt.deadline) {
+				t.Errorf("heartbeat %v not before the deadline %v", got.Sub(now), tt.deadline.Sub(now))
+			}
+		})
+	}
+	if !heartbeatAt(Grant{}).IsZero() {
+		t.Error("a grant that does not expire gets a heartbeat")
+	}
+}

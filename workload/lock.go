@@ -63,3 +63,17 @@ type ProcessPauser interface {
 type ClockSetter interface {
 	SetClockOffset(d time.Duration) error
 }
+
+// FencedWriter is a Lock whose fencing lives in the data it protects
+// (Temporal's shard ownership: every write in the shard's partition carries
+// IF range_id = ? in the same conditional batch). Such a lock cannot be
+// judged with a resource written beside it, so the workload writes the
+// protected resource through it: WriteFenced has Resource.Add's contract
+// for the holder of g (read the set, call beforeWrite, write the set with
+// elem added; a write the lock refuses because g is no longer the owner's
+// wraps ErrStaleToken). The final reads still go through the run's
+// Resource, which must read what WriteFenced writes (recipe.Entry's
+// NewResource).
+type FencedWriter interface {
+	WriteFenced(ctx context.Context, g Grant, elem int64, beforeWrite func(context.Context) error) error
+}

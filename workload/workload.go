@@ -306,34 +306,46 @@ func (w *Workload) add(ctx context.Context, i, proc int, lock Lock, g Grant) (hi
 	// client holds g, so it is a holder) and taken in the hook, between the
 	// read of the set and its write: the window a stale holder must not
 	// write in. The section's timeout is extended by the pause.
-	req, pd := w.ctl.claimPause(i, proc, g)
+	req, pd := w.ctl.claimPause(g)
+	var stalled atomic.Bool
 	hook := func(context.Context) error {
-		if req == nil {
+		if req == nil || !stalled.CompareAndSwap(false, true) {
 			return nil
 		}
 		w.cfg.log.Info("client pause", "client", i, "process", proc, "lock", g.Lock, "for", pd)
+		// The start line is written once the stall has begun (the
+		// process stopped), the stop line once the client resumed.
 		pp, ok := lock.(ProcessPauser)
 		if !ok {
+			req.begin(i, proc, g.Lock, pd)
 			time.Sleep(pd)
+			req.end()
 			return nil
 		}
 		resume, err := pp.PauseProcess()
 		if err != nil {
 			w.cfg.log.Warn("client pause: process not stopped", "client", i, "err", err)
 		}
+		req.begin(i, proc, g.Lock, pd)
 		time.Sleep(pd)
 		if resume != nil {
 			if err := resume(); err != nil {
 				w.cfg.log.Warn("client pause: process not resumed", "client", i, "err", err)
 			}
 		}
+		req.end()
 		return nil
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout+pd)
-	aerr := w.res.Add(actx, g.Lock, elem, g.Token, hook)
+	var aerr error
+	if fw, ok := lock.(FencedWriter); ok {
+		aerr = fw.WriteFenced(actx, g, elem, hook)
+	} else {
+		aerr = w.res.Add(actx, g.Lock, elem, g.Token, hook)
+	}
 	cancel()
-	if req != nil {
-		close(req.done)
+	if req != nil && !stalled.Load() {
+		w.ctl.unclaim(req)
 	}
 	if aerr != nil {
 		return w.complete(i, inv, aerr, nil)

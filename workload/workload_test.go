@@ -324,7 +324,18 @@ func TestPauseHolder(t *testing.T) {
 			wg.Go(func() {
 				pctx, pcancel := context.WithTimeout(ctx, time.Second)
 				defer pcancel()
-				p, done, perr = w.Control().PauseHolder(pctx, 300*time.Millisecond)
+				// The nemesis's lines, written when the stall has begun
+				// and as the client resumes.
+				started := make(chan struct{})
+				resumed := func() {
+					<-started
+					h.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.StopF(history.KindClientPause)})
+				}
+				p, done, perr = w.Control().PauseHolder(pctx, 300*time.Millisecond, 0, resumed)
+				if perr == nil {
+					h.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.StartF(history.KindClientPause)})
+				}
+				close(started)
 			})
 			if err := w.Run(ctx); err != nil {
 				t.Fatal(err)
@@ -345,6 +356,8 @@ func TestPauseHolder(t *testing.T) {
 				t.Fatal(err)
 			}
 			ops := h.all()
+			stallWindow(t, ops, p.Process)
+			ops = slices.DeleteFunc(ops, func(op history.Op) bool { return op.Process == history.NemesisProcess })
 			checkWellFormed(t, ops)
 			lost := lostAdds(t, ops)
 			stale := count(ops, history.FAdd, history.Fail)
@@ -510,7 +523,7 @@ func TestClientFaultsReachLockProcess(t *testing.T) {
 	var p history.ClientPauseStart
 	var perr error
 	var wg sync.WaitGroup
-	wg.Go(func() { p, _, perr = w.Control().PauseHolder(ctx, 200*time.Millisecond) })
+	wg.Go(func() { p, _, perr = w.Control().PauseHolder(ctx, 200*time.Millisecond, 0, nil) })
 	if err := w.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -565,12 +578,12 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	for k := range 20 {
-		if err := w.Control().SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second); err != nil {
+		if err := w.Control().SetClientClockAtRest(1, -time.Duration(k%2)*10*time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := w.Control().SetClientClockAtRest(1, -10*time.Second); err != nil {
+	if err := w.Control().SetClientClockAtRest(1, -10*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -586,7 +599,7 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 		t.Errorf("client 0's clock moved: %v", got)
 	}
 	// A step still waiting is cancelled by a direct set.
-	if err := w.Control().SetClientClockAtRest(2, time.Minute); err != nil {
+	if err := w.Control().SetClientClockAtRest(2, time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Control().SetClientClock(2, 0); err != nil {
@@ -596,7 +609,7 @@ func TestClientClockAtRestStepsBetweenOperations(t *testing.T) {
 	if got := w.Clock(2).Offset(); got != 0 {
 		t.Errorf("cancelled step applied: %v", got)
 	}
-	if err := w.Control().SetClientClockAtRest(7, time.Second); err == nil {
+	if err := w.Control().SetClientClockAtRest(7, time.Second, nil); err == nil {
 		t.Error("no error for a client that does not exist")
 	}
 }
@@ -650,5 +663,26 @@ func TestHoldAtRestKeepsClientsBetweenOperations(t *testing.T) {
 	}
 	if _, err := w.Control().HoldAtRest(context.Background(), []int{3}); err == nil {
 		t.Error("no error for a client that does not exist")
+	}
+}
+
+// stallWindow checks that the pause's lines bound the stall itself: the
+// stalled process records nothing between them (it stood still), the stop
+// line comes before its add completes, and it goes on after.
+func stallWindow(t *testing.T, ops []history.Op, proc int) {
+	t.Helper()
+	start := slices.IndexFunc(ops, func(op history.Op) bool { return op.F == history.StartF(history.KindClientPause) })
+	stop := slices.IndexFunc(ops, func(op history.Op) bool { return op.F == history.StopF(history.KindClientPause) })
+	if start < 0 || stop < start {
+		t.Fatalf("pause lines at %d and %d", start, stop)
+	}
+	for _, op := range ops[start:stop] {
+		if op.Process == proc {
+			t.Errorf("stalled process %d recorded %s %s inside its stall", proc, op.Type, op.F)
+		}
+	}
+	after := slices.IndexFunc(ops[stop:], func(op history.Op) bool { return op.Process == proc && op.F == history.FAdd })
+	if after < 0 {
+		t.Errorf("the stalled add of process %d did not complete after the resume", proc)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
@@ -52,6 +53,16 @@ func run(m *testing.M) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// The package's tests fault and heal the shared cluster: it is theirs
+	// alone until they end (a `lockcheck run` on it waits, and the runs
+	// these tests make share this process's holding).
+	lease, err := exclusive.Take(ctx, exclusive.Local{Name: name}, exclusive.Say(func(line string) { log.Warn("clustertest: " + line) }))
+	if err != nil {
+		cancel()
+		fmt.Fprintf(os.Stderr, "clustertest: cluster %s: %v\n", name, err)
+		return 1
+	}
+	defer lease.Release()
 	c, err := cluster.Attach(ctx, cluster.WithName(name), cluster.WithLogger(log))
 	started := false
 	if errors.Is(err, cluster.ErrNotRunning) {
@@ -94,18 +105,22 @@ func Get(tb testing.TB) *cluster.Cluster {
 	return shared
 }
 
-// HealLeftovers brings every node of c to its known state with the heal
-// `lockcheck run` uses (nemesis.HealLeftovers), and waits for a healthy
-// cluster.
+// HealLeftovers takes c (exclusive.Local, as `lockcheck run` does) and
+// heals it with the heal-then-wait `lockcheck run` uses
+// (nemesis.HealAndWait). (runner.HealLeftovers does the same from an Env;
+// runner's tests import this package, so it cannot call runner.)
 func HealLeftovers(ctx context.Context, c *cluster.Cluster, log *slog.Logger) error {
+	lease, err := exclusive.Take(ctx, exclusive.Local{Name: c.Name()})
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
 	var targets []nemesis.Target
 	for _, n := range c.Nodes() {
 		targets = append(targets, nemesis.Target{Name: n.Name, IP: n.IP, Node: n})
 	}
-	if _, err := nemesis.HealLeftovers(ctx, targets, nil, log); err != nil {
-		return err
-	}
-	return c.WaitHealthy(ctx)
+	_, err = nemesis.HealAndWait(ctx, targets, c, nil, log)
+	return err
 }
 
 // Start starts a cluster of the test's own, named after the shared one with

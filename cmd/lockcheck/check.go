@@ -140,6 +140,14 @@ func writeSummary(w io.Writer, path string, res checker.Result, took time.Durati
 	} else {
 		fmt.Fprintln(w, "  no meta line: every property is judged")
 	}
+	if res.SetupFailed != "" {
+		fmt.Fprintf(w, "  failed set-up, no test ran: %s\n", res.SetupFailed)
+	}
+	if res.Meta != nil {
+		for _, f := range res.Meta.Foreign {
+			fmt.Fprintf(w, "  not lockcheck's, present through the run: %s: %s\n", f.Node, f.What)
+		}
+	}
 	if res.Pending > 0 {
 		fmt.Fprintf(w, "  %d invocations without completion, checked as info (killed run?)\n", res.Pending)
 	}

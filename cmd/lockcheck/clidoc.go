@@ -15,12 +15,15 @@ var flagSets = []struct {
 	flags       func() *flag.FlagSet
 }{
 	{"run", runUsage, func() *flag.FlagSet { fs, _ := newRunFlags(); return fs }},
+	{"replay", replayUsage, func() *flag.FlagSet { fs, _ := newReplayFlags(); return fs }},
+	{"shrink", shrinkUsage, func() *flag.FlagSet { fs, _ := newShrinkFlags(); return fs }},
 	{"check", checkUsage, func() *flag.FlagSet { fs, _ := newCheckFlags(); return fs }},
 	{"report", reportUsage, func() *flag.FlagSet { fs, _ := newReportFlags(); return fs }},
 	{"serve", "usage: lockcheck serve [--listen 127.0.0.1:8080] [--store DIR]", func() *flag.FlagSet { fs, _ := newServeFlags(); return fs }},
 	{"cluster up", "usage: lockcheck cluster up [flags]", func() *flag.FlagSet { fs, _ := newUpFlags(); return fs }},
 	{"cluster status", "usage: lockcheck cluster status [--name lockcheck]", func() *flag.FlagSet { fs, _ := newNameFlags("status"); return fs }},
-	{"cluster down", "usage: lockcheck cluster down [--name lockcheck]", func() *flag.FlagSet { fs, _ := newNameFlags("down"); return fs }},
+	{"cluster heal", "usage: lockcheck cluster heal [--name lockcheck] [--force] [--no-wait]", func() *flag.FlagSet { fs, _, _, _ := newHealFlags(); return fs }},
+	{"cluster down", "usage: lockcheck cluster down [--name lockcheck] [--no-wait]", func() *flag.FlagSet { fs, _, _ := takeFlags("down"); return fs }},
 	{"cluster image", "usage: lockcheck cluster image", func() *flag.FlagSet { fs, _ := newImageFlags(); return fs }},
 	{"matrix", matrixUsage, func() *flag.FlagSet { fs, _ := newMatrixFlags(); return fs }},
 	{"lockd", "usage: lockcheck lockd [--listen ADDR] [--hosts H1,H2 [--rf N]] [--keyspace KS] [--cluster NAME] [--lock lease-fenced|lease]", func() *flag.FlagSet { fs, _ := newLockdFlags(); return fs }},

@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
+	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
 )
 
@@ -22,8 +24,10 @@ const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
           [--name lockcheck] [--nodes 3] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--commitlog-sync periodic|batch]
           [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub]
           [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
-  status  print a line per node: name, IP, state (UN/DN), Cassandra version  [--name lockcheck]
-  down    remove the cluster's containers and network                       [--name lockcheck]
+  status  print a line per node: name, IP, state (UN/DN), Cassandra version, faults, and who holds the cluster  [--name lockcheck]
+  heal    take the cluster, heal what killed runs left, wait until healthy  [--name lockcheck] [--force] [--no-wait]
+          (--force: also remove state lockcheck did not make, every iptables rule: the nodes are lockcheck's own)
+  down    take the cluster, remove its containers and network               [--name lockcheck] [--no-wait]
   image   build the node image if missing and print its tag               [--version 5.0]`
 
 // runCluster is `lockcheck cluster up|status|down|image`.
@@ -41,13 +45,15 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		run = clusterStatus
 	case "down":
 		run = clusterDown
+	case "heal":
+		run = clusterHeal
 	case "image":
 		run = clusterImage
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, clusterUsage)
 		return exitValid
 	default:
-		fmt.Fprintf(stderr, "lockcheck cluster: unknown command %q (want up, status, down or image)\n", sub)
+		fmt.Fprintf(stderr, "lockcheck cluster: unknown command %q (want up, status, heal, down or image)\n", sub)
 		return exitError
 	}
 	if err := run(ctx, args, stdout); err != nil {
@@ -172,7 +178,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}
 		log.Info("cluster already running; healing leftovers, waiting until healthy", "cluster", f.name)
-		if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log, true); err != nil {
+		if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log); err != nil {
 			return err
 		}
 		return printStatus(ctx, c, stdout)
@@ -195,7 +201,19 @@ func clusterStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printStatus(ctx, c, stdout)
+	if err := printStatus(ctx, c, stdout); err != nil {
+		return err
+	}
+	h, held, err := exclusive.Local{Name: *name}.Holder(ctx)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "held by: unknown (%v)\n", err)
+	case held:
+		fmt.Fprintf(stdout, "held by: %s\n", h)
+	default:
+		fmt.Fprintln(stdout, "held by: nobody")
+	}
+	return nil
 }
 
 func printStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) error {
@@ -222,16 +240,91 @@ func printStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) erro
 	return tw.Flush()
 }
 
+// takeFlags is the flag set of the subcommands that take the cluster
+// before they touch it (heal, down).
+func takeFlags(sub string) (*flag.FlagSet, *string, *bool) {
+	fs, name := newNameFlags(sub)
+	noWait := fs.Bool("no-wait", false, "refuse (exit 2) when another process holds the cluster, instead of waiting")
+	return fs, name, noWait
+}
+
+// newHealFlags is `lockcheck cluster heal`'s flag set.
+func newHealFlags() (*flag.FlagSet, *string, *bool, *bool) {
+	fs, name, noWait := takeFlags("heal")
+	force := fs.Bool("force", false, "also remove what lockcheck did not make: every iptables rule and chain of every node (a cluster lockcheck made has no firewall of anyone's)")
+	return fs, name, noWait, force
+}
+
+// take takes the cluster of that name, saying once on stderr whom it
+// waits for.
+func take(ctx context.Context, name string, noWait bool) (*exclusive.Lease, error) {
+	return exclusive.Take(ctx, exclusive.Local{Name: name}, exclusive.NoWait(noWait),
+		exclusive.Say(func(line string) { fmt.Fprintf(os.Stderr, "lockcheck cluster: %s\n", line) }))
+}
+
 func clusterDown(ctx context.Context, args []string, stdout io.Writer) error {
-	fs, name := newNameFlags("down")
+	fs, name, noWait := takeFlags("down")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	// Never from under a run: it would lose its history's end and its heal.
+	lease, err := take(ctx, *name, *noWait)
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
 	if err := cluster.Down(ctx, *name); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "cluster %s removed\n", *name)
 	return nil
+}
+
+// clusterHeal is `lockcheck cluster heal`: take the cluster, heal what
+// killed runs left and wait until it is healthy. State lockcheck did not
+// make is named; --force removes it too (every iptables rule of the nodes:
+// on a cluster lockcheck made, none is anyone's firewall).
+func clusterHeal(ctx context.Context, args []string, stdout io.Writer) error {
+	fs, name, noWait, force := newHealFlags()
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	lease, err := take(ctx, *name, *noWait)
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
+	log := slog.Default()
+	c, err := cluster.Attach(ctx, cluster.WithName(*name), cluster.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	env := runner.ClusterEnv{Cluster: c}
+	if *force {
+		for _, n := range c.Nodes() {
+			fs, err := n.Foreign(ctx)
+			if err != nil || len(fs) == 0 {
+				continue
+			}
+			if err := n.RemoveForeign(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s: removed %s\n", n.Name, strings.Join(fs, "; "))
+		}
+	}
+	if foreign := nemesis.Foreign(ctx, env.Targets(), nil); len(foreign) > 0 {
+		var ws []string
+		for _, f := range foreign {
+			ws = append(ws, f.Node+": "+f.What)
+		}
+		return fmt.Errorf("not lockcheck's, left in place: %s; `lockcheck cluster heal --force --name %s` removes it", strings.Join(ws, "; "), *name)
+	}
+	hctx, cancel := context.WithTimeout(ctx, runner.Defaults().HealTimeout)
+	defer cancel()
+	if err := runner.HealLeftovers(hctx, env, nil, log); err != nil {
+		return err
+	}
+	return printStatus(ctx, c, stdout)
 }
 
 // newImageFlags is `lockcheck cluster image`'s flag set.

@@ -114,7 +114,9 @@ func (f *lockdFlags) session(ctx context.Context, log *slog.Logger) (*gocql.Sess
 	if f.keyspace != c.Keyspace() {
 		return nil, fmt.Errorf("--keyspace %s: the cluster's keyspace is %s", f.keyspace, c.Keyspace())
 	}
-	if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log, true); err != nil {
+	// Healed under the cluster's lease (a run faulting it is waited for),
+	// then given back: a run with --lock-url faults the cluster lockd serves on.
+	if err := runner.HealLeftovers(ctx, runner.ClusterEnv{Cluster: c}, nil, log); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", f.cluster, err)
 	}
 	s, err := c.Session(ctx)

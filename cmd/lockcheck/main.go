@@ -32,9 +32,11 @@ var commands = map[string]command{
 	"check":   {"check a history file and print the verdict", runCheck},
 	"report":  {"(re)build a run directory's report.html and results.json", runReport},
 	"serve":   {"serve an index of stored runs and their reports", runServe},
-	"cluster": {"cluster up|down|status: manage the Cassandra cluster", runCluster},
+	"cluster": {"cluster up|status|heal|down: manage the Cassandra cluster", runCluster},
 	"lockd":   {"serve a REST lock service over lease-fenced", runLockd},
 	"matrix":  {"run the asserted scenarios (docs/findings.md) and print their catch rates", runMatrix},
+	"replay":  {"run a stored run again with its faults as they happened, and say whether the verdict repeats", runReplay},
+	"shrink":  {"search, by replaying, for the smallest run that fails the same way as a stored one", runShrink},
 }
 
 func main() {
@@ -63,7 +65,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: lockcheck COMMAND [flags]")
-	for _, name := range []string{"run", "check", "report", "serve", "cluster", "lockd", "matrix"} {
+	for _, name := range []string{"run", "replay", "shrink", "check", "report", "serve", "cluster", "lockd", "matrix"} {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
 	}
 }

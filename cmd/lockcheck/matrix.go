@@ -229,6 +229,8 @@ func matrixCluster(ctx context.Context, name string, cfg scenario.Cluster, opts 
 type rowRuns struct {
 	scenario.Result
 	loads []float64
+	// firsts are the invalid runs' times to their first anomaly.
+	firsts []time.Duration
 }
 
 // runRow runs the row repeat times (seeds row.RunSeed(0..)) and tallies
@@ -255,6 +257,10 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, repeat int, s
 			v = checker.Unknown // a run that broke vouches for nothing but an anomaly it saw
 		}
 		missing := res.Tally.Add(row, v, out.Faults)
+		if d, ok := firstAnomaly(out); ok && v == checker.Invalid {
+			res.firsts = append(res.firsts, d)
+		}
+		res.Tally.Saw(out.Result.Anomalies)
 		line := fmt.Sprintf("lockcheck matrix: %s run %d/%d (seed %d): %s, %d ops, %d anomalies", row.Name, r+1, repeat, tc.Seed, v, out.Ops, len(out.Result.Anomalies))
 		if len(missing) > 0 {
 			line += fmt.Sprintf("; no %s fault injected", strings.Join(missing, ", "))
@@ -292,8 +298,14 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown,
 		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(),
 	}
+	rt.Anomalies, rt.Kinds = res.Tally.AnomalyRange()
 	if len(res.loads) > 0 {
 		rt.Load = fmt.Sprintf("%.0f-%.0f", slices.Min(res.loads), slices.Max(res.loads))
+	}
+	if n := len(res.firsts); n > 0 {
+		fs := slices.Clone(res.firsts)
+		slices.Sort(fs)
+		rt.FirstAnomaly = scenario.Duration(fs[n/2])
 	}
 	b, err := json.Marshal(rt)
 	if err != nil {
@@ -301,4 +313,24 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// firstAnomaly is the time from the start of a run's clients and faults
+// (the end of its history less its total) to its first anomaly. A
+// non-linearizable piece's window starts with the piece, not with the
+// violation: it counts only when the run has nothing else.
+func firstAnomaly(out runner.Outcome) (time.Duration, bool) {
+	as := slices.DeleteFunc(slices.Clone(out.Result.Anomalies), func(a checker.Anomaly) bool { return a.Kind == checker.KindNonLinearizable })
+	if len(as) == 0 {
+		as = out.Result.Anomalies
+	}
+	if len(as) == 0 || out.Phases.TotalMS <= 0 {
+		return 0, false
+	}
+	first := as[0].Start
+	for _, a := range as {
+		first = min(first, a.Start)
+	}
+	origin := int64(out.Result.Stats.Duration*1e9) - out.Phases.TotalMS*int64(time.Millisecond)
+	return time.Duration(max(first-origin, 0)), true
 }

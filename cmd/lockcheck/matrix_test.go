@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,8 +59,9 @@ func TestWriteRate(t *testing.T) {
 		t.Fatal("no row bakery-one/coord-partition")
 	}
 	res := rowRuns{Result: scenario.Result{Row: row}, loads: []float64{12.4, 30.6, 18}}
-	for _, v := range []checker.Verdict{checker.Invalid, checker.Invalid, checker.Unknown} {
+	for i, v := range []checker.Verdict{checker.Invalid, checker.Invalid, checker.Unknown} {
 		res.Tally.Add(row, v, map[string]int{"coord-partition": 1})
+		res.Tally.Saw(slices.Repeat([]checker.Anomaly{{Kind: "lost-add"}, {Kind: "overlapping-holds"}}, 3-i))
 	}
 	var buf bytes.Buffer
 	if err := writeRate(&buf, row, res); err != nil {
@@ -76,6 +78,9 @@ func TestWriteRate(t *testing.T) {
 	if rt.Row != row.Name || rt.Runs != 3 || rt.Invalid != 2 || rt.Unknown != 1 || rt.Load != "12-31" ||
 		time.Duration(rt.Time) != row.Time || time.Duration(rt.Interval) != row.Interval || rt.Cores < 1 {
 		t.Errorf("rate %+v does not carry the row's runs", rt)
+	}
+	if rt.Anomalies != "2-6" || !slices.Equal(rt.Kinds, []string{"lost-add", "overlapping-holds"}) {
+		t.Errorf("rate's anomalies %q, kinds %v, want 2-6 of lost-add and overlapping-holds", rt.Anomalies, rt.Kinds)
 	}
 	if err := scenario.CheckRates(scenario.Rows, rates); err != nil {
 		t.Error(err)

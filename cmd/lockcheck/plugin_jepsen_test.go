@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/lockcmd"
 )
 
 // A plug-in that cannot start or fails its setup ends `lockcheck run` with
@@ -33,7 +34,7 @@ func TestRunBadPlugin(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, last line %q; want exit 2 and one line saying %q", code, out.String(), last, tc.want)
 			}
 			for _, l := range lines[:len(lines)-1] {
-				if !strings.HasPrefix(l, "lockcheck run: using") && !strings.HasPrefix(l, "lockcheck run: plugin under") {
+				if !strings.HasPrefix(l, "lockcheck run: using") && !strings.HasPrefix(l, "lockcheck run: "+lockcmd.Name(tc.command)+" under") {
 					t.Errorf("more than the error on stderr: %q", l)
 				}
 			}

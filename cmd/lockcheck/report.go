@@ -40,6 +40,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "lockcheck report: %v\n", err)
 		return exitError
 	}
+	if res.SetupFailed != "" {
+		fmt.Fprintf(stdout, "%s: failed set-up, no test ran (%s)\n", filepath.Join(dir, reports.ReportFile), res.SetupFailed)
+		return exitValid
+	}
 	fmt.Fprintf(stdout, "%s: %s, %d anomalies\n", filepath.Join(dir, reports.ReportFile), res.Verdict, len(res.Anomalies)+res.AnomaliesOmitted)
 	return exitValid
 }

@@ -24,6 +24,8 @@ import (
 // the Go API's entry point, lockcheck.Plan.Run.
 type runFlags struct {
 	lock, lockCmd, lockURL, promise, nemesis string
+	schedule                                 string
+	name                                     string
 	cluster, paxos, version, hosts           string
 	nodes                                    int
 	keep                                     bool
@@ -39,7 +41,9 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.lock, "lock", "", "the lock recipe: "+fmt.Sprint(runner.RecipeNames()))
 	fs.StringVar(&f.lockCmd, "lock-cmd", "", "your lock as a plug-in command (sh -c), one process per client, JSON lines on stdin/stdout (docs: your own lock)")
 	fs.StringVar(&f.lockURL, "lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (docs: your own lock)")
+	fs.StringVar(&f.name, "name", "", "with --lock-cmd or --lock-url: the lock's name in the store and the report, lower-case words joined by dashes (default: --lock-cmd's program's base name, or its lock argument: python-lease for plugins/python-lease/run, shedlock for plugins/java-locks/run shedlock; http)")
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
+	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable; not with --nemesis")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later)")
@@ -56,6 +60,8 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes, a plug-in's and a lock service's grants (at least 1s)")
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
+	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
+	fs.BoolVar(&t.NoWait, "no-wait", false, "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free")
 	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
 	fs.BoolVar(&t.DCLocal, "dc-local", false, "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM (recipes "+strings.Join(runner.DCLocalRecipes(), ", ")+"); on a cluster of several data centres clients are placed in them round-robin either way")
 	fs.StringVar(&f.hosts, "hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
@@ -75,7 +81,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--nemesis LIST] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients] [--dc-local]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients] [--dc-local] [--no-wait]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
@@ -85,10 +91,12 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 		return lockcheck.Lock{}, nil, fmt.Errorf("--lock (one of %v), --lock-cmd or --lock-url is required", runner.RecipeNames())
 	case given > 1:
 		return lockcheck.Lock{}, nil, fmt.Errorf("give one of --lock, --lock-cmd and --lock-url, not %d", given)
+	case f.name != "" && f.lock != "":
+		return lockcheck.Lock{}, nil, errors.New("--name names a --lock-cmd or --lock-url lock (a --lock recipe keeps its own name)")
 	case f.promise != string(lockcheck.Mutex) && f.promise != string(lockcheck.Fenced):
 		return lockcheck.Lock{}, nil, fmt.Errorf("--promise must be mutex or fenced, got %q", f.promise)
 	}
-	lock := lockcheck.Lock{Recipe: f.lock, Command: f.lockCmd, URL: f.lockURL}
+	lock := lockcheck.Lock{Recipe: f.lock, Command: f.lockCmd, URL: f.lockURL, Name: f.name}
 	if f.lock == "" {
 		lock.Promise = history.Promise(f.promise)
 	}
@@ -105,6 +113,22 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.DCLocal {
 		opts = append(opts, lockcheck.WithDCLocal())
+	}
+	if t.SkewAhead {
+		opts = append(opts, lockcheck.WithSkewAhead())
+	}
+	if t.NoWait {
+		opts = append(opts, lockcheck.WithNoWait())
+	}
+	if f.schedule != "" {
+		if f.nemesis != "none" && f.nemesis != "" {
+			return lockcheck.Lock{}, nil, errors.New("give --schedule or --nemesis, not both (the schedule names its kinds)")
+		}
+		s, err := nemesis.LoadSchedule(f.schedule)
+		if err != nil {
+			return lockcheck.Lock{}, nil, err
+		}
+		opts = append(opts, lockcheck.WithSchedule(s))
 	}
 	if f.keep {
 		opts = append(opts, lockcheck.WithKeep())
@@ -178,6 +202,10 @@ func printResult(ctx context.Context, res lockcheck.Result, err error, stdout, s
 		fmt.Fprintf(stdout, "  %s on %s: %s\n", a.Kind, a.Lock, a.Message)
 	}
 	fmt.Fprintf(stdout, "report: %s\n", res.Report)
+	if len(res.NeverDealt) > 0 {
+		fmt.Fprintf(stderr, "lockcheck run: requested and never dealt: %s (the run ended before their turn, or their starts failed: a longer --time or a shorter --nemesis list deals them)\n",
+			strings.Join(res.NeverDealt, ", "))
+	}
 	if res.Phases.TotalMS > 0 {
 		fmt.Fprintf(stderr, "lockcheck run: %s\n", res.Phases)
 	}

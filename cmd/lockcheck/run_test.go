@@ -23,6 +23,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{nil, "--lock (one of"},
 		{[]string{"--lock", "lease", "--lock-cmd", "plugins/python-lease/run"}, "give one of --lock, --lock-cmd and --lock-url, not 2"},
 		{[]string{"--lock-cmd", "x", "--lock-url", "http://127.0.0.1:1"}, "not 2"},
+		{[]string{"--lock", "lease", "--name", "mine"}, "--name names a --lock-cmd or --lock-url lock"},
+		{[]string{"--lock-cmd", "x", "--name", "My Lock"}, "bad name"},
 		{[]string{"--lock-url", "localhost:8080"}, "--lock-url: httplock: \"localhost:8080\": want http://HOST:PORT"},
 		{[]string{"--lock-url", closedPort(t)}, "does not answer"},
 		{[]string{"--lock-cmd", "x", "--promise", "linear"}, "--promise must be mutex or fenced"},
@@ -92,7 +94,10 @@ func TestRunFlagsReachThePlan(t *testing.T) {
 				*p.Start == lockcheck.ClusterShape{Nodes: cluster.DefaultNodes, Paxos: cluster.DefaultPaxos, Version: cluster.DefaultVersion} && !p.Keep && p.Hosts == nil && p.Test.Seed != 0
 		}},
 		{[]string{"--lock-cmd", "plugins/python-lease/run", "--promise", "fenced"}, func(p lockcheck.Plan) bool {
-			return p.Test.Recipe.Name == "plugin" && p.Test.Recipe.Promise == lockcheck.Fenced
+			return p.Test.Recipe.Name == "python-lease" && p.Test.Recipe.Promise == lockcheck.Fenced
+		}},
+		{[]string{"--lock-cmd", "plugins/java-lease/run", "--name", "jlease", "--nemesis", "client-pause"}, func(p lockcheck.Plan) bool {
+			return p.Test.Recipe.Name == "jlease"
 		}},
 		{[]string{"--lock-url", "http://127.0.0.1:8081"}, func(p lockcheck.Plan) bool {
 			return p.Test.Recipe.Name == "http" && p.Test.Recipe.Promise == lockcheck.Mutex

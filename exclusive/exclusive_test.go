@@ -1,0 +1,146 @@
+package exclusive
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLocalOneHolder: a second process is refused with the first's name,
+// and takes the lease once the first releases it.
+func TestLocalOneHolder(t *testing.T) {
+	dir := t.TempDir()
+	st := Local{Name: "t1", Dir: dir}
+	l, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok, err := st.Holder(context.Background())
+	if err != nil || !ok || !h.Same(Self()) {
+		t.Fatalf("Holder = %+v, %v, %v; want this process", h, ok, err)
+	}
+	out, code := helper(t, dir, "t1", "--no-wait")
+	if code != 2 || !strings.Contains(out, "in use by pid "+itoa(os.Getpid())) {
+		t.Fatalf("second holder: exit %d, %q; want 2 naming pid %d", code, out, os.Getpid())
+	}
+	l.Release()
+	if _, ok, _ := st.Holder(context.Background()); ok {
+		t.Fatal("released lease still has a holder")
+	}
+	if out, code := helper(t, dir, "t1", "--no-wait"); code != 0 {
+		t.Fatalf("after release: exit %d, %q", code, out)
+	}
+}
+
+// TestLocalDeadHolder: a holder killed with SIGKILL holds nothing.
+func TestLocalDeadHolder(t *testing.T) {
+	dir := t.TempDir()
+	cmd := helperCmd(t, dir, "t2", "--hold")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := cmd.StdinPipe() // open until the kill: the helper holds on
+	defer in.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "taken" {
+		t.Fatalf("helper: %q, %v", buf, err)
+	}
+	st := Local{Name: "t2", Dir: dir}
+	if _, err := Take(context.Background(), st, NoWait(true)); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Take while held: %v, want ErrBusy", err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	l, err := Take(context.Background(), st, NoWait(true))
+	if err != nil {
+		t.Fatalf("Take after the holder was killed: %v", err)
+	}
+	l.Release()
+}
+
+// TestWaitThenTake: a waiting Take says one line naming the holder, and
+// takes the lease when the holder releases it.
+func TestWaitThenTake(t *testing.T) {
+	dir := t.TempDir()
+	cmd := helperCmd(t, dir, "t3", "--hold")
+	out, _ := cmd.StdoutPipe()
+	in, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	go func() { time.Sleep(time.Second); in.Close() }() // the helper releases on EOF
+	l, err := Take(context.Background(), Local{Name: "t3", Dir: dir}, Say(func(s string) { lines = append(lines, s) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	_ = cmd.Wait()
+	if len(lines) != 2 || !strings.Contains(lines[0], "in use by pid "+itoa(cmd.Process.Pid)) || !strings.Contains(lines[0], "--no-wait") {
+		t.Fatalf("lines %q: want the holder named once, then taken", lines)
+	}
+}
+
+// TestNested: a process takes a key once; the last release frees it.
+func TestNested(t *testing.T) {
+	dir := t.TempDir()
+	st := Local{Name: "t4", Dir: dir}
+	a, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Take(context.Background(), st, NoWait(true))
+	if err != nil {
+		t.Fatalf("nested Take: %v", err)
+	}
+	b.Release()
+	b.Release() // idempotent
+	if _, ok, _ := st.Holder(context.Background()); !ok {
+		t.Fatal("inner release freed the outer holding")
+	}
+	a.Release()
+	if _, ok, _ := st.Holder(context.Background()); ok {
+		t.Fatal("outer release left the lease held")
+	}
+}
+
+func TestAlive(t *testing.T) {
+	if !Self().Alive() {
+		t.Fatal("this process is not alive")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	h := Self()
+	h.PID, h.Boot = cmd.Process.Pid, 1
+	if h.Alive() {
+		t.Fatalf("exited process %d alive", h.PID)
+	}
+	h = Self()
+	h.Boot++ // the pid reused by another process
+	if h.Alive() {
+		t.Fatal("a reused pid taken for its old process")
+	}
+	h = Self()
+	h.Host = "elsewhere"
+	h.PID = cmd.Process.Pid
+	if !h.Alive() {
+		t.Fatal("a holder on another host judged dead")
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

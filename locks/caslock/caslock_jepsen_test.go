@@ -1,0 +1,56 @@
+//go:build jepsen
+
+package caslock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/locks/caslock"
+	"github.com/lockcheck/lockcheck/recipe"
+	"github.com/lockcheck/lockcheck/workload"
+	"github.com/lockcheck/lockcheck/workload/locktest"
+)
+
+func TestMain(m *testing.M) { clustertest.Main(m) }
+
+// The basic contract, exclusion of a read-modify-write, and caslock's TTL:
+// the "[lock]" cell lives twice the timeout.
+func TestCaslock(t *testing.T) {
+	s, ks, prefix := locktest.Setup(t, caslock.CreateSchema)
+	newLock := func() *caslock.Lock {
+		return locktest.New(t, caslock.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(5*time.Second))
+	}
+	a, b := newLock(), newLock()
+	ga, gb, _ := locktest.Handover(t, a, b, prefix+"-handover")
+	// The lease counts from the acquire's invocation; the grant is valid
+	// for the timeout from the winning attempt, so at least the timeout.
+	if ga.Lease < 5*time.Second || gb.Lease < 5*time.Second {
+		t.Errorf("leases %v, %v: want at least the timeout (5 s)", ga.Lease, gb.Lease)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	before := time.Now()
+	g, err := a.Acquire(ctx, prefix+"-ttl", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Deadline.Before(before.Add(5*time.Second)) || g.Deadline.After(time.Now().Add(5*time.Second)) {
+		t.Errorf("deadline %v after the call: want the timeout from the winning attempt", g.Deadline.Sub(before))
+	}
+	var ttl int
+	if err := s.Query(`SELECT ttl("[lock]") FROM "`+ks+`".caslock_rows WHERE id = ?`, prefix+"-ttl").ScanContext(ctx, &ttl); err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 5 || ttl > 10 {
+		t.Errorf("the lock cell's TTL is %d s, want twice the 5 s timeout (just under 10)", ttl)
+	}
+	if err := locktest.Release(ctx, a, g); err != nil {
+		t.Fatal(err)
+	}
+
+	locktest.NoLostIncrements(t, s, ks, prefix+"-counter", 3, 4, func() workload.Lock { return newLock() })
+}

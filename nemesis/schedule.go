@@ -1,0 +1,236 @@
+package nemesis
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// A Schedule is the faults of a run as they actually happened, to be dealt
+// again in place of random draws (`lockcheck replay`, `run --schedule`):
+// each step is one fault window of the history, its kind, when it took
+// effect (an offset from the start of the run's faults), how long it lasted,
+// its nodes and its start line's value (the kind's own parameters: the
+// grudge, the node, the offset, the client, the stall). It is a JSON file a
+// user can edit: drop a step, shorten a window, change an offset.
+type Schedule struct {
+	// Source is where it came from (a run directory); informative.
+	Source string `json:"source,omitempty"`
+	Steps  []Step `json:"steps"`
+}
+
+// Step is one fault of a Schedule. Steps are dealt in order, one at a
+// time, as the scheduler deals them: a step whose time has passed when
+// the one before it ends starts at once.
+type Step struct {
+	Kind  string   `json:"kind"`
+	At    Duration `json:"at"`  // when it takes effect, from the start of the faults
+	For   Duration `json:"for"` // how long the window lasts
+	Nodes []string `json:"nodes,omitempty"`
+	// Value is the start line's value (history/fault.go's type of the
+	// kind): the parameters the kind uses instead of its draws. Empty: the
+	// kind draws them as in a run.
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// Duration is a time.Duration written as Go writes it ("1.5s") in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"1.5s\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D is d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Kinds are the schedule's kinds, each once, in order of first use.
+func (s Schedule) Kinds() []string {
+	var out []string
+	for _, st := range s.Steps {
+		if !slices.Contains(out, st.Kind) {
+			out = append(out, st.Kind)
+		}
+	}
+	return out
+}
+
+// Validate checks what needs no cluster: known kinds, offsets and lengths
+// that are not negative, values that are JSON objects.
+func (s Schedule) Validate() error {
+	if len(s.Steps) == 0 {
+		return errors.New("nemesis: the schedule has no steps")
+	}
+	for i, st := range s.Steps {
+		if lookup(st.Kind) == nil {
+			return fmt.Errorf("nemesis: schedule step %d: %w", i+1, unknown(st.Kind))
+		}
+		if st.At < 0 || st.For < 0 {
+			return fmt.Errorf("nemesis: schedule step %d (%s): negative time", i+1, st.Kind)
+		}
+		if v := bytes.TrimSpace(st.Value); len(v) > 0 && v[0] != '{' {
+			return fmt.Errorf("nemesis: schedule step %d (%s): value is not a JSON object", i+1, st.Kind)
+		}
+	}
+	return nil
+}
+
+// End is when the schedule's last window ends.
+func (s Schedule) End() time.Duration {
+	var end time.Duration
+	for _, st := range s.Steps {
+		end = max(end, st.At.D()+st.For.D())
+	}
+	return end
+}
+
+// ErrNoFaults is a history without fault events: nothing to replay.
+var ErrNoFaults = errors.New("the history has no fault events")
+
+// ScheduleFromHistory is the schedule of a history's fault lines as they
+// happened: one step per start line, closed by the next stop of its kind
+// (a window never stopped lasts to the end of the faults). Offsets count
+// from the start of the run's faults: the phases line's time minus the
+// run's total (when the history has one), else its first client operation.
+func ScheduleFromHistory(ops []history.Op) (Schedule, error) {
+	origin, found := int64(0), false
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].Process == history.NemesisProcess && ops[i].F == history.FPhases {
+			var ph history.RunPhases
+			if json.Unmarshal(ops[i].Value, &ph) == nil && ph.TotalMS > 0 {
+				origin, found = ops[i].Time-ph.TotalMS*1e6, true
+			}
+			break
+		}
+	}
+	if !found {
+		for _, op := range ops {
+			if op.Process != history.NemesisProcess {
+				origin = op.Time
+				break
+			}
+		}
+	}
+	var s Schedule
+	open := map[string][]int{} // kind -> steps open, oldest first
+	var end int64
+	for _, op := range ops {
+		if op.Process != history.NemesisProcess {
+			continue
+		}
+		end = max(end, op.Time)
+		kind, start, ok := history.FaultEvent(op.F)
+		if !ok {
+			continue
+		}
+		// Milliseconds: what a fault's timing means at this scale, and a
+		// file a user reads and edits.
+		at := time.Duration(max(op.Time-origin, 0)).Round(time.Millisecond).Nanoseconds()
+		if start {
+			st := Step{Kind: kind, At: Duration(at), Value: op.Value}
+			if op.Node != "" {
+				st.Nodes = splitNodes(op.Node)
+			}
+			open[kind] = append(open[kind], len(s.Steps))
+			s.Steps = append(s.Steps, st)
+			continue
+		}
+		if q := open[kind]; len(q) > 0 {
+			s.Steps[q[0]].For = Duration(at - s.Steps[q[0]].At.D().Nanoseconds())
+			open[kind] = q[1:]
+		}
+	}
+	for _, q := range open {
+		for _, i := range q {
+			s.Steps[i].For = Duration(time.Duration(max(end-origin-s.Steps[i].At.D().Nanoseconds(), 0)).Round(time.Millisecond))
+		}
+	}
+	if len(s.Steps) == 0 {
+		return Schedule{}, ErrNoFaults
+	}
+	return s, nil
+}
+
+func splitNodes(list string) []string {
+	var out []string
+	for _, n := range bytes.Split([]byte(list), []byte(",")) {
+		if len(n) > 0 {
+			out = append(out, string(n))
+		}
+	}
+	return out
+}
+
+// LoadSchedule reads a schedule file; a file that is not one is an error
+// naming it.
+func LoadSchedule(path string) (Schedule, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("nemesis: schedule: %w", err)
+	}
+	var s Schedule
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Schedule{}, fmt.Errorf("nemesis: schedule %s: %w", path, err)
+	}
+	if err := s.Validate(); err != nil {
+		return Schedule{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Save writes the schedule as indented JSON.
+func (s Schedule) Save(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// given decodes the step being dealt's value into the kind's start value:
+// ok is false when the fault is drawn (no step, or a step without a value).
+func given[T any](e *Env) (T, bool) {
+	var v T
+	if e.step == nil || len(bytes.TrimSpace(e.step.Value)) == 0 {
+		return v, false
+	}
+	if err := json.Unmarshal(e.step.Value, &v); err != nil {
+		return v, false
+	}
+	return v, true
+}
+
+// givenTargets are the step's nodes as targets (nil when the fault is
+// drawn or names none); a node the run does not have is an error.
+func (e *Env) givenTargets() ([]Target, error) {
+	if e.step == nil || len(e.step.Nodes) == 0 {
+		return nil, nil
+	}
+	var out []Target
+	for _, n := range e.step.Nodes {
+		i := slices.IndexFunc(e.Targets, func(t Target) bool { return t.Name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("nemesis: the schedule names node %q, which this cluster does not have", n)
+		}
+		out = append(out, e.Targets[i])
+	}
+	return out, nil
+}

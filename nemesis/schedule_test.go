@@ -1,0 +1,194 @@
+package nemesis
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// timedRec stamps each line with the time since it was made, as
+// history.Writer does.
+type timedRec struct {
+	memRec
+	once  sync.Once
+	start time.Time
+}
+
+func (r *timedRec) Append(op history.Op) (history.Op, error) {
+	r.once.Do(func() { r.start = time.Now() })
+	op.Time = int64(time.Since(r.start))
+	return r.memRec.Append(op)
+}
+
+// runNemesis runs a nemesis over a fake cluster for d and returns its lines.
+func runNemesis(t *testing.T, d time.Duration, opts ...Option) []history.Op {
+	t.Helper()
+	ts, fs := fakeCluster(3)
+	ring := newFakeRing("n1", "n2", "n3")
+	for i := range ts { // two data centres and a ring with a spare, for every kind
+		ts[i].DC = []string{"dc1", "dc1", "dc2"}[i]
+		fs[i].ring = ring
+	}
+	spare := []Target{{Name: "n4", IP: "10.0.0.5", Node: &fakeNode{name: "n4", ring: ring}}}
+	rec := &timedRec{}
+	rec.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta}) // time 0: the run's start
+	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
+	n, err := New(ts, rec, append([]Option{WithInterval(10 * time.Millisecond), WithGateway("10.0.0.1"), WithClients(cl), WithSpares(spare),
+		WithClientPauseExtra(time.Millisecond), WithPins(testPins)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rec.all()
+}
+
+func starts(ops []history.Op) []history.Op {
+	var out []history.Op
+	for _, op := range ops {
+		if _, start, ok := history.FaultEvent(op.F); ok && start {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// A schedule taken from a history is that history's faults as they
+// happened, and a replay of it (another seed: nothing drawn) deals the same
+// faults, in the same order, on the same nodes, with the same parameters.
+func TestScheduleReplaysTheFaultsAsTheyHappened(t *testing.T) {
+	// Enough windows that every kind starts at least once: the nemesis deals
+	// by the clock, so a loaded machine deals fewer in a given time.
+	var ops, orig []history.Op
+	for d := 1500 * time.Millisecond; d <= 24*time.Second && len(orig) < len(Kinds); d *= 4 {
+		ops = runNemesis(t, d, WithKinds(Kinds...), WithSeed(1))
+		orig = starts(ops)
+	}
+	s, err := ScheduleFromHistory(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Steps) != len(orig) || len(orig) < len(Kinds) {
+		t.Fatalf("%d steps from %d start lines (%d kinds)", len(s.Steps), len(orig), len(Kinds))
+	}
+	for i, st := range s.Steps {
+		kind, _, _ := history.FaultEvent(orig[i].F)
+		if st.Kind != kind || !bytes.Equal(st.Value, orig[i].Value) || strings.Join(st.Nodes, ",") != orig[i].Node {
+			t.Errorf("step %d %+v, start line %+v", i, st, orig[i])
+		}
+		if st.At.D() != time.Duration(orig[i].Time).Round(time.Millisecond) || st.For < 0 {
+			t.Errorf("step %d at %v for %v, start line at %v", i, st.At.D(), st.For.D(), time.Duration(orig[i].Time))
+		}
+	}
+	// Through a file a user could edit.
+	path := filepath.Join(t.TempDir(), "schedule.json")
+	if err := s.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadSchedule(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := starts(runNemesis(t, s.End()+3*time.Second, WithSchedule(loaded), WithSeed(99))) // room for a loaded machine
+	if len(replay) != len(orig) {
+		t.Fatalf("replay dealt %d faults, the run %d", len(replay), len(orig))
+	}
+	for i := range orig {
+		if replay[i].F != orig[i].F || replay[i].Node != orig[i].Node {
+			t.Errorf("fault %d: replay %s on %q, run %s on %q", i, replay[i].F, replay[i].Node, orig[i].F, orig[i].Node)
+		}
+		// A client pause stalls as long as it did (the fake's holder is
+		// always client 0).
+		if !bytes.Equal(replay[i].Value, orig[i].Value) {
+			t.Errorf("fault %d (%s): replay %s, run %s", i, orig[i].F, replay[i].Value, orig[i].Value)
+		}
+		// Dealt in order, each no earlier than its offset.
+		if time.Duration(replay[i].Time) < s.Steps[i].At.D() {
+			t.Errorf("fault %d at %v, before its offset %v", i, time.Duration(replay[i].Time), s.Steps[i].At.D())
+		}
+	}
+}
+
+// An edited schedule is dealt as edited: a step dropped is not dealt, a
+// window shortened is shorter, a changed parameter is used.
+func TestScheduleAsEdited(t *testing.T) {
+	s := Schedule{Steps: []Step{
+		{Kind: Pause, At: Duration(10 * time.Millisecond), For: Duration(20 * time.Millisecond), Nodes: []string{"n2"}, Value: []byte(`{"how":"docker"}`)},
+		{Kind: ClientClock, At: Duration(50 * time.Millisecond), For: Duration(20 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-7s"}`)},
+	}}
+	ops := runNemesis(t, 300*time.Millisecond, WithSchedule(s))
+	got := starts(ops)
+	if len(got) != 2 || got[0].Node != "n2" || string(got[0].Value) != `{"how":"docker"}` || string(got[1].Value) != `{"client":3,"offset":"-7s"}` {
+		t.Errorf("dealt %+v", got)
+	}
+}
+
+func TestScheduleBadInput(t *testing.T) {
+	if _, err := ScheduleFromHistory([]history.Op{{Process: 1, Type: history.Invoke, F: history.FAcquire}}); !errors.Is(err, ErrNoFaults) {
+		t.Errorf("a history without faults: %v", err)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"not json":     "hello",
+		"unknown kind": `{"steps":[{"kind":"meteor","at":"1s","for":"1s"}]}`,
+		"no steps":     `{"steps":[]}`,
+		"bad duration": `{"steps":[{"kind":"pause","at":"soon","for":"1s"}]}`,
+		"extra field":  `{"steps":[{"kind":"pause","at":"1s","for":"1s","when":"now"}]}`,
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadSchedule(p); err == nil {
+			t.Errorf("%s: loaded", name)
+		}
+	}
+	// A kind the run cannot serve is refused before anything starts.
+	ts, _ := fakeCluster(3)
+	_, err := New(ts, &memRec{}, WithSchedule(Schedule{Steps: []Step{{Kind: ClientPause, For: Duration(time.Second)}}}))
+	if err == nil {
+		t.Error("a client kind without clients was accepted from a schedule")
+	}
+	// A node the cluster does not have.
+	_, err = New(ts, &memRec{}, WithSchedule(Schedule{Steps: []Step{{Kind: Kill, For: Duration(time.Millisecond), Nodes: []string{"n9"}}}}))
+	if err == nil || !strings.Contains(err.Error(), "n9") {
+		t.Errorf("a node the cluster lacks: %v", err)
+	}
+}
+
+// restless never rests: its clock steps wait for ever.
+type restless struct{ fakeClients }
+
+func (*restless) SetClientClockAtRest(int, time.Duration, func()) error { return nil }
+
+// A client clock whose client never rests did not take effect: its start
+// fails (recorded as such) rather than drawing a window of a fault that
+// never happened.
+func TestClientClockStartsWhenItSteps(t *testing.T) {
+	ts, _ := fakeCluster(3)
+	rec := &timedRec{}
+	cl := &restless{fakeClients{n: 4, clocks: map[int]time.Duration{}}}
+	n, err := New(ts, rec, WithKinds(ClientClock), WithClients(cl), WithInterval(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	_ = n.Run(ctx)
+	for _, op := range rec.all() {
+		if op.F == history.StartF(ClientClock) || op.F == history.StopF(ClientClock) {
+			t.Errorf("%s written for a step that never came", op.F)
+		}
+	}
+}

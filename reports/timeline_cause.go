@@ -1,0 +1,230 @@
+package reports
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// The causes a report states are derived from the run's timeline, not only
+// from which fault windows were open: an overlap that began before the
+// first holder's own deadline was the server letting the lease go early
+// (whatever the clients did), a lost add was overwritten by a write that
+// read before it and wrote after it. Where the timeline supports no
+// mechanism the report says "no fault explains this" plainly.
+
+// noFault is the sentence for an anomaly no fault explains.
+const noFault = "no fault explains this"
+
+// causeTimeline is what the causes read beyond the anomaly itself: the
+// history's operations, in order.
+type causeTimeline struct {
+	ops []history.Op
+}
+
+// grantOf is an ok acquire or renew with a lease, and the invocation its
+// lease counts from.
+type grantOf struct {
+	inv, ok history.Op
+}
+
+func (g grantOf) deadline() int64 { return g.inv.Time + g.ok.LeaseMS*1e6 }
+
+// lastGrant is process p's last ok acquire or renew with a lease among ops
+// (its invocation found there too), the grant that set its hold's end.
+func lastGrant(ops []history.Op, p int) (grantOf, bool) {
+	for i := len(ops) - 1; i >= 0; i-- {
+		ok := ops[i]
+		if ok.Process != p || ok.Type != history.OK || ok.LeaseMS <= 0 || (ok.F != history.FAcquire && ok.F != history.FRenew) {
+			continue
+		}
+		for j := i - 1; j >= 0; j-- {
+			if inv := ops[j]; inv.Process == p && inv.F == ok.F && inv.Type == history.Invoke {
+				return grantOf{inv, ok}, true
+			}
+		}
+	}
+	return grantOf{}, false
+}
+
+// earlyExpiry explains an overlap that began before the first holder's own
+// deadline: the server let its lease go first. The mechanism is the fault
+// on the server's side in effect then (a skewed or cut coordinator, a node
+// clock, a power loss), a failed heartbeat if the holder had one, or none.
+func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindOverlap || len(a.Processes) < 2 {
+		return "", false
+	}
+	first, second := a.Processes[0], a.Processes[1]
+	g, ok := lastGrant(a.Ops, first)
+	if !ok || a.Start >= g.deadline() {
+		return "", false
+	}
+	s := fmt.Sprintf("the server let process %d's lease go before its own deadline: process %d was granted the lock at %s, "+
+		"%.1f s before process %d's deadline (%s: its %s invoked at %s plus its %d ms lease)",
+		first, second, secs(a.Start), float64(g.deadline()-a.Start)/1e9, first, secs(g.deadline()), g.ok.F, secs(g.inv.Time), g.ok.LeaseMS)
+	var why []string
+	for _, w := range faults {
+		lasting := slices.ContainsFunc(causeRules, func(r causeRule) bool { return r.fault == w.Kind && r.lasting })
+		if w.Start > a.Start || (w.End < g.inv.Time && !lasting) {
+			continue
+		}
+		if m := serverMechanism(w); m != "" && !slices.Contains(why, m) {
+			why = append(why, m)
+		}
+	}
+	if hb := failedHeartbeat(tl, first, g, a.End); hb != "" {
+		why = append(why, hb)
+	}
+	if len(why) == 0 {
+		return s + "; " + noFault + ": no fault that moves the server's clock or hides its writes was in effect (a lease the client " +
+			"counts with no margin against the server's expiry, which Cassandra keeps in whole seconds, ends on the server first)", true
+	}
+	return s + "; " + strings.Join(why, "; "), true
+}
+
+// serverMechanism is how a fault window makes the server expire a lease
+// early, in words, or "" when its kind does not.
+func serverMechanism(w faultView) string {
+	switch w.Kind {
+	case history.KindCoordClock:
+		if v, ok := decode[history.CoordClockStart](w.Value); ok && v.Node != "" {
+			return fmt.Sprintf("skewed coordinator: node %s, the coordinator of %s, ran %s ahead (coord-clock, %s – %s)",
+				v.Node, clientList(v.Clients), secondsText(v.Offset), secs(w.Start), secs(w.End))
+		}
+	case history.KindClock:
+		if v, ok := decode[history.ClockStart](w.Value); ok && len(v.Offsets) > 0 {
+			var parts []string
+			for n, o := range v.Offsets {
+				parts = append(parts, n+" "+o)
+			}
+			slices.Sort(parts)
+			return fmt.Sprintf("skewed node clocks (clock, %s – %s: %s): a coordinator running ahead expires the TTL early",
+				secs(w.Start), secs(w.End), strings.Join(parts, ", "))
+		}
+	case history.KindCoordPartition:
+		if v, ok := decode[history.CoordPartitionStart](w.Value); ok && v.Node != "" {
+			return fmt.Sprintf("cut coordinator: node %s, the coordinator of %s, could not reach the other nodes (coord-partition, %s – %s), "+
+				"so a read through the others did not see the lock row written through it", v.Node, clientList(v.Clients), secs(w.Start), secs(w.End))
+		}
+	case history.KindPowerLoss, history.KindRackPowerLoss:
+		if v, ok := decode[history.PowerStart](w.Value); ok {
+			var nodes []string
+			for n := range v.UnsyncedBytes {
+				nodes = append(nodes, n)
+			}
+			slices.Sort(nodes)
+			return fmt.Sprintf("lost power tail: %s lost power at %s (%s) with unsynced writes, the lock row among them", strings.Join(nodes, ", "), secs(w.Start), w.Kind)
+		}
+	}
+	return ""
+}
+
+// failedHeartbeat names process p's heartbeat (a renew, or a leader's
+// re-acquire) after its grant g that failed before until: the server had
+// already let the lease go.
+func failedHeartbeat(tl *causeTimeline, p int, g grantOf, until int64) string {
+	if tl == nil {
+		return ""
+	}
+	for _, op := range tl.ops {
+		if op.Time <= g.ok.Time || op.Process != p {
+			continue
+		}
+		if until != checker.Never && op.Time > until+g.ok.LeaseMS*1e6 || op.F == history.FRelease {
+			break // a heartbeat is made while holding: not after the release
+		}
+		if (op.F == history.FRenew || op.F == history.FAcquire) && (op.Type == history.Fail || op.Type == history.Info) {
+			return fmt.Sprintf("failed heartbeat: process %d's %s at %s came back %s (%s): by then the server no longer held its lease",
+				p, op.F, secs(op.Time), op.Type, strings.TrimSpace(op.Error))
+		}
+	}
+	return ""
+}
+
+// overwriter is the add that overwrote a lost add: by another process, on
+// the same lock, invoked before the lost add was acknowledged (it read the
+// set without it) and completed after (it wrote that set back). One whose
+// element the later read holds is preferred, the earliest such first.
+func overwriter(a checker.Anomaly, tl *causeTimeline) ([]history.Op, bool) {
+	if tl == nil || a.Kind != checker.KindLostAdd || len(a.Processes) == 0 {
+		return nil, false
+	}
+	lostP := a.Processes[0]
+	var lostInv, lostRet *history.Op
+	for i := range a.Ops {
+		op := &a.Ops[i]
+		if op.F != history.FAdd || op.Process != lostP {
+			continue
+		}
+		if op.Type == history.Invoke {
+			lostInv = op
+		} else {
+			lostRet = op
+		}
+	}
+	if lostInv == nil || lostRet == nil {
+		return nil, false
+	}
+	var final []int64
+	for _, op := range a.Ops {
+		if op.F == history.FRead && op.Type == history.OK {
+			final = nil
+			_ = jsonInts(op.Value, &final)
+		}
+	}
+	type cand struct {
+		inv, ret history.Op
+		kept     bool
+	}
+	var best *cand
+	invs := map[int]history.Op{}
+	for _, op := range tl.ops {
+		if op.F != history.FAdd || op.Lock != a.Lock || op.Process == lostP || op.Process == history.NemesisProcess {
+			continue
+		}
+		if op.Type == history.Invoke {
+			invs[op.Process] = op
+			continue
+		}
+		inv, ok := invs[op.Process]
+		delete(invs, op.Process)
+		if !ok || op.Type == history.Fail || inv.Time >= lostRet.Time || op.Time <= lostRet.Time {
+			continue
+		}
+		var elem int64
+		kept := jsonInts(op.Value, &elem) == nil && slices.Contains(final, elem)
+		if best == nil || (kept && !best.kept) {
+			best = &cand{inv, op, kept}
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	return []history.Op{best.inv, best.ret}, true
+}
+
+// lostAddCause names the write that overwrote a lost add, and why it was
+// stale where the timeline says (its process stalled: client-pause).
+func lostAddCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	w, ok := overwriter(a, tl)
+	if !ok {
+		return "", false
+	}
+	inv, ret := w[0], w[1]
+	s := fmt.Sprintf("overwritten by process %d's add of %s (invoked at %s, before this add was acknowledged, and %s at %s, after it): "+
+		"its read-modify-write read the set without this element and wrote it back", inv.Process, string(ret.Value), secs(inv.Time), ret.Type, secs(ret.Time))
+	for _, f := range faults {
+		if f.Kind != history.KindClientPause || f.Start > ret.Time || f.End < inv.Time {
+			continue
+		}
+		if v, ok := decode[history.ClientPauseStart](f.Value, "process"); ok && v.Process == inv.Process {
+			s += fmt.Sprintf("; stalled holder: process %d stood still %.1f s (client-pause, %s – %s) between that read and that write, past its lease",
+				v.Process, float64(f.End-f.Start)/1e9, secs(f.Start), secs(f.End))
+		}
+	}
+	return s, true
+}

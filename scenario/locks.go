@@ -1,0 +1,402 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// Form says how a catalogue lock is tested.
+type Form string
+
+const (
+	// Artifact: the published library itself, from its registry, called
+	// through its public API.
+	Artifact Form = "artifact"
+	// Reexpression: the original's statements, consistency levels, TTL
+	// arithmetic, retries and error handling, written again (the original
+	// has no artifact a test can load, or speaks a protocol Cassandra has
+	// dropped).
+	Reexpression Form = "re-expression"
+)
+
+// Lock is one real lock of the catalogue (docs/locks.md): where it comes
+// from, what it promises, and what a user should know. Its rows are the
+// scenario rows whose Recipe is its Recipe; the page joins them with the
+// measured rates.
+type Lock struct {
+	// Name is the catalogue's heading.
+	Name string
+	// Recipe is the recipe or plug-in name its rows run (Row.Recipe).
+	Recipe string
+	// Source is the upstream repository (github.com/OWNER/NAME), Paths
+	// the files followed there, Commit the commit pinned (40 hex digits),
+	// Artifact the registry coordinate of an artifact tested as released.
+	Source, Commit, Artifact string
+	Paths                    []string
+	Language                 string
+	Form                     Form
+	// Here is where lockcheck's side of it lives (a package or plug-in).
+	Here string
+	// Promise is what the lock claims, in its own terms.
+	Promise string
+	// Fix is the smallest change that would make it hold where it fails
+	// ("" when it holds everywhere it was tried); Advice what a user of it
+	// should do.
+	Fix, Advice string
+	// Missing says what a faithful re-expression could not keep, "" when
+	// nothing.
+	Missing string
+}
+
+// Catalogue is every real lock judged, in the page's order.
+var Catalogue = []Lock{
+	{
+		Name: "ShedLock's Cassandra provider", Recipe: "shedlock",
+		Source: "github.com/lukas-krecan/ShedLock", Commit: "2774caf15741eee26d4b7bfa913d12bfc94fe609",
+		Paths:    []string{"providers/cassandra/shedlock-provider-cassandra/src/main/java/net/javacrumbs/shedlock/provider/cassandra/CassandraStorageAccessor.java"},
+		Artifact: "net.javacrumbs.shedlock:shedlock-provider-cassandra:5.0.1 (Maven Central)",
+		Language: "Java", Form: Artifact, Here: "plugins/java-locks (ShedLockLock)",
+		Promise: "A scheduled task runs on at most one node at a time: a row per lock name holds `lockUntil`, an instant " +
+			"of the client's clock; a free lock is taken with `INSERT ... IF NOT EXISTS`, an expired one with " +
+			"`UPDATE ... IF lockUntil < :now`, extend and unlock with `IF lockUntil >= :now AND lockedBy = :host` " +
+			"(QUORUM, SERIAL). No TTL: expiry is a comparison of client clocks.",
+		Fix: "Take `now` from the server rather than from the client (or fence the protected work with a token bumped in " +
+			"the same LWT): a clock that runs ahead must not be able to call a live lock expired.",
+		Advice: "Keep every scheduler node's clock synchronised (NTP, with alarms on offset) and lockAtMostFor well above " +
+			"both the task's length and the worst clock offset; never rely on it for work that must not overlap. Give " +
+			"every instance a host name of its own: lockedBy is InetAddress.getLocalHost's name, and instances that share " +
+			"one (several JVMs on a host, host networking) extend and unlock each other's locks.",
+		Missing: "Nothing of the lock: the released jar runs. The application around it is lockcheck's plug-in " +
+			"(lockAtMostFor = the run's TTL, lockAtLeastFor = 0, a poll while ShedLock answers held); each client runs " +
+			"in a UTS namespace with a host name of its own, as separate instances would. Maven Central here lists 5.0.1 " +
+			"as the provider's last release; upstream's master (7.x) has the same statements, but throws on an LWT's " +
+			"server error where 5.0.1 answers not locked.",
+	},
+	{
+		Name: "Apache Cassandra Sidecar's cluster lease", Recipe: "sidecar",
+		Source: "github.com/apache/cassandra-sidecar", Commit: "01cdae76b1a44e44faa7d1213f1e78c04ce088d4",
+		Paths: []string{
+			"server/src/main/java/org/apache/cassandra/sidecar/coordination/ClusterLeaseClaimTask.java",
+			"server/src/main/java/org/apache/cassandra/sidecar/db/schema/SidecarLeaseSchema.java",
+			"server/src/main/java/org/apache/cassandra/sidecar/db/SidecarLeaseDatabaseAccessor.java",
+		},
+		Language: "Java", Form: Reexpression, Here: "plugins/java-locks (SidecarLease)",
+		Promise: "Best effort, in its own javadoc: several members of the electorate may hold the lease at once (partitions), " +
+			"so what the holder runs must be safe to run twice. One row `'cluster_lease_holder'`: claim " +
+			"`INSERT ... (name,owner) VALUES ('cluster_lease_holder',?) IF NOT EXISTS USING TTL <ttl>`, extend " +
+			"`UPDATE ... USING TTL <ttl> SET owner = ? WHERE name = 'cluster_lease_holder' IF owner = ?` (TTL 120 s by " +
+			"default, burnt into the statements), every 30 s or more; the session's LOCAL_ONE and SERIAL; no release. " +
+			"The holder counts its lease from the reply (`Instant.now()` + TTL) and, when an extend's outcome or owner " +
+			"is unknown, keeps the lease until that reckoning runs out.",
+		Fix: "Count the lease from before the claim or extend was sent, less a second for Cassandra's whole-second expiry, " +
+			"and step down at once when an extend's outcome is unknown; to be safe, fence the cluster-wide work with a " +
+			"token bumped with each claim.",
+		Advice: "Treat the lease as a scheduling hint: make the tasks it guards idempotent and safe to run twice, as its javadoc asks.",
+		Missing: "Sidecar's driver 3 is replaced by the DataStax Java driver 4 (the statements, consistency levels and error " +
+			"handling are Sidecar's). SidecarLeaseSchema is followed at 5a98c3faf33f and SidecarLeaseDatabaseAccessor at " +
+			"2ee05f276c5c (the versions stored; at those the extend carries `USING TTL`). The run's TTL replaces 120 s and " +
+			"the claim is polled, not run every 30 s; `'cluster_lease_holder'` is a literal, so a run has one lease.",
+	},
+	{
+		Name: "Cassandra Reaper's leader election", Recipe: "reaper",
+		Source: "github.com/thelastpickle/cassandra-reaper", Commit: "b0c172a9bb0389d7fc76757172fa1c7c60d4fa0f",
+		Paths: []string{
+			"src/server/src/main/java/io/cassandrareaper/storage/cassandra/CassandraConcurrencyDao.java",
+			"src/server/src/main/resources/db/cassandra/034_init_reaper_db.cql",
+			"src/server/src/main/java/io/cassandrareaper/service/RepairManager.java",
+			"src/server/src/main/java/io/cassandrareaper/storage/cassandra/RetryPolicyImpl.java",
+		},
+		Language: "Java", Form: Reexpression, Here: "plugins/java-locks (ReaperLeader)",
+		Promise: "One Reaper instance leads a repair segment (or run): take `INSERT INTO leader(leader_id, reaper_instance_id," +
+			"reaper_instance_host, last_heartbeat)VALUES(?, ?, ?, toTimestamp(now())) IF NOT EXISTS USING TTL ?`, or, when " +
+			"that fails, renew `UPDATE leader USING TTL ? SET ... WHERE leader_id = ? IF reaper_instance_id = ?`; release " +
+			"`DELETE FROM leader WHERE leader_id = ? IF reaper_instance_id = ?`; QUORUM, LEAD_DURATION 90 s; LWTs never " +
+			"retried (not idempotent). Reaper keeps no clock of a lead: it leads until a renew says otherwise.",
+		Fix: "Bound the leader's belief by its own clock (stop before the TTL, less a margin, counted from before the " +
+			"renew was sent) and fence the segment's writes with a token bumped with each lead.",
+		Advice: "A paused or partitioned Reaper can repair a segment another instance also repairs: harmless for repair " +
+			"itself (it is idempotent), but do not reuse this pattern for work that is not.",
+		Missing: "The run's TTL (whole seconds) replaces LEAD_DURATION 90 s; leader_id, a timeuuid, is a version-1 UUID " +
+			"made from the lock name; Reaper renews as its repair goes on, here at lockcheck's heartbeat. The paths are " +
+			"at the commits their header names (the DAO at b0c172a9bb03, the schema at 575145837044, the retry " +
+			"policy at e7f5dae52188, RepairManager at 8a4cf83df173).",
+	},
+	{
+		Name: "Temporal's shard ownership", Recipe: "temporal-shard",
+		Source: "github.com/temporalio/temporal", Commit: "6805caea59e35d0611ed96be69641b8d86bff11c",
+		Paths: []string{
+			"common/persistence/cassandra/shard_store.go",
+			"common/persistence/cassandra/mutable_state_store.go",
+			"service/history/shard/context_impl.go",
+		},
+		Language: "Go", Form: Reexpression, Here: "locks/temporal (recipe temporal-shard)",
+		Promise: "A history host owns a shard while its `range_id` is the shard row's: taking a shard bumps it " +
+			"(`UPDATE executions ... IF range_id = ?`), and every write is a logged batch carrying " +
+			"`UPDATE executions SET range_id = ? ... IF range_id = ?` in the shard's partition (LOCAL_QUORUM, " +
+			"LOCAL_SERIAL). Holds may overlap (a shard is stolen, not waited for); a stale owner can write nothing.",
+		Advice: "The pattern to copy: fencing kept in the data, checked in the same Paxos round as the write it guards. " +
+			"It holds only for data in the fenced partition.",
+		Missing: "The shard's ShardInfo protobuf is JSON ({shard_id, range_id, owner}); the protected set is one " +
+			"workflow execution's blob. Hosts are given shards by a membership ring, here every client steals.",
+	},
+	{
+		Name: "Netflix Astyanax's ColumnPrefixDistributedRowLock", Recipe: "astyanax",
+		Source: "github.com/Netflix/astyanax", Commit: "e51608baa2ea4e174fed46a47063a1f74424a9dd",
+		Paths:    []string{"astyanax-recipes/src/main/java/com/netflix/astyanax/recipes/locks/ColumnPrefixDistributedRowLock.java"},
+		Language: "Java", Form: Reexpression, Here: "plugins/java-locks (AstyanaxRowLock)",
+		Promise: "None beyond best effort (\"This recipe is not a transaction\"): write a `_LOCK_<timeuuid>` column " +
+			"whose value is an expiry from the client's clock, read back every lock column at LOCAL_QUORUM, and back " +
+			"off if another live one is there. No LWT.",
+		Fix: "Use an LWT (`INSERT ... IF NOT EXISTS`) for the lock column, or fence the work with a token.",
+		Advice: "Do not use it where mutual exclusion matters; two writers that write then read at once can both " +
+			"see the other and both back off, or, with clocks apart, both proceed.",
+		Missing: "Astyanax speaks Thrift, gone from Cassandra 4.0: the column family is its CQL view " +
+			"(key, column1, value), with the driver's client-side timestamps as Thrift mutations carried. The lock " +
+			"timeout (expireLockAfter, 60 minutes by default) is the run's TTL; no column TTL (withTtl unset); the " +
+			"application retries a busy lock with a new lock column (RunOnce allows the recipe none).",
+	},
+	{
+		Name: "jroimartin/caslock", Recipe: "caslock",
+		Source: "github.com/jroimartin/caslock", Commit: "0024c8247b604e940224d5892a20839cc6e6c862",
+		Paths:    []string{"caslock.go"},
+		Language: "Go", Form: Reexpression, Here: "locks/caslock (recipe caslock)",
+		Promise: "Rows locked for at least `timeout`: `UPDATE ... USING TTL ? SET \"[lock]\" = ? WHERE id = ? IF \"[lock]\" = null` " +
+			"with a TTL of twice the timeout, retried every 500 ms; release `... = null IF \"[lock]\" = ?`, its result " +
+			"not read (QUORUM, SERIAL).",
+		Fix: "Fence: keep a counter in the row bumped by the locking LWT, hand it to the holder, and make the protected " +
+			"writes conditional on it.",
+		Advice: "Finish the work well within `timeout` and never across a stall you cannot bound (GC, swap, a VM " +
+			"paused); where a late write would do harm, fence it.",
+		Missing: "Not on the Go module proxy, so re-expressed, not imported; one row per lock (caslock can lock " +
+			"several at once), and the caller's deadline ends the retry loop, where caslock retries without end.",
+	},
+}
+
+var (
+	commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	sourceRE = regexp.MustCompile(`^github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+)
+
+// CheckCatalogue tells what is incomplete in the catalogue: a lock without
+// its source, commit, promise or advice, an artifact without its
+// coordinate, a re-expression that does not say where it lives, a name or
+// recipe given twice.
+func CheckCatalogue(locks []Lock) error {
+	var errs []error
+	names, recipes := map[string]bool{}, map[string]bool{}
+	for _, l := range locks {
+		bad := func(format string, a ...any) {
+			errs = append(errs, fmt.Errorf("lock %q: %s", l.Name, fmt.Sprintf(format, a...)))
+		}
+		if l.Name == "" || l.Recipe == "" {
+			bad("no name or recipe")
+		}
+		if names[l.Name] || recipes[l.Recipe] {
+			bad("name or recipe %q given twice", l.Recipe)
+		}
+		names[l.Name], recipes[l.Recipe] = true, true
+		if !sourceRE.MatchString(l.Source) {
+			bad("source %q: want github.com/OWNER/NAME", l.Source)
+		}
+		if !commitRE.MatchString(l.Commit) {
+			bad("commit %q: want the 40 hex digits of the commit followed", l.Commit)
+		}
+		if len(l.Paths) == 0 {
+			bad("no path followed")
+		}
+		switch l.Form {
+		case Artifact:
+			if l.Artifact == "" {
+				bad("an artifact without its coordinate")
+			}
+		case Reexpression:
+			if l.Artifact != "" {
+				bad("a re-expression with an artifact coordinate")
+			}
+		default:
+			bad("form %q: want %s or %s", l.Form, Artifact, Reexpression)
+		}
+		for field, v := range map[string]string{"language": l.Language, "here": l.Here, "promise": l.Promise, "advice": l.Advice} {
+			if strings.TrimSpace(v) == "" {
+				bad("no %s", field)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RowsOf are the rows of lock l, in the table's order.
+func RowsOf(l Lock, rows []Row) []Row {
+	var out []Row
+	for _, r := range rows {
+		if r.Recipe == l.Recipe {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RunCommand is the `lockcheck run` command line that reproduces one run
+// of the row (run 0's seed): the row as flags.
+func RunCommand(r Row) string {
+	var b strings.Builder
+	b.WriteString("lockcheck run")
+	if r.Command != "" {
+		fmt.Fprintf(&b, " --lock-cmd '%s' --name %s", r.Command, r.Recipe)
+		if r.Promise != "" && r.Promise != "mutex" {
+			fmt.Fprintf(&b, " --promise %s", r.Promise)
+		}
+	} else {
+		fmt.Fprintf(&b, " --lock %s", r.Recipe)
+	}
+	if len(r.Faults) > 0 {
+		fmt.Fprintf(&b, " --nemesis %s --interval %s", strings.Join(r.Faults, ","), r.Interval)
+	}
+	if r.Shape() != "cycle" {
+		fmt.Fprintf(&b, " --workload %s", r.Shape())
+	}
+	if r.Pin {
+		b.WriteString(" --pin-clients")
+	}
+	if r.SkewAhead {
+		b.WriteString(" --skew-ahead")
+	}
+	if r.ClientCount() != DefaultClients {
+		fmt.Fprintf(&b, " --clients %d", r.ClientCount())
+	}
+	if r.LockCount() != DefaultLocks {
+		fmt.Fprintf(&b, " --locks %d", r.LockCount())
+	}
+	fmt.Fprintf(&b, " --time %s --quiet %s --seed %d", r.Time, Quiet, r.RunSeed(0))
+	return b.String()
+}
+
+// WriteCatalogue renders docs/locks.md: per lock of the catalogue its
+// source, promise, the asserted rows with their measured rates and anomaly
+// counts, the mechanism of every violation, the fix, the advice and the
+// command of each row. The page is generated (TestLocksPage, -update).
+func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
+	var b strings.Builder
+	b.WriteString("# Real locks judged\n\n" +
+		"<!-- Generated from scenario/locks.go, scenario/rows.go and scenario/rates.jsonl by `go test ./scenario -update`: edit those, not this page. -->\n\n" +
+		"The Cassandra locks open-source projects ship, each under the faults that matter for it: the released\n" +
+		"artifact where a registry has one, else a re-expression that keeps the original's statements word for\n" +
+		"word, its consistency levels, TTL arithmetic, retries and error handling (each file names the upstream\n" +
+		"commit it follows). Every verdict below is an asserted scenario row ([findings.md](findings.md)): a\n" +
+		"known-unsafe row must be caught in at least 9 of 10 runs, a safe row valid in every run. \"Measured\" is\n" +
+		"the last catch rate recorded at the row's settings (`lockcheck matrix --rows NAME --repeat N --record\n" +
+		"scenario/rates.jsonl`), with the anomalies the checker reported per run and their kinds\n" +
+		"([checkers.md](checkers.md)). The faults are those of [faults.md](faults.md); the shared cluster is\n" +
+		"3 nodes, Paxos v1, commitlog periodic.\n\n")
+	byRow := map[string][]Rate{}
+	for _, rt := range rates {
+		byRow[rt.Row] = append(byRow[rt.Row], rt)
+	}
+	b.WriteString("| lock | language | tested as | unsafe under | holds under |\n| --- | --- | --- | --- | --- |\n")
+	for _, l := range locks {
+		var unsafe, safe []string
+		for _, r := range RowsOf(l, rows) {
+			name := faultsWords(r)
+			if r.Unsafe {
+				unsafe = append(unsafe, name)
+			} else {
+				safe = append(safe, name)
+			}
+		}
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s |\n", l.Name, anchor(strings.ToLower(strings.ReplaceAll(l.Name, " ", "-"))),
+			l.Language, l.Form, orDash(unsafe), orDash(safe))
+	}
+	for _, l := range locks {
+		fmt.Fprintf(&b, "\n## %s\n\n", l.Name)
+		fmt.Fprintf(&b, "Source: [%s](https://%s/tree/%s) at `%s`: %s. ", l.Source, l.Source, l.Commit, l.Commit[:12], codeList(l.Paths))
+		if l.Form == Artifact {
+			fmt.Fprintf(&b, "Tested as the released artifact `%s`. ", l.Artifact)
+		} else {
+			b.WriteString("Re-expressed (no artifact a test can load). ")
+		}
+		fmt.Fprintf(&b, "%s; lockcheck's side: `%s`.\n\n", l.Language, l.Here)
+		fmt.Fprintf(&b, "**Promise.** %s\n\n", l.Promise)
+		lrows := RowsOf(l, rows)
+		if len(lrows) == 0 {
+			b.WriteString("**No asserted row yet.**\n")
+		} else {
+			b.WriteString("| row | faults | workload | time | asserted | measured | anomalies per run | tier |\n" +
+				"| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+			for _, r := range lrows {
+				measured, anomalies := "not measured", "-"
+				if rt, ok := latestAt(r, byRow[r.Name]); ok {
+					measured = fmt.Sprintf("%d/%d invalid%s (%s)", rt.Invalid, rt.Runs, unknown(rt), rt.Date)
+					if rt.Anomalies != "" {
+						anomalies = rt.Anomalies
+						if len(rt.Kinds) > 0 {
+							anomalies += " (" + strings.Join(rt.Kinds, ", ") + ")"
+						}
+					}
+				}
+				fmt.Fprintf(&b, "| [`%s`](findings.md#%s) | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, anchor(r.Name),
+					faultsCell(r), r.Shape(), secs(r.Time), asserted(r), measured, anomalies, r.Tier)
+			}
+			var broke, held []string
+			for _, r := range lrows {
+				line := fmt.Sprintf("- `%s`: %s", r.Name, r.Mechanism)
+				if r.Unsafe {
+					broke = append(broke, line)
+				} else {
+					held = append(held, line)
+				}
+			}
+			if len(broke) > 0 {
+				b.WriteString("\n**How it breaks.**\n\n" + strings.Join(broke, "\n") + "\n")
+			}
+			if len(held) > 0 {
+				b.WriteString("\n**Why it holds.**\n\n" + strings.Join(held, "\n") + "\n")
+			}
+		}
+		fix := l.Fix
+		if fix == "" {
+			fix = "None needed where it was tried."
+		}
+		fmt.Fprintf(&b, "\n**Smallest fix.** %s\n\n**What to do.** %s\n", fix, l.Advice)
+		if l.Missing != "" {
+			fmt.Fprintf(&b, "\n**Not kept.** %s\n", l.Missing)
+		}
+		if len(lrows) > 0 {
+			b.WriteString("\n**Reproduce** (one run of each row, on the cluster of `lockcheck cluster up`; `lockcheck matrix --rows NAME --repeat 10` repeats it with the row's seeds):\n\n```sh\n")
+			for _, r := range lrows {
+				b.WriteString(RunCommand(r) + "\n")
+			}
+			b.WriteString("```\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func faultsWords(r Row) string {
+	s := r.FaultsName()
+	if len(r.Faults) == 0 {
+		s = "no fault"
+	}
+	if r.Shape() != "cycle" {
+		s += " (" + r.Shape() + ")"
+	}
+	return s
+}
+
+func orDash(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ", ")
+}
+
+func codeList(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = "`" + p + "`"
+	}
+	return strings.Join(q, ", ")
+}
