@@ -265,6 +265,13 @@ func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true }
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.
 func WithPinClients() Option { return func(c *config) { c.test.PinClients = true } }
 
+// WithDCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
+// SERIAL and QUORUM (--dc-local), as a deployment in several data centres
+// does for latency; on a cluster of several data centres the clients are
+// placed in them round-robin. Only recipes that take it (lease,
+// lease-fenced, lease-fenced-broken) accept it.
+func WithDCLocal() Option { return func(c *config) { c.test.DCLocal = true } }
+
 // WithNoWait refuses a cluster another process holds (the error wraps
 // exclusive.ErrBusy and names the holder) instead of waiting until it is
 // free: every run takes its cluster before it heals or faults it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -104,6 +105,9 @@ func (t Test) Validate() error {
 		if nemesis.Aimed(k) && !t.PinClients {
 			bad("nemesis %s is aimed by the clients' coordinators: it needs --pin-clients", k)
 		}
+	}
+	if t.DCLocal && !t.Recipe.DCLocal {
+		bad("dc-local: lock %s does not take LOCAL_SERIAL/LOCAL_QUORUM (those that do: %s)", t.Recipe.Name, strings.Join(DCLocalRecipes(), ", "))
 	}
 	if t.HealTimeout <= 0 {
 		bad("heal timeout must be positive, got %v", t.HealTimeout)

@@ -106,6 +106,9 @@ func faultsCell(r Row) string {
 	if r.Pin {
 		s += ", clients pinned"
 	}
+	if r.DCLocal {
+		s += ", LOCAL_SERIAL/LOCAL_QUORUM"
+	}
 	return s
 }
 

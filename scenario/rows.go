@@ -15,6 +15,13 @@ var (
 	paxosV2  = Cluster{Paxos: "v2"}
 	periodic = Cluster{LazyFS: true, Commitlog: "periodic"}
 	batch    = Cluster{LazyFS: true, Commitlog: "batch"}
+	// Issue 22's shapes that move: two data centres of two nodes (RF 2 in
+	// each), and four nodes (RF 3) with a spare for the membership kinds.
+	twoDCs       = Cluster{Nodes: 4, DCs: 2}
+	spare        = Cluster{Nodes: 4, Spares: 1}
+	spareV2      = Cluster{Nodes: 4, Spares: 1, Paxos: "v2"}
+	spareV2Skip  = Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}
+	joinAndLeave = []string{nemesis.Join, nemesis.Leave}
 )
 
 // Rows are every asserted row, in the order the tests run them. The
@@ -170,6 +177,64 @@ var Rows = []Row{
 		Name: "batch/music-seq/rack-power-loss", Recipe: "music-seq", Faults: []string{nemesis.RackPowerLoss}, Cluster: batch, Time: 30 * s, Interval: 4 * s, Seed: 5100,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "The same: guard-counter bumps and refs survive the cut.",
+	},
+
+	// Two data centres (issue 22): clients placed in both, each through
+	// its own data centre's nodes; dc-partition cuts the data centres
+	// apart, both ways or one way.
+	{
+		Name: "4n-2dc/lease-fenced/dc-partition/dc-local", Recipe: "lease-fenced", Faults: []string{nemesis.DCPartition}, Cluster: twoDCs, DCLocal: true,
+		Time: 30 * s, Interval: 5 * s, Seed: 22001,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "LOCAL_SERIAL runs each Paxos round among the client's own data centre's replicas (2 of 2 here): during the cut each side " +
+			"grants the lock and bumps the fencing counter on its own, so one token is granted in both data centres (token-not-increasing).",
+	},
+	{
+		Name: "4n-2dc/lease-fenced/dc-partition", Recipe: "lease-fenced", Faults: []string{nemesis.DCPartition}, Cluster: twoDCs,
+		Time: 30 * s, Interval: 5 * s, Seed: 22002,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "SERIAL needs a quorum of all four replicas (3): during the cut neither data centre has one (2+2 has no majority side), " +
+			"so every LWT on either side fails or ends unknown, and tokens keep growing.",
+	},
+	// Membership (issue 22): four nodes (RF 3) and a spare. Each window is
+	// two range movements (a spare bootstraps then decommissions; a member
+	// decommissions then bootstraps back from empty data) while the
+	// clients run.
+	{
+		Name: "4n-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spare,
+		Time: 150 * s, Interval: 10 * s, Seed: 22100,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Two range movements a window (a spare bootstraps and decommissions; a member decommissions and bootstraps back from empty data) while the clients take the lock: LWTs slow and some end unknown while ranges stream; fencing holds. Paxos v1 does not repair Paxos state on a topology change (CEP-14); losing a grant needs a proposal accepted and not committed on the replica that leaves, which this schedule did not produce.",
+	},
+	{
+		Name: "4n-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spare,
+		Time: 150 * s, Interval: 10 * s, Seed: 22200,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The published lease under the same movements: no second grant seen. Its known weakness is a holder stalled past its TTL, which an LWT slowed by streaming can become on a loaded machine.",
+	},
+	{
+		Name: "4n-v2-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spareV2,
+		Time: 150 * s, Interval: 10 * s, Seed: 22300,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Paxos v2 repairs the partition's Paxos state before a topology change completes: the movements slow LWTs, fencing holds.",
+	},
+	{
+		Name: "4n-v2-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spareV2,
+		Time: 150 * s, Interval: 10 * s, Seed: 22400,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The published lease on Paxos v2 under the same movements, with Paxos repair on topology change.",
+	},
+	{
+		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spareV2Skip,
+		Time: 150 * s, Interval: 10 * s, Seed: 22500,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Paxos v2 with skip_paxos_repair_on_topology_change: movements complete without Paxos repair first (as on v1); fencing holds where measured.",
+	},
+	{
+		Name: "4n-v2-1spare-skip-repair/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spareV2Skip,
+		Time: 150 * s, Interval: 10 * s, Seed: 22600,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The published lease on Paxos v2 without Paxos repair on topology change.",
 	},
 	// Shrunk regression rows (issue 21): a known flaw's smallest
 	// reproduction found by `lockcheck shrink`, its faults a schedule dealt

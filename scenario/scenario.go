@@ -56,12 +56,14 @@ type Cluster struct {
 	LazyFS    bool
 	Commitlog string // "": periodic
 
-	// Shapes to come: a runner that cannot build one refuses the row
-	// (runner.ScenarioClusterOptions) rather than running it on the wrong
-	// cluster.
+	// Shapes that move: spare nodes for the membership kinds (join,
+	// leave, replace, remove), data centres for dc-partition and the
+	// dc-local rows.
 	Spares  int    // nodes started outside the ring, to join during the run
 	DCs     int    // data centres (0: 1)
 	Version string // Cassandra version ("": the node image's)
+	// SkipPaxosRepair sets skip_paxos_repair_on_topology_change (Paxos v2).
+	SkipPaxosRepair bool
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -89,6 +91,9 @@ func (c Cluster) Key() string {
 	}
 	if c.DCs > 1 {
 		parts = append(parts, fmt.Sprintf("%ddc", c.DCs))
+	}
+	if c.SkipPaxosRepair {
+		parts = append(parts, "skip-repair")
 	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
@@ -130,6 +135,9 @@ func (c Cluster) String() string {
 	if c.DCs > 1 {
 		s += fmt.Sprintf(", %d DCs", c.DCs)
 	}
+	if c.SkipPaxosRepair {
+		s += ", no Paxos repair on topology change"
+	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version
 	}
@@ -143,7 +151,7 @@ func (c Cluster) String() string {
 type Row struct {
 	// Name is stable and short: tests are named after it, --rows and
 	// LOCKCHECK_ROWS filter on it, measured rates refer to it. Form:
-	// [cluster key/]recipe/faults[/shape].
+	// [cluster key/]recipe/faults[/shape][/dc-local].
 	Name string
 	// Recipe is the lock: a recipe of the registry, or, with Command, the
 	// name the plug-in's runs are stored under (lower-case words joined by
@@ -163,6 +171,9 @@ type Row struct {
 	// Pin pins the clients round-robin to the nodes (run --pin-clients),
 	// which the aimed coord-* faults need.
 	Pin bool
+	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM (run
+	// --dc-local); the row's name ends in /dc-local.
+	DCLocal bool
 	// Schedule, when set, is dealt instead of drawn faults: a shrunk
 	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
 	// Faults are then its kinds, and the name ends in "/shrunk".
@@ -348,6 +359,9 @@ func (r Row) canonicalName() string {
 	}
 	if r.Workload != "" && r.Workload != workload.ShapeCycle && r.Workload != r.Recipe {
 		name += "/" + r.Workload
+	}
+	if r.DCLocal {
+		name += "/dc-local"
 	}
 	if r.Schedule != nil {
 		name += "/shrunk"

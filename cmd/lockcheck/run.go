@@ -63,6 +63,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
 	fs.BoolVar(&t.NoWait, "no-wait", false, "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free")
 	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
+	fs.BoolVar(&t.DCLocal, "dc-local", false, "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM (recipes "+strings.Join(runner.DCLocalRecipes(), ", ")+"); on a cluster of several data centres clients are placed in them round-robin either way")
 	fs.StringVar(&f.hosts, "hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
 	x := &f.x
 	fs.IntVar(&x.Port, "port", 9042, "with --hosts: CQL port")
@@ -80,7 +81,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--no-wait]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--no-wait]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
@@ -112,6 +113,9 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.PinClients {
 		opts = append(opts, lockcheck.WithPinClients())
+	}
+	if t.DCLocal {
+		opts = append(opts, lockcheck.WithDCLocal())
 	}
 	if t.SkewAhead {
 		opts = append(opts, lockcheck.WithSkewAhead())
