@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -100,19 +98,13 @@ type regKey struct {
 }
 
 type regChecker struct {
-	ctx    context.Context
-	cfg    config
-	keys   map[string]*regKey
-	open   map[int]*regCall
-	work   chan regPiece
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	pieces int
-	ops    int
-	unk    int
-	bad    []regPiece
-	calls  int
-	st     statsAcc // the register's operations in the statistics
+	ctx   context.Context
+	cfg   config
+	keys  map[string]*regKey
+	open  map[int]*regCall
+	lin   *pool[regPiece] // from the first register operation on
+	calls int
+	st    statsAcc // the register's operations in the statistics
 }
 
 type regPiece struct {
@@ -130,28 +122,8 @@ func newRegChecker(ctx context.Context, cfg config) *regChecker {
 // start starts porcupine's workers at the first register operation, so
 // that a lock history costs nothing.
 func (r *regChecker) start() {
-	if r.work != nil {
-		return
-	}
-	workers := r.cfg.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	r.work = make(chan regPiece, 2*workers)
-	for range workers {
-		r.wg.Go(func() {
-			for p := range r.work {
-				res := checkRegPiece(r.ctx, p)
-				r.mu.Lock()
-				switch res {
-				case porcupine.Unknown:
-					r.unk++
-				case porcupine.Illegal:
-					r.bad = append(r.bad, p)
-				}
-				r.mu.Unlock()
-			}
-		})
+	if r.lin == nil {
+		r.lin = newPool(r.ctx, r.cfg.workers, checkRegPiece)
 	}
 }
 
@@ -364,33 +336,13 @@ func (r *regChecker) emit(k *regKey) {
 	p := regPiece{key: k.name, init: k.init, from: k.from, ops: ops, index: k.index}
 	k.index++
 	k.piece = nil
-	r.submit(p)
-}
-
-func (r *regChecker) submit(p regPiece) {
-	r.mu.Lock()
-	r.pieces++
-	r.ops += len(p.ops)
-	r.mu.Unlock()
-	if r.ctx.Err() != nil {
-		r.mu.Lock()
-		r.unk++
-		r.mu.Unlock()
-		return
-	}
-	select {
-	case r.work <- p:
-	case <-r.ctx.Done():
-		r.mu.Lock()
-		r.unk++
-		r.mu.Unlock()
-	}
+	r.lin.submit(p, len(p.ops))
 }
 
 // finish checks what is left and returns the check's outcome, and
 // porcupine's data of the first illegal pieces for the report.
 func (r *regChecker) finish(histEnd int64) (checkOutput, []LockLinearization, bool) {
-	if r.work == nil {
+	if r.lin == nil {
 		return checkOutput{}, nil, false
 	}
 	for p, c := range r.open {
@@ -409,18 +361,11 @@ func (r *regChecker) finish(histEnd int64) (checkOutput, []LockLinearization, bo
 			r.emit(k)
 		}
 	}
-	close(r.work)
-	r.wg.Wait()
+	bad := r.lin.wait(func(p regPiece) (string, int) { return p.key, p.index })
 	out := checkOutput{result: CheckResult{Name: CheckRegister, Verdict: Valid}}
-	sort.Slice(r.bad, func(i, j int) bool {
-		if r.bad[i].key != r.bad[j].key {
-			return r.bad[i].key < r.bad[j].key
-		}
-		return r.bad[i].index < r.bad[j].index
-	})
 	perKind := map[string]int{}
 	var vis []LockLinearization
-	for _, p := range r.bad {
+	for _, p := range bad {
 		a, lin := explainRegister(r.ctx, p, histEnd)
 		out.add(a, r.cfg.maxReports, perKind)
 		if len(vis) < r.cfg.visualize && lin != nil {
@@ -428,14 +373,14 @@ func (r *regChecker) finish(histEnd int64) (checkOutput, []LockLinearization, bo
 		}
 	}
 	switch {
-	case len(r.bad) > 0:
+	case len(bad) > 0:
 		out.result.Verdict = Invalid
-		out.result.Detail = fmt.Sprintf("%d of %d pieces not linearizable (%d register ops on %d keys)", len(r.bad), r.pieces, r.calls, len(r.keys))
-	case r.unk > 0:
+		out.result.Detail = fmt.Sprintf("%d of %d pieces not linearizable (%d register ops on %d keys)", len(bad), r.lin.pieces, r.calls, len(r.keys))
+	case r.lin.unknown > 0:
 		out.result.Verdict = Unknown
-		out.result.Detail = fmt.Sprintf("%d of %d pieces not decided in time (%d register ops on %d keys)", r.unk, r.pieces, r.calls, len(r.keys))
+		out.result.Detail = fmt.Sprintf("%d of %d pieces not decided in time (%d register ops on %d keys)", r.lin.unknown, r.lin.pieces, r.calls, len(r.keys))
 	default:
-		out.result.Detail = fmt.Sprintf("%d register ops on %d keys linearizable (%d pieces)", r.calls, len(r.keys), r.pieces)
+		out.result.Detail = fmt.Sprintf("%d register ops on %d keys linearizable (%d pieces)", r.calls, len(r.keys), r.lin.pieces)
 	}
 	return out, vis, true
 }
@@ -507,28 +452,17 @@ func regModel(init regState) porcupine.Model {
 
 func (p regPiece) operations() []porcupine.Operation {
 	out := make([]porcupine.Operation, len(p.ops))
-	client := map[int]int{}
+	clients := denseClients{}
 	for i, op := range p.ops {
-		c, ok := client[op.proc]
-		if !ok {
-			c = len(client)
-			client[op.proc] = c
-		}
-		out[i] = porcupine.Operation{ClientId: c, Input: op, Call: op.inv, Return: op.ret}
+		out[i] = porcupine.Operation{ClientId: clients.of(op.proc), Input: op, Call: op.inv, Return: op.ret}
 	}
 	return out
 }
 
 func checkRegPiece(ctx context.Context, p regPiece) porcupine.CheckResult {
-	if ctx.Err() != nil {
+	timeout, ok := porcupineTimeout(ctx)
+	if !ok {
 		return porcupine.Unknown
-	}
-	var timeout time.Duration
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return porcupine.Unknown
-		}
 	}
 	return porcupine.CheckOperationsTimeout(regModel(p.init), p.operations(), timeout)
 }
