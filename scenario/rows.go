@@ -384,10 +384,12 @@ var Rows = []Row{
 	},
 	{
 		Name: "shedlock/client-clock-ahead", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientClock}, SkewAhead: true, Time: 20 * s, Interval: 3 * s, Seed: 6503,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "ShedLock's expiry is lockUntil, an instant of the holder's clock, compared with the contender's clock: a " +
-			"contender whose clock runs ahead by more than the holder has left finds the lock expired, its UPDATE ... IF " +
-			"lockUntil < now applies and it enters while the holder is inside (overlapping-holds, lost-add).",
+		// Expected from the mechanism, not yet shown: 0 of 3 runs caught
+		// (2026-11-24), with offsets of 7.7 s and 11.7 s among those dealt.
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Expected, not yet shown (0 of 3 runs caught): ShedLock's expiry is lockUntil, an instant of the holder's " +
+			"clock, compared with the contender's clock, so a contender whose clock runs ahead by more than the holder has " +
+			"left should find the lock expired, its UPDATE ... IF lockUntil < now apply, and enter while the holder is inside.",
 	},
 	{
 		Name: "shedlock/partition", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6504,
