@@ -265,6 +265,13 @@ func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true }
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.
 func WithPinClients() Option { return func(c *config) { c.test.PinClients = true } }
 
+// WithDCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
+// SERIAL and QUORUM (--dc-local), as a deployment in several data centres
+// does for latency; on a cluster of several data centres the clients are
+// placed in them round-robin. Only recipes that take it (lease,
+// lease-fenced, lease-fenced-broken) accept it.
+func WithDCLocal() Option { return func(c *config) { c.test.DCLocal = true } }
+
 // WithNoWait refuses a cluster another process holds (the error wraps
 // exclusive.ErrBusy and names the holder) instead of waiting until it is
 // free: every run takes its cluster before it heals or faults it.
@@ -273,7 +280,9 @@ func WithNoWait() Option { return func(c *config) { c.test.NoWait = true } }
 // WithWorkload sets the clients' shape: "cycle" (default: acquire, write,
 // release) or "leader" (each client tries to lead; a leader keeps the lock
 // for many seconds, heartbeats with the lock's Renew, or re-acquires, and
-// writes as leader while its lease lasts).
+// writes as leader while its lease lasts). "register" tests no lock but
+// Cassandra's LWT itself, as a compare-and-set register per key (NewPlan
+// then takes the zero Lock: docs/running.md).
 func WithWorkload(shape string) Option { return func(c *config) { c.test.Workload = shape } }
 
 // WithClients sets the number of concurrent clients (default 5).
@@ -379,7 +388,13 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 	}
 	p := Plan{Test: c.test, Cluster: c.cluster, Keep: c.keep, Hosts: c.hosts, url: lock.URL}
 	var err error
-	if p.Test.Recipe, err = lock.recipe(); err != nil {
+	if p.Test.Workload == workload.ShapeRegister {
+		// The register tests Cassandra's LWT itself: there is no lock.
+		if lock.New != nil || lock.Schema != nil || lock.Name != "" || lock.Recipe != "" || lock.Command != "" || lock.URL != "" || lock.Promise != "" {
+			return p, errors.New("lockcheck: the register workload tests Cassandra's LWT itself: give no lock (--lock, --lock-cmd, --lock-url)")
+		}
+		p.Test.Recipe = runner.RegisterRecipe()
+	} else if p.Test.Recipe, err = lock.recipe(); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
 	}
 	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {
@@ -398,8 +413,6 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 		switch {
 		case c.nodes < 1 || c.nodes > cluster.MaxNodes:
 			return p, fmt.Errorf("lockcheck: --nodes must be 1..%d, got %d", cluster.MaxNodes, c.nodes)
-		case c.paxos != "v1" && c.paxos != "v2":
-			return p, fmt.Errorf("lockcheck: --paxos must be v1 or v2, got %q", c.paxos)
 		}
 		version := cmp.Or(c.version, cluster.DefaultVersion)
 		if err := cluster.ValidateOptions(cluster.WithVersion(version), cluster.WithPaxos(c.paxos)); err != nil {

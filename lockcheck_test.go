@@ -177,7 +177,8 @@ func TestPlanRefuses(t *testing.T) {
 		{"aimed without pins", Lock{Recipe: "lease"}, []Option{WithNemesis("coord-clock")}, "needs --pin-clients"},
 		{"short ttl", Lock{New: newNop}, []Option{WithTTL(time.Millisecond)}, "ttl must be at least 1s"},
 		{"too many nodes", Lock{New: newNop}, []Option{WithStartIfMissing(9, "v2")}, "--nodes must be 1..5"},
-		{"bad paxos", Lock{New: newNop}, []Option{WithStartIfMissing(3, "v3")}, "--paxos must be v1 or v2"},
+		{"bad paxos", Lock{New: newNop}, []Option{WithStartIfMissing(3, "v3")}, `paxos "v3": want one of v1,`},
+		{"register with a lock", Lock{Recipe: "lease"}, []Option{WithWorkload("register")}, "the register workload tests Cassandra's LWT itself: give no lock"},
 		{"bad hosts", Lock{New: newNop}, []Option{WithHosts(Hosts{Hosts: []string{"a b"}, Keyspace: "ks"})}, "not a host name"},
 	}
 	for _, tt := range tests {
@@ -255,5 +256,17 @@ func TestWithHostsRefusesNodeFaultsWithoutSSH(t *testing.T) {
 		WithNemesis("pause"), WithStore(t.TempDir()))
 	if err == nil || !strings.Contains(err.Error(), "node faults on --hosts need node access") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestPlanRegister: the register workload takes the zero Lock and runs the
+// register, no recipe.
+func TestPlanRegister(t *testing.T) {
+	p, err := NewPlan(Lock{}, WithWorkload("register"), WithNemesis("partition"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Test.Recipe.Name != "register" || p.Test.Recipe.Setup != nil || p.Test.Workload != "register" {
+		t.Errorf("plan %+v", p.Test.Recipe)
 	}
 }

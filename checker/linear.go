@@ -228,31 +228,17 @@ func cut(lock string, ops []*lockOp, minOps int) []piece {
 
 func (p piece) operations() []porcupine.Operation {
 	out := make([]porcupine.Operation, len(p.ops))
-	// Client ids number the piece's processes densely, so that a
-	// visualization has a row per process of the piece only (the ops'
-	// descriptions name the process).
-	client := map[int]int{}
+	clients := denseClients{}
 	for i, op := range p.ops {
-		c, ok := client[op.proc]
-		if !ok {
-			c = len(client)
-			client[op.proc] = c
-		}
-		out[i] = porcupine.Operation{ClientId: c, Input: op, Call: op.inv, Return: op.ret, Output: nil}
+		out[i] = porcupine.Operation{ClientId: clients.of(op.proc), Input: op, Call: op.inv, Return: op.ret}
 	}
 	return out
 }
 
 func checkPiece(ctx context.Context, p piece) porcupine.CheckResult {
-	if ctx.Err() != nil {
+	timeout, ok := porcupineTimeout(ctx)
+	if !ok {
 		return porcupine.Unknown
-	}
-	var timeout time.Duration
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return porcupine.Unknown
-		}
 	}
 	if res, ok := p.checkInOrder(); ok {
 		return res

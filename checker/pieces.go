@@ -3,11 +3,8 @@ package checker
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
-
-	"github.com/anishathalye/porcupine"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -247,64 +244,24 @@ func (lq *linQueue) emit() {
 // visOps is the most operations a visualization shows.
 const visOps = 2000
 
-// linRunner checks pieces with porcupine on a pool of workers while the
-// history is still being read.
+// linRunner checks the locks' pieces with porcupine while the history is
+// still being read.
 type linRunner struct {
-	ctx     context.Context
-	cfg     config
-	work    chan piece
-	wg      sync.WaitGroup
-	mu      sync.Mutex // the shards submit, the workers report
-	pieces  int
-	ops     int
-	unknown int
-	illegal []piece
-	locks   map[string]bool
+	*pool[piece]
+	cfg   config
+	mu    sync.Mutex // the shards submit
+	locks map[string]bool
 }
 
 func newLinRunner(ctx context.Context, cfg config) *linRunner {
-	workers := cfg.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	r := &linRunner{ctx: ctx, cfg: cfg, work: make(chan piece, 2*workers), locks: map[string]bool{}}
-	for range workers {
-		r.wg.Go(func() {
-			for p := range r.work {
-				res := checkPiece(ctx, p)
-				r.mu.Lock()
-				switch res {
-				case porcupine.Unknown:
-					r.unknown++
-				case porcupine.Illegal:
-					r.illegal = append(r.illegal, p)
-				}
-				r.mu.Unlock()
-			}
-		})
-	}
-	return r
+	return &linRunner{pool: newPool(ctx, cfg.workers, checkPiece), cfg: cfg, locks: map[string]bool{}}
 }
 
 func (r *linRunner) submit(p piece) {
 	r.mu.Lock()
-	r.pieces++
-	r.ops += len(p.ops)
 	r.locks[p.lock] = true
 	r.mu.Unlock()
-	if r.ctx.Err() != nil {
-		r.mu.Lock()
-		r.unknown++
-		r.mu.Unlock()
-		return
-	}
-	select {
-	case r.work <- p:
-	case <-r.ctx.Done():
-		r.mu.Lock()
-		r.unknown++
-		r.mu.Unlock()
-	}
+	r.pool.submit(p, len(p.ops))
 }
 
 // offerVis keeps the visualize locks of the shard first by name as
@@ -332,16 +289,9 @@ func (e *engine) offerVis(lq *linQueue) bool {
 // finish waits for the pieces and judges them; visQ are the candidates for
 // a visualization, by name.
 func (r *linRunner) finish(histEnd int64, visQ []*linQueue) (checkOutput, []LockLinearization) {
-	close(r.work)
-	r.wg.Wait()
+	r.wait(func(p piece) (string, int) { return p.lock, p.index })
 	ctx := r.ctx
 	out := checkOutput{result: CheckResult{Name: CheckLinear, Verdict: Valid}}
-	sort.Slice(r.illegal, func(i, j int) bool {
-		if r.illegal[i].lock != r.illegal[j].lock {
-			return r.illegal[i].lock < r.illegal[j].lock
-		}
-		return r.illegal[i].index < r.illegal[j].index
-	})
 	perKind := map[string]int{}
 	illegalLocks := map[string]bool{}
 	var vis []LockLinearization

@@ -42,12 +42,14 @@ type multi struct {
 	// started, and its history vouches for nothing.
 	setupFailed string
 	metaSeen    bool
+	reg         *regChecker // register operations: checked apart from the locks
 }
 
 func newMulti(ctx context.Context, cfg config, holdsOnly, keepHolds bool) *multi {
 	m := &multi{ctx: ctx, cfg: cfg, holdsOnly: holdsOnly, free: make(chan []history.Op, 4*nShards)}
 	if !holdsOnly {
 		m.lin = newLinRunner(ctx, cfg)
+		m.reg = newRegChecker(ctx, cfg)
 	}
 	for range nShards {
 		e := newEngine(ctx, cfg)
@@ -146,6 +148,11 @@ func (m *multi) feed(op history.Op) {
 			}
 			m.setupFailed = sf.Cause
 		}
+	case history.IsRegisterF(op.F):
+		// A register's process takes no lock: the shards need none of it.
+		if m.reg != nil {
+			m.reg.feed(op)
+		}
 	case op.Type == history.Invoke || (op.Lock != "" && op.Type != history.Info):
 		m.send(m.shardOf(&op), op)
 	default:
@@ -197,7 +204,16 @@ func (m *multi) finish() Result {
 	if m.holdsOnly {
 		sortHolds(agg.holds)
 	}
+	if m.reg != nil {
+		agg.st.merge(&m.reg.st)
+		agg.pending += len(m.reg.open)
+	}
 	res := agg.assemble(visQ)
+	if m.reg != nil {
+		if out, vis, ok := m.reg.finish(m.end); ok {
+			addRegister(&res, out, vis, len(agg.locks))
+		}
+	}
 	if m.setupFailed != "" && !m.holdsOnly {
 		res.SetupFailed = m.setupFailed
 		if res.Verdict == Valid {

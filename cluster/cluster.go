@@ -35,6 +35,11 @@ type Cluster struct {
 	netName  string
 	keyspace string
 	nodes    []*Node
+	// spares are the nodes outside the ring at the start (WithSpares).
+	spares []*Node
+	// memberMu serialises the membership changes (Join, Leave, Replace,
+	// Remove, ResetMembership): one range movement at a time.
+	memberMu sync.Mutex
 	// healthReady: WaitHealthy's table exists.
 	healthReady bool
 }
@@ -98,7 +103,7 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		cfg:      cfg,
 		d:        d,
 		log:      log,
-		layout:   newLayout(subnet, cfg.nodes),
+		layout:   newLayout(subnet, cfg.nodes+cfg.spares),
 		netName:  cfg.name + "-net",
 		keyspace: DefaultKeyspace,
 	}
@@ -136,14 +141,19 @@ func (c *Cluster) start(ctx context.Context) error {
 		wg.Go(func() { nodes[i], errs[i] = c.createNode(ctx, i+1, nc) })
 	}
 	wg.Wait()
-	for _, n := range nodes {
-		if n != nil {
+	for i, n := range nodes {
+		switch {
+		case n == nil:
+		case i < c.cfg.nodes:
 			c.nodes = append(c.nodes, n)
+		default:
+			c.spares = append(c.spares, n)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// Spares stay stopped until a membership fault bootstraps one.
 	for i, n := range c.nodes {
 		wg.Go(func() {
 			if _, err := c.d.ContainerStart(ctx, n.ContainerID, client.ContainerStartOptions{}); err != nil {
@@ -166,10 +176,12 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // nodeFiles are the files every node gets before it starts: the scripts and
 // configuration of the image inputs (so a user's image needs none of them)
-// and the node's own cassandra.yaml.
-func nodeFiles(yaml []byte) ([]file, error) {
+// and the node's own cassandra.yaml, data centre and JVM flags.
+func nodeFiles(yaml, rackDC, options []byte) ([]file, error) {
 	files := []file{
 		{path: confDir + "/cassandra.yaml", mode: 0o644, body: yaml},
+		{path: confDir + "/cassandra-rackdc.properties", mode: 0o644, body: rackDC},
+		{path: confDir + "/node.options", mode: 0o644, body: options},
 		{path: faketimeFile, mode: 0o644, body: []byte(clockOffsetLine(0))},
 	}
 	for _, f := range []struct{ src, dst string }{
@@ -210,7 +222,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := nodeFiles(yaml)
+	files, err := nodeFiles(yaml, nc.rackDC(), c.nodeOptions(""))
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +265,13 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelNodes:    strconv.Itoa(c.cfg.nodes),
 		labelImage:    c.cfg.image,
 		labelLazyFS:   lazy,
+		labelDC:       nc.DC,
+		labelDCs:      strconv.Itoa(c.cfg.dcCount()),
+		labelSpares:   strconv.Itoa(c.cfg.spares),
+		labelSkip:     strconv.FormatBool(c.cfg.skipRepair),
+	}
+	if i > c.cfg.nodes {
+		labels[labelSpare] = "1"
 	}
 	res, err := c.d.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: c.cfg.name + "-" + name,
@@ -275,7 +294,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 	if err := c.d.copyFiles(ctx, res.ID, files); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &Node{Name: name, IP: ip.String(), ContainerID: res.ID, c: c}, nil
+	return &Node{Name: name, IP: ip.String(), ContainerID: res.ID, DC: nc.DC, c: c}, nil
 }
 
 func (c *Cluster) createKeyspace(ctx context.Context) error {
@@ -286,7 +305,7 @@ func (c *Cluster) createKeyspace(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	if err := CreateKeyspace(ctx, s, c.keyspace, c.cfg.replicationFactor(), ""); err != nil {
+	if err := createKeyspace(ctx, s, c.keyspace, c.cfg.replicationFactor(), c.perDC(c.cfg.replicationFactor())); err != nil {
 		return err
 	}
 	if err := s.AwaitSchemaAgreement(ctx); err != nil {
@@ -332,6 +351,9 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	lb := cs[0].Labels
 	cfg.nodes, _ = strconv.Atoi(lb[labelNodes])
 	cfg.rf, _ = strconv.Atoi(lb[labelRF])
+	cfg.dcs, _ = strconv.Atoi(lb[labelDCs]) // none: a cluster of one data centre
+	cfg.spares, _ = strconv.Atoi(lb[labelSpares])
+	cfg.skipRepair = lb[labelSkip] == "true"
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -362,10 +384,17 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 		if ep == nil || ep.IPAMConfig == nil {
 			return nil, fmt.Errorf("node %s is not on network %s", name, c.netName)
 		}
-		c.nodes = append(c.nodes, &Node{Name: name, IP: ep.IPAMConfig.IPv4Address.String(), ContainerID: s.ID, c: c})
+		n := &Node{Name: name, IP: ep.IPAMConfig.IPv4Address.String(), ContainerID: s.ID, DC: cmp.Or(s.Labels[labelDC], "dc1"), c: c}
+		if s.Labels[labelSpare] != "" {
+			c.spares = append(c.spares, n)
+		} else {
+			c.nodes = append(c.nodes, n)
+		}
 	}
-	slices.SortFunc(c.nodes, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
-	for _, n := range c.nodes {
+	byName := func(a, b *Node) int { return cmp.Compare(len(a.Name), len(b.Name))*2 + strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(c.nodes, byName)
+	slices.SortFunc(c.spares, byName)
+	for _, n := range append(slices.Clone(c.nodes), c.spares...) {
 		c.layout.nodes = append(c.layout.nodes, netip.MustParseAddr(n.IP))
 	}
 	return c, nil
@@ -398,11 +427,41 @@ func (c *Cluster) Node(name string) (*Node, error) {
 	return nil, fmt.Errorf("cluster %s has no node %q", c.cfg.name, name)
 }
 
+// Spares are the nodes outside the ring at the start (WithSpares), in
+// order: stopped until a membership fault bootstraps one.
+func (c *Cluster) Spares() []*Node { return slices.Clone(c.spares) }
+
+// SkipPaxosRepair says whether skip_paxos_repair_on_topology_change is set.
+func (c *Cluster) SkipPaxosRepair() bool { return c.cfg.skipRepair }
+
 // Keyspace is the keyspace created for the recipes ("lockcheck").
 func (c *Cluster) Keyspace() string { return c.keyspace }
 
 // ReplicationFactor is the keyspace's replication factor.
 func (c *Cluster) ReplicationFactor() int { return c.cfg.replicationFactor() }
+
+// DCs are the data centres, "dc1".."dcN" (one, "dc1", unless started
+// WithDCs; a cluster of one data centre runs SimpleSnitch, whose data centre
+// Cassandra calls datacenter1).
+func (c *Cluster) DCs() []string { return c.cfg.dcNames() }
+
+// perDC is the replication of a keyspace with rf replicas in each data
+// centre (rf 0: every node of each), nil for a cluster of one data centre
+// (SimpleStrategy).
+func (c *Cluster) perDC(rf int) map[string]int {
+	if c.cfg.dcCount() < 2 {
+		return nil
+	}
+	out := map[string]int{}
+	for _, n := range c.nodes {
+		if rf == 0 {
+			out[n.DC]++
+		} else {
+			out[n.DC] = rf
+		}
+	}
+	return out
+}
 
 // Paxos is the nodes' paxos_variant ("v1" or "v2").
 func (c *Cluster) Paxos() string { return c.cfg.paxos }
@@ -570,7 +629,7 @@ func (c *Cluster) createHealthTable(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	if err := CreateKeyspace(ctx, s, healthKeyspace, len(c.nodes), ""); err != nil {
+	if err := createKeyspace(ctx, s, healthKeyspace, len(c.nodes), c.perDC(0)); err != nil {
 		return fmt.Errorf("health table: %w", err)
 	}
 	if err := s.Query(fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.probe (k int PRIMARY KEY)`, healthKeyspace)).ExecContext(ctx); err != nil {
@@ -610,10 +669,15 @@ func lastLine(s string) string {
 type NodeStatus struct {
 	Name, IP string
 	// State is the node's state as another running node sees it ("UN", "DN",
-	// ...), or "DN" when no node could be asked.
+	// "UJ" joining, "UL" leaving), "out" for a member the ring does not
+	// hold (it left or was removed), "spare" for a spare out of the ring,
+	// or "DN" when no node could be asked.
 	State string
 	// Container is Docker's state of the node's container ("running", "paused", "exited").
 	Container string
+	// DC is the node's data centre as the ring sees it ("" when no node
+	// could be asked).
+	DC string
 	// Version is the node's Cassandra release_version, "" when unreachable.
 	Version string
 	// Faults are what lockcheck left on the node (Node.Faults): why a node
@@ -624,20 +688,27 @@ type NodeStatus struct {
 // Status reports every node: its state in the ring as the first reachable
 // node sees it, its container state and Cassandra version.
 func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
-	out := make([]NodeStatus, len(c.nodes))
-	var view map[string]string
-	for i, n := range c.nodes {
+	all := append(slices.Clone(c.nodes), c.spares...)
+	out := make([]NodeStatus, len(all))
+	var view map[string]RingEntry
+	for i, n := range all {
 		out[i] = NodeStatus{Name: n.Name, IP: n.IP, State: "DN"}
+		if i >= len(c.nodes) {
+			out[i].State = "spare" // unless the ring holds it (below)
+		}
 		ins, err := c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: %w", n.Name, err)
 		}
 		out[i].Container = string(ins.Container.State.Status)
+		if ins.Container.State.Status != container.StateRunning {
+			if i < len(c.nodes) {
+				out[i].Faults = []string{"container " + string(ins.Container.State.Status)}
+			}
+			continue
+		}
 		if out[i].Faults, err = n.Faults(ctx); err != nil {
 			return nil, err
-		}
-		if ins.Container.State.Status != container.StateRunning {
-			continue
 		}
 		if view == nil {
 			vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -649,8 +720,17 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 		cancel()
 	}
 	for i := range out {
-		if st, ok := view[out[i].IP]; ok && out[i].Container != string(container.StatePaused) {
-			out[i].State = st
+		e, ok := view[out[i].IP]
+		switch {
+		case ok:
+			out[i].DC = e.DC
+			if out[i].Container != string(container.StatePaused) {
+				out[i].State = e.State
+			}
+		case len(view) > 0 && i < len(c.nodes):
+			// The ring was read and holds no such node: a member that
+			// left (or was removed), not one that is down.
+			out[i].State = "out"
 		}
 	}
 	return out, nil

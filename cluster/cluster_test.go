@@ -102,6 +102,79 @@ func TestRenderYAML(t *testing.T) {
 	}
 }
 
+// Two data centres: each is a ring of its own, split evenly, no token
+// shared; the snitch reads each node's data centre.
+func TestNodeConfigsDCs(t *testing.T) {
+	for _, tt := range []struct {
+		nodes int
+		dcs   []string
+	}{
+		{4, []string{"dc1", "dc1", "dc2", "dc2"}},
+		{5, []string{"dc1", "dc1", "dc1", "dc2", "dc2"}},
+	} {
+		c := defaultConfig()
+		c.nodes, c.dcs = tt.nodes, 2
+		ncs := nodeConfigs(c, newLayout(defaultSubnet("demo"), tt.nodes))
+		seen := map[string]bool{}
+		perDC := map[string][]string{}
+		for i, nc := range ncs {
+			if nc.DC != tt.dcs[i] || nc.Snitch != "GossipingPropertyFileSnitch" {
+				t.Errorf("%d nodes: node %d in %s with %s, want %s with GossipingPropertyFileSnitch", tt.nodes, i+1, nc.DC, nc.Snitch, tt.dcs[i])
+			}
+			if seen[nc.InitialToken] {
+				t.Errorf("%d nodes: token %s given twice", tt.nodes, nc.InitialToken)
+			}
+			seen[nc.InitialToken] = true
+			perDC[nc.DC] = append(perDC[nc.DC], nc.InitialToken)
+			if got := string(nc.rackDC()); got != "dc="+tt.dcs[i]+"\nrack=rack1\n" {
+				t.Errorf("rackdc %q", got)
+			}
+		}
+		if got := perDC["dc1"][0]; got != tokens(len(perDC["dc1"]))[0] {
+			t.Errorf("dc1 starts at %s, want %s", got, tokens(len(perDC["dc1"]))[0])
+		}
+		if c.replicationFactor() != 2 {
+			t.Errorf("%d nodes in 2 dcs: rf %d, want 2 (the smallest)", tt.nodes, c.replicationFactor())
+		}
+	}
+	c := defaultConfig()
+	if nc := nodeConfigs(c, newLayout(defaultSubnet("demo"), 3))[0]; nc.Snitch != "SimpleSnitch" || nc.DC != "dc1" {
+		t.Errorf("one data centre: %s in %s, want SimpleSnitch", nc.Snitch, nc.DC)
+	}
+}
+
+// A spare starts outside the ring: it bootstraps when started, from the
+// members as seeds, with a token halfway along one member's range; a member
+// that joins again is no seed of its own.
+func TestNodeConfigsSpares(t *testing.T) {
+	c := defaultConfig()
+	c.nodes, c.spares = 4, 2
+	l := newLayout(defaultSubnet("demo"), 6)
+	ncs := nodeConfigs(c, l)
+	members := strings.Join([]string{l.nodes[0].String(), l.nodes[1].String(), l.nodes[2].String(), l.nodes[3].String()}, ",")
+	ring := tokens(4)
+	want := []string{ring[0], ring[1], ring[2], ring[3], "-6917529027641081856", "-2305843009213693952"}
+	for i, nc := range ncs {
+		if nc.InitialToken != want[i] {
+			t.Errorf("node %d: token %s, want %s", i+1, nc.InitialToken, want[i])
+		}
+		if nc.AutoBootstrap != (i >= 4) {
+			t.Errorf("node %d: auto_bootstrap %v", i+1, nc.AutoBootstrap)
+		}
+		if nc.Seeds != members {
+			t.Errorf("node %d: seeds %s, want the members %s", i+1, nc.Seeds, members)
+		}
+	}
+	j := ncs[1].joining()
+	if !j.AutoBootstrap || strings.Contains(j.Seeds, l.nodes[1].String()) || strings.Count(j.Seeds, ",") != 2 {
+		t.Errorf("n2 joining again: auto_bootstrap %v, seeds %s (want the 3 others)", j.AutoBootstrap, j.Seeds)
+	}
+	b, err := renderYAML(j)
+	if err != nil || !strings.Contains(string(b), "auto_bootstrap: true") {
+		t.Errorf("joining yaml: %v\n%s", err, b)
+	}
+}
+
 func TestInputsHash(t *testing.T) {
 	base := fstest.MapFS{
 		"Dockerfile":    {Data: []byte("FROM x\n")},
@@ -192,9 +265,22 @@ func TestValidateOptions(t *testing.T) {
 		{"rf -1", []Option{WithReplicationFactor(-1)}, false},
 		{"name with space", []Option{WithName("my cluster")}, false},
 		{"name upper", []Option{WithName("Lockcheck")}, false},
+		// A row's cluster is named after its key, which names a release
+		// line: lockcheck-c4.0.
+		{"name with a release", []Option{WithName("lockcheck-c4.0")}, true},
 		{"subnet v6", []Option{WithSubnet("fd00::/64")}, false},
 		{"subnet /28", []Option{WithSubnet("10.200.3.0/28")}, false},
 		{"subnet junk", []Option{WithSubnet("10.200.3.0")}, false},
+		{"2 dcs of 4", []Option{WithNodes(4), WithDCs(2)}, true},
+		{"2 dcs of 5 rf 2", []Option{WithNodes(5), WithDCs(2), WithReplicationFactor(2)}, true},
+		{"2 dcs of 3", []Option{WithDCs(2)}, false},
+		{"3 dcs", []Option{WithNodes(5), WithDCs(3)}, false},
+		{"2 dcs rf 3 of 2 each", []Option{WithNodes(4), WithDCs(2), WithReplicationFactor(3)}, false},
+		{"4 nodes 1 spare", []Option{WithNodes(4), WithSpares(1)}, true},
+		{"3 spares", []Option{WithSpares(3)}, false},
+		{"spares in 2 dcs", []Option{WithNodes(4), WithDCs(2), WithSpares(1)}, false},
+		{"skip paxos repair v2", []Option{WithPaxos("v2"), WithSkipPaxosRepair(true)}, true},
+		{"skip paxos repair v1", []Option{WithSkipPaxosRepair(true)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,14 +348,25 @@ UN  10.199.0.11  114.38 KiB  100.0%            d50ca6fa-48cb-4f62-9228-bef52e1a9
 DN  10.199.0.12  98.1 KiB    100.0%            e50ca6fa-48cb-4f62-9228-bef52e1a923a  -3074457345618258603  rack1
 UJ  10.199.0.13  ?           100.0%            f50ca6fa-48cb-4f62-9228-bef52e1a923a  3074457345618258602   rack1
 `
-	got := parseNodetoolStatus(out)
-	want := map[string]string{"10.199.0.11": "UN", "10.199.0.12": "DN", "10.199.0.13": "UJ"}
+	got := parseNodetoolStatus(out + `Datacenter: dc2
+===============
+--  Address      Load        Tokens  Owns (effective)  Host ID                               Rack
+UL  10.199.0.14  80 KiB      1       50.0%             a50ca6fa-48cb-4f62-9228-bef52e1a923a  rack1
+DN  10.199.0.15  ?           1       50.0%             ?                                     rack1
+`)
+	want := map[string]RingEntry{
+		"10.199.0.11": {"UN", "datacenter1", "d50ca6fa-48cb-4f62-9228-bef52e1a923a"},
+		"10.199.0.12": {"DN", "datacenter1", "e50ca6fa-48cb-4f62-9228-bef52e1a923a"},
+		"10.199.0.13": {"UJ", "datacenter1", "f50ca6fa-48cb-4f62-9228-bef52e1a923a"},
+		"10.199.0.14": {"UL", "dc2", "a50ca6fa-48cb-4f62-9228-bef52e1a923a"},
+		"10.199.0.15": {"DN", "dc2", ""},
+	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	for ip, st := range want {
-		if got[ip] != st {
-			t.Errorf("%s: %q, want %q", ip, got[ip], st)
+	for ip, e := range want {
+		if got[ip] != e {
+			t.Errorf("%s: %+v, want %+v", ip, got[ip], e)
 		}
 	}
 	if len(parseNodetoolStatus("nodetool: Failed to connect to '127.0.0.1:7199'")) != 0 {
@@ -278,7 +375,7 @@ UJ  10.199.0.13  ?           100.0%            f50ca6fa-48cb-4f62-9228-bef52e1a9
 }
 
 func TestNodeFiles(t *testing.T) {
-	files, err := nodeFiles([]byte("cluster_name: x\n"))
+	files, err := nodeFiles([]byte("cluster_name: x\n"), []byte("dc=dc2\nrack=rack1\n"), []byte("-Dx=1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,6 +393,9 @@ func TestNodeFiles(t *testing.T) {
 	}
 	if string(byPath[confDir+"/cassandra.yaml"].body) != "cluster_name: x\n" {
 		t.Error("cassandra.yaml not passed through")
+	}
+	if string(byPath[confDir+"/cassandra-rackdc.properties"].body) != "dc=dc2\nrack=rack1\n" {
+		t.Error("cassandra-rackdc.properties not passed through")
 	}
 	// jvm.options: every option line is a flag the entrypoint passes on;
 	// the heap is the entrypoint's (LOCKCHECK_HEAP), never the file's.
@@ -383,6 +483,32 @@ func TestRenderYAMLVersions(t *testing.T) {
 	}
 }
 
+// TestUnsafeJVMFlag: 4.0's unsafe variant is a system property, a line of
+// the node's own JVM flags (node.options); the other releases' are
+// paxos_variant alone.
+func TestUnsafeJVMFlag(t *testing.T) {
+	v40, _ := LookupVersion("4.0")
+	flag := v40.jvmFlag(PaxosV1UnsafeReads)
+	if flag != "-Dcassandra.unsafe.disable-serial-reads-linearizability=true" {
+		t.Fatalf("4.0's unsafe flag %q", flag)
+	}
+	c := &Cluster{cfg: config{version: "4.0", paxos: PaxosV1UnsafeReads}}
+	if opts := string(c.nodeOptions("")); !strings.Contains(opts, flag+"\n") {
+		t.Errorf("node.options %q lacks the flag", opts)
+	}
+	safe := &Cluster{cfg: config{version: "4.0", paxos: "v1"}}
+	if opts := string(safe.nodeOptions("")); strings.Contains(opts, "unsafe") {
+		t.Errorf("node.options of the safe variant %q", opts)
+	}
+	v50, _ := LookupVersion("5.0")
+	if f := v50.jvmFlag(PaxosV2Unsafe); f != "" {
+		t.Errorf("5.0 %s needs flag %q, want none", PaxosV2Unsafe, f)
+	}
+	if !UnsafePaxos(PaxosV1Unsafe) || UnsafePaxos("v2") {
+		t.Error("UnsafePaxos")
+	}
+}
+
 func TestValidateVersion(t *testing.T) {
 	tests := []struct {
 		opts    []Option
@@ -390,7 +516,14 @@ func TestValidateVersion(t *testing.T) {
 	}{
 		{[]Option{WithVersion("4.1"), WithPaxos("v2")}, ""},
 		{[]Option{WithVersion("4.1.10")}, ""},
-		{[]Option{WithVersion("4.0"), WithPaxos("v2")}, "Cassandra 4.0 has only v1"},
+		{[]Option{WithVersion("4.0"), WithPaxos("v2")}, "Cassandra 4.0 has only v1, v1_without_linearizable_reads"},
+		{[]Option{WithVersion("5.0"), WithPaxos("v1_without_linearizable_reads_or_rejected_writes")}, ""},
+		{[]Option{WithVersion("4.1"), WithPaxos("v2_without_linearizable_reads_or_rejected_writes")}, ""},
+		{[]Option{WithVersion("4.1"), WithPaxos("v2_without_linearizable_reads")}, ""},
+		{[]Option{WithVersion("4.0"), WithPaxos("v1_without_linearizable_reads")}, ""},
+		{[]Option{WithVersion("4.0"), WithPaxos("v1_without_linearizable_reads_or_rejected_writes")}, "Cassandra 4.0 has only"},
+		{[]Option{WithVersion("5.0"), WithPaxos("v1_without_linearizable_reads")}, "Cassandra 5.0 has only v1, v2, v1_without"},
+		{[]Option{WithPaxos("v3")}, `paxos "v3": want one of v1, v1_without_linearizable_reads, v2,`},
 		{[]Option{WithVersion("3.11")}, `version "3.11": want one of 4.0, 4.1, 5.0`},
 		{[]Option{WithVersion("")}, "version"},
 	}

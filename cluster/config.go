@@ -19,6 +19,15 @@ type nodeConfig struct {
 	Address       string
 	CommitlogSync string
 	PaxosVariant  string
+	// Snitch is SimpleSnitch for one data centre, else
+	// GossipingPropertyFileSnitch reading DC from cassandra-rackdc.properties.
+	Snitch string
+	DC     string
+	// AutoBootstrap: the node streams its ranges before it serves them (a
+	// node joining a running ring; false when all start at once).
+	AutoBootstrap bool
+	// SkipPaxosRepair sets skip_paxos_repair_on_topology_change (Paxos v2).
+	SkipPaxosRepair bool
 	// Legacy: Cassandra 4.0, which reads only the old setting names.
 	Legacy bool
 }
@@ -123,26 +132,85 @@ func newLayout(subnet netip.Prefix, n int) layout {
 
 // nodeConfigs renders the per-node settings of a cluster: every node is a
 // seed, so that nodes starting at the same time need not wait for one
-// particular node to find the ring.
+// particular node to find the ring. With several data centres each one's
+// ring is split evenly on its own (NetworkTopologyStrategy places a data
+// centre's replicas by its own nodes' tokens), shifted by the data centre's
+// number so that no two nodes share a token.
 func nodeConfigs(c config, l layout) []nodeConfig {
-	toks := tokens(len(l.nodes))
-	seeds := make([]string, len(l.nodes))
-	for i, a := range l.nodes {
+	members := l.nodes[:c.nodes]
+	seeds := make([]string, len(members))
+	for i, a := range members {
 		seeds[i] = a.String()
+	}
+	inDC := map[string][]int{} // data centre -> node indexes
+	for i := range members {
+		dc := c.dcOf(i)
+		inDC[dc] = append(inDC[dc], i)
+	}
+	toks := make([]string, len(l.nodes))
+	for d, dc := range c.dcNames() {
+		for j, tok := range tokens(len(inDC[dc])) {
+			t, _ := new(big.Int).SetString(tok, 10)
+			toks[inDC[dc][j]] = t.Add(t, big.NewInt(int64(d))).String()
+		}
+	}
+	// Spare k takes the middle of the ring's range k: joining, it takes
+	// half of one node's primary range.
+	ring := tokens(c.nodes)
+	for k := range len(l.nodes) - c.nodes {
+		lo, _ := new(big.Int).SetString(ring[k%c.nodes], 10)
+		hi := new(big.Int).Lsh(big.NewInt(1), 63) // the ring's end
+		if k%c.nodes+1 < c.nodes {
+			hi.SetString(ring[k%c.nodes+1], 10)
+		}
+		mid := new(big.Int).Add(lo, hi)
+		toks[c.nodes+k] = mid.Rsh(mid, 1).String()
+	}
+	snitch := "SimpleSnitch"
+	if c.dcCount() > 1 {
+		snitch = "GossipingPropertyFileSnitch"
 	}
 	out := make([]nodeConfig, len(l.nodes))
 	for i, a := range l.nodes {
+		dc := "dc1"
+		if i < c.nodes {
+			dc = c.dcOf(i)
+		}
 		out[i] = nodeConfig{
-			ClusterName:   c.name,
-			InitialToken:  toks[i],
-			Seeds:         strings.Join(seeds, ","),
-			Address:       a.String(),
-			CommitlogSync: c.commitlogSync,
-			PaxosVariant:  c.paxos,
-			Legacy:        c.release().LegacyYAML,
+			ClusterName:     c.name,
+			InitialToken:    toks[i],
+			Seeds:           strings.Join(seeds, ","),
+			Address:         a.String(),
+			CommitlogSync:   c.commitlogSync,
+			PaxosVariant:    c.paxos,
+			Snitch:          snitch,
+			DC:              dc,
+			AutoBootstrap:   i >= c.nodes, // a spare joins a running ring
+			SkipPaxosRepair: c.skipRepair,
+			Legacy:          c.release().LegacyYAML,
 		}
 	}
 	return out
+}
+
+// joining is nc for a node that joins a running ring: it bootstraps, and
+// it is not its own seed (a seed never bootstraps).
+func (nc nodeConfig) joining() nodeConfig {
+	var seeds []string
+	for _, s := range strings.Split(nc.Seeds, ",") {
+		if s != nc.Address {
+			seeds = append(seeds, s)
+		}
+	}
+	nc.Seeds, nc.AutoBootstrap = strings.Join(seeds, ","), true
+	return nc
+}
+
+// rackDC is the node's cassandra-rackdc.properties, which
+// GossipingPropertyFileSnitch reads from the classpath (the entrypoint puts
+// the configuration directory on it). One rack a data centre.
+func (nc nodeConfig) rackDC() []byte {
+	return []byte("dc=" + nc.DC + "\nrack=rack1\n")
 }
 
 // clockOffsetLine formats a clock offset for libfaketime's timestamp file:

@@ -37,6 +37,11 @@ const (
 	labelNodes    = "io.lockcheck.nodes"
 	labelImage    = "io.lockcheck.image"
 	labelLazyFS   = "io.lockcheck.lazyfs"
+	labelDC       = "io.lockcheck.dc"
+	labelDCs      = "io.lockcheck.dcs"
+	labelSpares   = "io.lockcheck.spares"
+	labelSpare    = "io.lockcheck.spare"
+	labelSkip     = "io.lockcheck.skip-paxos-repair"
 )
 
 // docker is the Docker client testcontainers-go provides (it finds the

@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -14,23 +17,43 @@ var (
 )
 
 // CreateKeyspace creates keyspace ks if it is missing, with rf replicas:
-// SimpleStrategy, or NetworkTopologyStrategy in data centre dc when dc is
-// given. It is the one statement every way in (a cluster started here, the
-// user's hosts, lockd) creates lockcheck's keyspace with; the names are
-// checked here, since CQL takes them unquoted.
-func CreateKeyspace(ctx context.Context, s *gocql.Session, ks string, rf int, dc string) error {
-	if !keyspaceRE.MatchString(ks) {
-		return fmt.Errorf("keyspace %q: want a plain CQL identifier", ks)
-	}
-	if dc != "" && !dcRE.MatchString(dc) {
-		return fmt.Errorf("data centre %q: want a data centre name", dc)
+// SimpleStrategy, or NetworkTopologyStrategy with rf replicas in each data
+// centre of dcs when one is named ("" names none). It is the one statement
+// every way in (a cluster started here, the user's hosts, lockd) creates
+// lockcheck's keyspace with; the names are checked here, since CQL takes
+// them unquoted.
+func CreateKeyspace(ctx context.Context, s *gocql.Session, ks string, rf int, dcs ...string) error {
+	perDC := map[string]int{}
+	for _, dc := range dcs {
+		if dc != "" {
+			perDC[dc] = rf
+		}
 	}
 	if rf < 1 {
 		return fmt.Errorf("keyspace %s: replication factor %d, want at least 1", ks, rf)
 	}
+	return createKeyspace(ctx, s, ks, rf, perDC)
+}
+
+// createKeyspace creates ks with SimpleStrategy and rf replicas when perDC
+// is empty, else with NetworkTopologyStrategy and perDC's factors.
+func createKeyspace(ctx context.Context, s *gocql.Session, ks string, rf int, perDC map[string]int) error {
+	if !keyspaceRE.MatchString(ks) {
+		return fmt.Errorf("keyspace %q: want a plain CQL identifier", ks)
+	}
 	repl := fmt.Sprintf(`{'class': 'SimpleStrategy', 'replication_factor': %d}`, rf)
-	if dc != "" {
-		repl = fmt.Sprintf(`{'class': 'NetworkTopologyStrategy', '%s': %d}`, dc, rf)
+	if len(perDC) > 0 {
+		var parts []string
+		for _, dc := range slices.Sorted(maps.Keys(perDC)) {
+			if !dcRE.MatchString(dc) {
+				return fmt.Errorf("data centre %q: want a data centre name", dc)
+			}
+			if perDC[dc] < 1 {
+				return fmt.Errorf("keyspace %s: replication factor %d in %s, want at least 1", ks, perDC[dc], dc)
+			}
+			parts = append(parts, fmt.Sprintf(`'%s': %d`, dc, perDC[dc]))
+		}
+		repl = `{'class': 'NetworkTopologyStrategy', ` + strings.Join(parts, ", ") + `}`
 	}
 	q := fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s`, ks, repl)
 	if err := s.Query(q).ExecContext(ctx); err != nil {

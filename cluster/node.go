@@ -23,6 +23,8 @@ import (
 // network and its Docker container.
 type Node struct {
 	Name, IP, ContainerID string
+	// DC is the node's data centre, "dc1".."dcN" (WithDCs).
+	DC string
 
 	c *Cluster
 }
@@ -37,6 +39,9 @@ func (n *Node) Capabilities() []string {
 	caps := []string{"iptables", "clock", "signals", "restart"}
 	if n.c.LazyFS() {
 		caps = append(caps, "power")
+	}
+	if len(n.c.spares) > 0 {
+		caps = append(caps, "membership")
 	}
 	return caps
 }
@@ -271,8 +276,8 @@ func (n *Node) servesCQL(ctx context.Context) error {
 }
 
 // ringView runs nodetool status on the node: its failure detector's view of
-// every node, as "UN", "DN", "UJ"... by IP.
-func (n *Node) ringView(ctx context.Context) (map[string]string, error) {
+// every node of the ring, by IP.
+func (n *Node) ringView(ctx context.Context) (map[string]RingEntry, error) {
 	out, err := n.Exec(ctx, binDir+"/nodetool", "status")
 	if err != nil {
 		return nil, err
@@ -280,14 +285,38 @@ func (n *Node) ringView(ctx context.Context) (map[string]string, error) {
 	return parseNodetoolStatus(out), nil
 }
 
-var statusLineRE = regexp.MustCompile(`^([UD][NLJM])\s+(\d+\.\d+\.\d+\.\d+)\s`)
+// RingEntry is one node as another node's `nodetool status` shows it.
+type RingEntry struct {
+	// State is "UN", "DN", "UJ" (joining), "UL" (leaving)...
+	State string
+	DC    string
+	// HostID is the node's host ID (what `nodetool removenode` takes).
+	HostID string
+}
 
-// parseNodetoolStatus reads the node lines of `nodetool status`.
-func parseNodetoolStatus(out string) map[string]string {
-	view := make(map[string]string)
+var (
+	statusLineRE = regexp.MustCompile(`^([UD][NLJM])\s+(\d+\.\d+\.\d+\.\d+)\s`)
+	hostIDRE     = regexp.MustCompile(`\s([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\s`)
+	dcLineRE     = regexp.MustCompile(`^Datacenter: (\S+)`)
+)
+
+// parseNodetoolStatus reads the node lines of `nodetool status`, each under
+// its "Datacenter:" header.
+func parseNodetoolStatus(out string) map[string]RingEntry {
+	view := make(map[string]RingEntry)
+	dc := ""
 	for _, line := range strings.Split(out, "\n") {
-		if m := statusLineRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-			view[m[2]] = m[1]
+		line = strings.TrimSpace(line)
+		if m := dcLineRE.FindStringSubmatch(line); m != nil {
+			dc = m[1]
+			continue
+		}
+		if m := statusLineRE.FindStringSubmatch(line); m != nil {
+			e := RingEntry{State: m[1], DC: dc}
+			if id := hostIDRE.FindStringSubmatch(line + " "); id != nil {
+				e.HostID = id[1]
+			}
+			view[m[2]] = e
 		}
 	}
 	return view

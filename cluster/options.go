@@ -17,6 +17,8 @@ const (
 	DefaultKeyspace = "lockcheck"
 	DefaultPaxos    = "v1"
 	MaxNodes        = 5
+	MaxDCs          = 2
+	MaxSpares       = 2
 )
 
 // An Option configures Start and Attach.
@@ -32,7 +34,10 @@ type config struct {
 	commitlogSync string
 	heap          string
 	image         string
-	rf            int // 0: as many as nodes
+	rf            int // 0: as many as nodes (per data centre: as many as the smallest has)
+	dcs           int // data centres; 0 or 1: one
+	spares        int // nodes created outside the ring, to join it during a run
+	skipRepair    bool
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -60,7 +65,9 @@ func WithName(name string) Option { return func(c *config) { c.name = name } }
 // WithNodes sets the number of nodes, 1 to 5 (default 3).
 func WithNodes(n int) Option { return func(c *config) { c.nodes = n } }
 
-// WithPaxos sets Cassandra's paxos_variant: "v1" (default) or "v2".
+// WithPaxos sets Cassandra's paxos_variant: "v1" (default), "v2", or one
+// of the known-unsafe variants of Version.Unsafe (controls, not settings
+// for a real cluster).
 func WithPaxos(variant string) Option { return func(c *config) { c.paxos = variant } }
 
 // WithVersion sets the Cassandra release line the nodes run: "4.0", "4.1",
@@ -79,8 +86,18 @@ func WithHeap(size string) Option { return func(c *config) { c.heap = size } }
 func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
 
 // WithReplicationFactor sets the lockcheck keyspace's replication factor
-// (default: the number of nodes).
+// (default: the number of nodes, one less with WithSpares, so that a member
+// can leave); with WithDCs, the factor in each data centre (default: the
+// nodes of the smallest one).
 func WithReplicationFactor(rf int) Option { return func(c *config) { c.rf = rf } }
+
+// WithDCs splits the nodes into n data centres, dc1..dcN, in order (4 nodes
+// in 2: n1 n2 in dc1, n3 n4 in dc2; a remainder goes to the first ones).
+// The nodes then run GossipingPropertyFileSnitch, each with its
+// cassandra-rackdc.properties, and the keyspace is NetworkTopologyStrategy
+// with the replication factor in every data centre. Each data centre needs
+// two nodes at least: one node alone has no local quorum to lose.
+func WithDCs(n int) Option { return func(c *config) { c.dcs = n } }
 
 // WithSubnet sets the cluster network's IPv4 subnet, a /24 or larger, e.g.
 // "10.199.7.0/24" (default: one derived from the cluster's name). Use it when
@@ -110,6 +127,17 @@ func WithSSHKey(authorizedKey string) Option {
 // nodes need CAP_SYS_ADMIN and /dev/fuse.
 func WithLazyFS(binary string) Option { return func(c *config) { c.lazyFS = binary } }
 
+// WithSpares creates n spare nodes (0 to MaxSpares) beside the ring's, named
+// after them (n4 for a 3-node cluster): containers that stay stopped until
+// a membership fault (join) bootstraps one into the ring, each with a token
+// of its own halfway between two of the ring's. The keyspace's replication
+// factor stays the ring's.
+func WithSpares(n int) Option { return func(c *config) { c.spares = n } }
+
+// WithSkipPaxosRepair sets skip_paxos_repair_on_topology_change on Paxos
+// v2: topology changes complete without Paxos repair first, as on v1.
+func WithSkipPaxosRepair(on bool) Option { return func(c *config) { c.skipRepair = on } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -130,7 +158,7 @@ func ValidateOptions(opts ...Option) error {
 }
 
 var (
-	nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+	nameRE = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,30}$`)
 	heapRE = regexp.MustCompile(`^[1-9][0-9]*[MG]$`)
 )
 
@@ -139,27 +167,42 @@ var (
 func (c *config) validate() error {
 	var errs []string
 	if !nameRE.MatchString(c.name) {
-		errs = append(errs, fmt.Sprintf("name %q: want lower-case letters, digits and '-', starting with a letter, at most 31", c.name))
+		errs = append(errs, fmt.Sprintf("name %q: want lower-case letters, digits, '-' and '.', starting with a letter, at most 31", c.name))
 	}
 	if c.nodes < 1 || c.nodes > MaxNodes {
 		errs = append(errs, fmt.Sprintf("nodes %d: want 1 to %d", c.nodes, MaxNodes))
 	}
 	if v, err := LookupVersion(c.version); err != nil {
 		errs = append(errs, err.Error())
-	} else if c.paxos != "v1" && c.paxos != "v2" {
-		errs = append(errs, fmt.Sprintf("paxos %q: want v1 or v2", c.paxos))
+	} else if !knownPaxos(c.paxos) {
+		errs = append(errs, fmt.Sprintf("paxos %q: want one of %s", c.paxos, strings.Join(allPaxos(), ", ")))
 	} else if !v.takesPaxos(c.paxos) {
-		errs = append(errs, fmt.Sprintf("paxos %s: Cassandra %s has only %s", c.paxos, v.Name, strings.Join(v.Paxos, ", ")))
+		errs = append(errs, fmt.Sprintf("paxos %s: Cassandra %s has only %s", c.paxos, v.Name, strings.Join(v.PaxosVariants(), ", ")))
 	}
 	if c.commitlogSync != "periodic" && c.commitlogSync != "batch" {
 		errs = append(errs, fmt.Sprintf("commitlog sync %q: want periodic or batch", c.commitlogSync))
+	}
+	if c.spares < 0 || c.spares > MaxSpares {
+		errs = append(errs, fmt.Sprintf("spares %d: want 0 to %d", c.spares, MaxSpares))
+	} else if c.spares > 0 && c.dcCount() > 1 {
+		errs = append(errs, "spares and data centres: not together (a spare joins the one ring of a single data centre)")
+	}
+	if c.skipRepair && c.paxos != "v2" {
+		errs = append(errs, "skip Paxos repair on topology change: a Paxos v2 setting (--paxos v2)")
 	}
 	if !heapRE.MatchString(c.heap) {
 		errs = append(errs, fmt.Sprintf("heap %q: want a size like 512M or 1G", c.heap))
 	} else if mb := heapMB(c.heap); mb < 256 || mb > 8192 {
 		errs = append(errs, fmt.Sprintf("heap %q: want 256M to 8G", c.heap))
 	}
-	if c.rf < 0 || c.rf > c.nodes {
+	switch {
+	case c.dcs < 0 || c.dcs > MaxDCs:
+		errs = append(errs, fmt.Sprintf("data centres %d: want 1 to %d", c.dcs, MaxDCs))
+	case c.dcs > 1 && c.nodes < 2*c.dcs:
+		errs = append(errs, fmt.Sprintf("data centres %d with %d nodes: want at least 2 nodes in each (--nodes %d)", c.dcs, c.nodes, 2*c.dcs))
+	case c.dcs > 1 && (c.rf < 0 || c.rf > c.smallestDC()):
+		errs = append(errs, fmt.Sprintf("replication factor %d: want 1 to the nodes of the smallest data centre (%d)", c.rf, c.smallestDC()))
+	case c.dcs <= 1 && (c.rf < 0 || c.rf > c.nodes):
 		errs = append(errs, fmt.Sprintf("replication factor %d: want 1 to the number of nodes (%d)", c.rf, c.nodes))
 	}
 	if c.subnet != "" {
@@ -195,14 +238,55 @@ func (c *config) release() Version {
 	return v
 }
 
-// replicationFactor is the keyspace's factor: the option or, by default, one
-// replica on every node.
+// replicationFactor is the keyspace's factor (in each data centre): the
+// option or, by default, one replica on every node (of the smallest data
+// centre).
 func (c *config) replicationFactor() int {
-	if c.rf == 0 {
-		return c.nodes
+	switch {
+	case c.rf != 0:
+		return c.rf
+	case c.dcs > 1:
+		return c.smallestDC()
+	case c.spares > 0:
+		// A member must be able to leave (leave, remove) without the
+		// ring falling below the replication factor.
+		return max(c.nodes-1, 1)
 	}
-	return c.rf
+	return c.nodes
 }
+
+// dcCount is the number of data centres, at least 1.
+func (c *config) dcCount() int { return max(c.dcs, 1) }
+
+// dcOf is the data centre of node i (0-based): "dc1".."dcN", the nodes
+// split in order, a remainder going to the first data centres.
+func (c *config) dcOf(i int) string {
+	n, k := c.nodes, c.dcCount()
+	size, extra := n/k, n%k
+	for d := range k {
+		s := size
+		if d < extra {
+			s++
+		}
+		if i < s {
+			return fmt.Sprintf("dc%d", d+1)
+		}
+		i -= s
+	}
+	return fmt.Sprintf("dc%d", k)
+}
+
+// dcNames are the data centres, "dc1".."dcN".
+func (c *config) dcNames() []string {
+	out := make([]string, c.dcCount())
+	for d := range out {
+		out[d] = fmt.Sprintf("dc%d", d+1)
+	}
+	return out
+}
+
+// smallestDC is the node count of the smallest data centre (the last one).
+func (c *config) smallestDC() int { return c.nodes / c.dcCount() }
 
 // heapMB converts a validated heap size to MiB.
 func heapMB(s string) int {

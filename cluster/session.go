@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -41,6 +42,19 @@ func clusterConfig(log *slog.Logger, keyspace string, hosts ...string) *gocql.Cl
 func (c *Cluster) Session(ctx context.Context) (*gocql.Session, error) {
 	cfg := clusterConfig(c.log, c.keyspace, c.Hosts()...)
 	cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	return createSession(ctx, cfg)
+}
+
+// DCSession opens a session whose queries go to the nodes of data centre dc
+// (token aware within it; the driver's DC-aware policy tries the other data
+// centre's nodes only when none of dc's answers), as an application running
+// in dc connects. The caller closes it.
+func (c *Cluster) DCSession(ctx context.Context, dc string) (*gocql.Session, error) {
+	if !slices.Contains(c.DCs(), dc) {
+		return nil, fmt.Errorf("cluster %s has no data centre %q (it has %v)", c.cfg.name, dc, c.DCs())
+	}
+	cfg := clusterConfig(c.log, c.keyspace, c.Hosts()...)
+	cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(dc))
 	return createSession(ctx, cfg)
 }
 

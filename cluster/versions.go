@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -21,6 +22,14 @@ type Version struct {
 	// Paxos are the paxos_variant values the release takes (4.0 has no
 	// such setting: its Paxos is v1).
 	Paxos []string
+	// Unsafe are the variants that switch off the fix of CASSANDRA-12126
+	// (SERIAL reads and rejected conditional writes linearizable when a
+	// round was accepted by a minority and not committed): the register
+	// workload's known-unsafe controls. Each maps to the JVM flag it needs,
+	// "" when paxos_variant alone sets it (4.1 and later). 4.0 has no
+	// paxos_variant: its switch is a system property, which covers SERIAL
+	// reads only, so its name here says so.
+	Unsafe map[string]string
 	// LegacyYAML: the release reads only the old cassandra.yaml names
 	// (commitlog_sync_period_in_ms, ...). 4.1 reads both.
 	LegacyYAML bool
@@ -32,11 +41,24 @@ type Version struct {
 // versions lists every release line lockcheck builds nodes for, newest
 // last; DefaultVersion names the one a cluster runs without WithVersion.
 var versions = []Version{
-	{Name: "4.0", Cassandra: "4.0.19", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1"}, LegacyYAML: true},
-	{Name: "4.1", Cassandra: "4.1.10", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1", "v2"}},
-	{Name: "5.0", Cassandra: "5.0.9", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}},
-	{Name: "6.0-alpha", Cassandra: "6.0-alpha2", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Experimental: true},
+	{Name: "4.0", Cassandra: "4.0.19", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1"}, LegacyYAML: true,
+		Unsafe: map[string]string{PaxosV1UnsafeReads: "-Dcassandra.unsafe.disable-serial-reads-linearizability=true"}},
+	{Name: "4.1", Cassandra: "4.1.10", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants},
+	{Name: "5.0", Cassandra: "5.0.9", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants},
+	{Name: "6.0-alpha", Cassandra: "6.0-alpha2", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants, Experimental: true},
 }
+
+// The variants that switch off CASSANDRA-12126's fix, as Config.PaxosVariant
+// names them in the 4.1, 5.0 and 6.0-alpha2 jars; PaxosV1UnsafeReads is
+// lockcheck's name for 4.0's -Dcassandra.unsafe.disable-serial-reads-linearizability.
+const (
+	PaxosV1Unsafe      = "v1_without_linearizable_reads_or_rejected_writes"
+	PaxosV2UnsafeReads = "v2_without_linearizable_reads"
+	PaxosV2Unsafe      = "v2_without_linearizable_reads_or_rejected_writes"
+	PaxosV1UnsafeReads = "v1_without_linearizable_reads"
+)
+
+var unsafeVariants = map[string]string{PaxosV1Unsafe: "", PaxosV2UnsafeReads: "", PaxosV2Unsafe: ""}
 
 // DefaultVersion is the release line of a cluster started without
 // WithVersion.
@@ -62,8 +84,55 @@ func LookupVersion(name string) (Version, error) {
 	return Version{}, fmt.Errorf("version %q: want one of %s", name, strings.Join(Versions(), ", "))
 }
 
-// takesPaxos says whether the release has that paxos_variant.
-func (v Version) takesPaxos(variant string) bool { return slices.Contains(v.Paxos, variant) }
+// takesPaxos says whether the release has that paxos_variant (or, on 4.0,
+// the unsafe switch lockcheck names as one).
+func (v Version) takesPaxos(variant string) bool {
+	_, unsafe := v.Unsafe[variant]
+	return slices.Contains(v.Paxos, variant) || unsafe
+}
+
+// PaxosVariants are every variant the release takes, the safe ones first.
+func (v Version) PaxosVariants() []string {
+	out := slices.Clone(v.Paxos)
+	unsafe := slices.Sorted(maps.Keys(v.Unsafe))
+	return append(out, unsafe...)
+}
+
+// UnsafePaxos says whether variant switches off CASSANDRA-12126's fix.
+func UnsafePaxos(variant string) bool {
+	for _, v := range versions {
+		if _, ok := v.Unsafe[variant]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// knownPaxos says whether any release takes variant.
+func knownPaxos(variant string) bool {
+	for _, v := range versions {
+		if v.takesPaxos(variant) {
+			return true
+		}
+	}
+	return false
+}
+
+// allPaxos are the variants of every release, safe ones first.
+func allPaxos() []string {
+	var out []string
+	for _, v := range versions {
+		for _, p := range v.PaxosVariants() {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// jvmFlag is the system property the variant needs on this release, if any.
+func (v Version) jvmFlag(variant string) string { return v.Unsafe[variant] }
 
 // rootfsSpec identifies the debootstrapped root filesystem of the version's
 // image: a change to it makes a new base image.

@@ -162,6 +162,7 @@ const (
 	seenLease
 	seenNode
 	seenError
+	seenKey
 	seenRequired = seenIndex | seenTime | seenProcess | seenType | seenF
 )
 
@@ -204,7 +205,7 @@ func parseFast(b []byte, in interner) (Op, bool) {
 			default:
 				op.LeaseMS, bit = n, seenLease
 			}
-		case "type", "f", "lock", "node", "error":
+		case "type", "f", "lock", "key", "node", "error":
 			s, j, ok := fastString(b, i)
 			if !ok {
 				return op, false
@@ -217,6 +218,8 @@ func parseFast(b []byte, in interner) (Op, bool) {
 				op.F, bit = in.get(s), seenF
 			case "lock":
 				op.Lock, bit = in.get(s), seenLock
+			case "key":
+				op.Key, bit = in.get(s), seenKey
 			case "node":
 				op.Node, bit = in.get(s), seenNode
 			default:

@@ -183,6 +183,11 @@ const (
 	KindRackPowerLoss  = "rack-power-loss"
 	KindCoordPartition = "coord-partition"
 	KindCoordClock     = "coord-clock"
+	KindDCPartition    = "dc-partition"
+	KindJoin           = "join"
+	KindLeave          = "leave"
+	KindReplace        = "replace"
+	KindRemove         = "remove"
 )
 
 // Grudge maps a node's name to the names of the nodes it drops packets
@@ -198,6 +203,18 @@ type PartitionStart struct {
 // PartitionStop is the value of a stop-partition line.
 type PartitionStop struct {
 	Kind string `json:"kind" doc:"as at the start"`
+}
+
+// DCPartitionStart is the value of a start-dc-partition line.
+type DCPartitionStart struct {
+	DCs    map[string][]string `json:"dcs" doc:"the two data centres cut apart, each with its nodes"`
+	Grudge Grudge              `json:"grudge" doc:"per node, the nodes it drops packets from"`
+	Mode   string              `json:"mode" doc:"both (each side drops the other) or one-way (only the side whose nodes have a grudge drops)"`
+}
+
+// DCPartitionStop is the value of a stop-dc-partition line.
+type DCPartitionStop struct {
+	Mode string `json:"mode" doc:"as at the start"`
 }
 
 // LossStart is the value of a start-loss line.
@@ -303,6 +320,24 @@ type CoordClockStart struct {
 // CoordClockStop is the value of a stop-coord-clock line.
 type CoordClockStop struct {
 	Node string `json:"node" doc:"as at the start"`
+}
+
+// MemberStart is the value of the start line of a membership kind (join,
+// leave, replace, remove).
+type MemberStart struct {
+	How  string            `json:"how" doc:"what the window does: bootstrap then decommission (join), decommission then bootstrap (leave), kill then bootstrap in its own place (replace), kill, removenode then bootstrap (remove)"`
+	Node string            `json:"node" doc:"the node that joins, leaves, is replaced or removed"`
+	Ring map[string]string `json:"ring" doc:"the ring before: node -> state (UN, DN, UJ joining, UL leaving); a node out of the ring is absent"`
+}
+
+// MemberStop is the value of the stop line of a membership kind.
+type MemberStop struct {
+	Error      string            `json:"error,omitempty" doc:"why a movement did not complete (the heal brings the ring back)"`
+	Moved      map[string]string `json:"moved" doc:"the ring when the first movement's streaming was done"`
+	MS         int64             `json:"ms" doc:"from the start until the node was back where it started"`
+	Node       string            `json:"node" doc:"as at the start"`
+	Ring       map[string]string `json:"ring" doc:"the ring after: as before when the window ends"`
+	StreamedMS int64             `json:"streamed_ms" doc:"from the start until the first movement's streaming was done (joined: UN; left: out of the ring)"`
 }
 
 // Injected is what a run asked of the nemesis and what it dealt: a kind

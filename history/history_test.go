@@ -156,6 +156,16 @@ func TestReaderRules(t *testing.T) {
 		{name: "reuse after info", in: line(0, 0, 0, "invoke", "acquire", "a", "") + line(1, 0, 0, "info", "acquire", "a", "") + line(2, 0, 0, "invoke", "acquire", "a", ""), wantErr: "after an info", line: 3},
 		{name: "process below -1", in: line(0, 0, -2, "invoke", "acquire", "a", ""), wantErr: "process -2", line: 1},
 		{name: "lock op without lock", in: line(0, 0, 0, "invoke", "acquire", "", ""), wantErr: "without a lock", line: 1},
+		{name: "register ops", in: line(0, 0, 0, "invoke", "reg-cas", "", `,"key":"k","value":{"expect":1,"new":2}`) +
+			line(1, 1, 0, "fail", "reg-cas", "", `,"key":"k","value":{"expect":1,"new":2,"seen":null}`) +
+			line(2, 2, 1, "invoke", "reg-read", "", `,"key":"k"`) + line(3, 3, 1, "ok", "reg-read", "", `,"value":{"seen":3}`), ops: 4},
+		{name: "register op without key", in: line(0, 0, 0, "invoke", "reg-read", "", ""), wantErr: "reg-read invoke without a key", line: 1},
+		{name: "insert without a value", in: line(0, 0, 0, "invoke", "reg-insert", "", `,"key":"k","value":{"new":null}`), wantErr: "without a new value", line: 1},
+		{name: "cas without expect", in: line(0, 0, 0, "invoke", "reg-cas", "", `,"key":"k","value":{"new":1}`), wantErr: "without the expected value", line: 1},
+		{name: "read ok without seen", in: line(0, 0, 0, "invoke", "reg-read", "", `,"key":"k"`) + line(1, 0, 0, "ok", "reg-read", "", ""), wantErr: `ok without "seen"`, line: 2},
+		{name: "applied cas with seen", in: line(0, 0, 0, "invoke", "reg-cas", "", `,"key":"k","value":{"expect":1,"new":2}`) + line(1, 0, 0, "ok", "reg-cas", "", `,"value":{"seen":1}`), wantErr: "an applied write reports none", line: 2},
+		{name: "register value not an object", in: line(0, 0, 0, "invoke", "reg-insert", "", `,"key":"k","value":3`), wantErr: "not an object", line: 1},
+		{name: "completion on another key", in: line(0, 0, 0, "invoke", "reg-read", "", `,"key":"k"`) + line(1, 0, 0, "ok", "reg-read", "", `,"key":"j","value":{"seen":1}`), wantErr: `on key "j" completes an invoke on key "k"`, line: 2},
 		{name: "add without element", in: line(0, 0, 0, "invoke", "add", "a", ""), wantErr: "add invoke without a value", line: 1},
 		{name: "missing f", in: `{"index":0,"time":0,"process":0,"type":"invoke"}` + "\n", wantErr: `missing "f"`, line: 1},
 		{name: "missing index", in: `{"time":0,"process":0,"type":"invoke","f":"x"}` + "\n", wantErr: `missing "index"`, line: 1},

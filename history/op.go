@@ -45,6 +45,39 @@ const (
 	FPhases = "phases"
 )
 
+// Register operations (the register workload: a linearizability check of
+// Cassandra's LWT itself). Each names its register by Key; values are
+// JSON objects of RegValue's fields, values of the register any JSON but
+// null (null is "no row").
+const (
+	// FRegRead reads the register at SERIAL: ok value {"seen": V}, V null
+	// when the key has no row.
+	FRegRead = "reg-read"
+	// FRegInsert is INSERT ... IF NOT EXISTS: invoke {"new": V}; ok: it
+	// applied; fail with "seen": not applied, the row held that value;
+	// info: unknown.
+	FRegInsert = "reg-insert"
+	// FRegCAS is UPDATE ... SET value = new IF value = expect: invoke
+	// {"expect": E, "new": V}; ok: applied; fail with "seen": not applied,
+	// the row held that value (null: no row); info: unknown.
+	FRegCAS = "reg-cas"
+)
+
+// IsRegisterF says whether f is a register operation.
+func IsRegisterF(f string) bool { return f == FRegRead || f == FRegInsert || f == FRegCAS }
+
+// RegValue is the value of a register operation's lines. Seen is present
+// on an ok read and on a fail that reports what the row held; JSON null
+// there means no row.
+type RegValue struct {
+	Expect json.RawMessage `json:"expect,omitempty"`
+	New    json.RawMessage `json:"new,omitempty"`
+	Seen   json.RawMessage `json:"seen,omitempty"`
+}
+
+// NoRow is RegValue.Seen of a key without a row.
+var NoRow = json.RawMessage("null")
+
 // Op is one line of a history.
 type Op struct {
 	Index   int64           `json:"index"`
@@ -53,6 +86,7 @@ type Op struct {
 	Type    Type            `json:"type"`
 	F       string          `json:"f"`
 	Lock    string          `json:"lock,omitempty"`
+	Key     string          `json:"key,omitempty"` // a register operation's register
 	Value   json.RawMessage `json:"value,omitempty"`
 	LeaseMS int64           `json:"lease_ms,omitempty"`
 	Node    string          `json:"node,omitempty"`

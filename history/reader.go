@@ -164,6 +164,7 @@ type wireOp struct {
 	Type    *Type           `json:"type"`
 	F       *string         `json:"f"`
 	Lock    string          `json:"lock"`
+	Key     string          `json:"key"`
 	Value   json.RawMessage `json:"value"`
 	LeaseMS int64           `json:"lease_ms"`
 	Node    string          `json:"node"`
@@ -189,7 +190,7 @@ func parseOp(line []byte) (Op, error) {
 	}
 	op := Op{
 		Index: *w.Index, Time: *w.Time, Process: *w.Process, Type: *w.Type, F: *w.F,
-		Lock: w.Lock, LeaseMS: w.LeaseMS, Node: w.Node, Error: w.Error,
+		Lock: w.Lock, Key: w.Key, LeaseMS: w.LeaseMS, Node: w.Node, Error: w.Error,
 	}
 	if len(w.Value) > 0 && !bytes.Equal(w.Value, []byte("null")) {
 		op.Value = append(json.RawMessage(nil), w.Value...)
@@ -257,6 +258,11 @@ func (r *validator) validate(op Op) error {
 		// A completion may omit the lock: it is its invocation's.
 		return r.fail("%s %s without a lock", op.F, op.Type)
 	}
+	if IsRegisterF(op.F) {
+		if err := validReg(op); err != "" {
+			return r.fail("%s", err)
+		}
+	}
 	ps := r.procs[op.Process]
 	if ps == nil {
 		ps = &procState{}
@@ -283,6 +289,10 @@ func (r *validator) validate(op Op) error {
 	if op.F != ps.invoke.F {
 		return r.fail("%s %s completes process %d's %s invoked at line %d (f differs)",
 			op.F, op.Type, op.Process, ps.invoke.F, ps.line)
+	}
+	if op.Key != "" && op.Key != ps.invoke.Key {
+		return r.fail("%s %s on key %q completes an invoke on key %q (line %d)",
+			op.F, op.Type, op.Key, ps.invoke.Key, ps.line)
 	}
 	if op.Lock != "" && op.Lock != ps.invoke.Lock {
 		return r.fail("%s %s on lock %q completes an invoke on lock %q (line %d)",
@@ -391,4 +401,29 @@ func Stream(rd io.Reader, emit func(Op) error) (truncated bool, err error) {
 			return false, err
 		}
 	}
+}
+
+// validReg tells what breaks the register rules in op, "" when nothing.
+func validReg(op Op) string {
+	if op.Type == Invoke && op.Key == "" {
+		return fmt.Sprintf("%s invoke without a key", op.F)
+	}
+	var v RegValue
+	if len(op.Value) > 0 {
+		if err := json.Unmarshal(op.Value, &v); err != nil {
+			return fmt.Sprintf("%s %s: value is not an object of expect, new, seen: %v", op.F, op.Type, err)
+		}
+	}
+	null := func(b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(b), NoRow) }
+	switch {
+	case op.Type == Invoke && op.F != FRegRead && (len(v.New) == 0 || null(v.New)):
+		return fmt.Sprintf("%s invoke without a new value (null is no row: not a value)", op.F)
+	case op.Type == Invoke && op.F == FRegCAS && (len(v.Expect) == 0 || null(v.Expect)):
+		return fmt.Sprintf("%s invoke without the expected value", op.F)
+	case op.Type == OK && op.F == FRegRead && len(v.Seen) == 0:
+		return fmt.Sprintf("%s ok without \"seen\" (null: no row)", op.F)
+	case op.Type == OK && op.F != FRegRead && len(v.Seen) > 0:
+		return fmt.Sprintf("%s ok with \"seen\": an applied write reports none", op.F)
+	}
+	return ""
 }

@@ -78,13 +78,25 @@ func newLease(s *gocql.Session, fenced bool, table string, opts []Option) (*Leas
 	return &Lease{s: s, cfg: c, fenced: fenced, fences: map[string]int64{}, table: qt}, nil
 }
 
+// lwt is workload.LWT with the lease's consistency levels set after it
+// (LWT sets QUORUM and SERIAL): the commit's (WithConsistency) and
+// LOCAL_SERIAL/LOCAL_QUORUM under recipe.WithDCLocal.
+func (l *Lease) lwt(q *gocql.Query) *gocql.Query {
+	return workload.LWT(q).Consistency(l.cfg.commit()).SerialConsistency(l.cfg.Serial())
+}
+
+// lwtBatch is lwt for the fenced grant's conditional batch.
+func (l *Lease) lwtBatch(b *gocql.Batch) *gocql.Batch {
+	return workload.LWTBatch(b).Consistency(l.cfg.commit()).SerialConsistency(l.cfg.Serial())
+}
+
 // Recipes are the variants of this package, for `lockcheck run --lock NAME`.
 var Recipes = []recipe.Entry{
-	{Name: "lease", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema,
+	{Name: "lease", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema, DCLocal: true,
 		Does:  "seed 000: `INSERT ... IF NOT EXISTS USING TTL`, renew `UPDATE ... IF owner=?`, release `DELETE ... IF owner=?`, holder read at SERIAL with `writetime(owner)`",
 		Fails: "a holder that stalls past its TTL keeps writing after another took the lease; node clock skew ends a lease early",
 	},
-	{Name: "lease-fenced", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema,
+	{Name: "lease-fenced", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema, DCLocal: true,
 		Does:  "the same plus a `fence` column without TTL bumped in the same Paxos round (conditional batch); grants carry the token",
 		Fails: "holds may overlap; the resource refuses the stale holder",
 	},
@@ -103,7 +115,7 @@ var Recipes = []recipe.Entry{
 	// The control of the fenced promise: lease-fenced's grants and tokens,
 	// but a resource that accepts any token. A stale holder's write lands;
 	// the checker must judge it invalid, as racy proves the mutex checks.
-	{Name: "lease-fenced-broken", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema,
+	{Name: "lease-fenced-broken", Promise: history.PromiseFenced, New: recipe.Constructor(NewFenced), Schema: CreateSchema, DCLocal: true,
 		Resource: []workload.ResourceOption{workload.AcceptAnyToken()},
 		Does:     "the fenced promise's control: `lease-fenced`'s grants and tokens over a resource that accepts any token (`workload.AcceptAnyToken`, the entry's `Resource` option)",
 		Fails:    "a stale holder's write lands (under client-pause); a checker that passes it cannot judge fencing",
@@ -189,7 +201,7 @@ func (l *Lease) Acquire(ctx context.Context, name, owner string) (workload.Grant
 // heldByOther reads the holder at QUORUM; a failed read says no (try the LWT).
 func (l *Lease) heldByOther(ctx context.Context, name, owner string) bool {
 	var h *string
-	err := l.s.Query(`SELECT owner FROM `+l.table+` WHERE name = ?`, name).Consistency(gocql.Quorum).ScanContext(ctx, &h)
+	err := l.s.Query(`SELECT owner FROM `+l.table+` WHERE name = ?`, name).Consistency(l.cfg.Quorum()).ScanContext(ctx, &h)
 	return err == nil && h != nil && *h != "" && *h != owner
 }
 
@@ -264,8 +276,8 @@ func acquireMiss(name string, err error) error {
 // tryPlain returns a grant with Owner set when applied, else the current row.
 func (l *Lease) tryPlain(ctx context.Context, name, owner string, ttl time.Duration) (workload.Grant, map[string]any, error) {
 	cur := map[string]any{}
-	applied, err := workload.LWT(l.s.Query(`INSERT INTO `+l.table+` (name, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?`,
-		name, owner, ttlSeconds(ttl)).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	applied, err := l.lwt(l.s.Query(`INSERT INTO `+l.table+` (name, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?`,
+		name, owner, ttlSeconds(ttl))).MapScanCASContext(ctx, cur)
 	if err != nil {
 		return workload.Grant{}, nil, fmt.Errorf("acquire %q: %w", name, workload.ClassifyLWT(err))
 	}
@@ -281,8 +293,7 @@ func (l *Lease) tryFenced(ctx context.Context, name, owner string, ttl time.Dura
 	l.mu.Unlock()
 	cur := map[string]any{}
 	if !known {
-		applied, err := workload.LWT(l.s.Query(`INSERT INTO `+l.table+` (name, fence) VALUES (?, 0) IF NOT EXISTS`, name).
-			Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+		applied, err := l.lwt(l.s.Query(`INSERT INTO `+l.table+` (name, fence) VALUES (?, 0) IF NOT EXISTS`, name)).MapScanCASContext(ctx, cur)
 		if err != nil {
 			// Creating the row grants nothing, so even an unknown outcome
 			// of it leaves the lock certainly not acquired.
@@ -303,7 +314,7 @@ func (l *Lease) tryFenced(ctx context.Context, name, owner string, ttl time.Dura
 			Query(`UPDATE `+l.table+` USING TTL ? SET owner = ? WHERE name = ? IF owner = null AND fence = ?`,
 				ttlSeconds(ttl), owner, name, fence).
 			Query(`UPDATE `+l.table+` SET fence = ? WHERE name = ?`, fence+1, name)
-		applied, iter, err := workload.LWTBatch(b).Consistency(l.cfg.consistency).MapExecCASContext(ctx, cur)
+		applied, iter, err := l.lwtBatch(b).MapExecCASContext(ctx, cur)
 		if iter != nil {
 			iter.Close()
 		}
@@ -357,8 +368,7 @@ func (l *Lease) renew(ctx context.Context, g workload.Grant, ttl time.Duration, 
 		args = append(args, g.Token)
 	}
 	cur := map[string]any{}
-	applied, err := workload.LWT(l.s.Query(`UPDATE `+l.table+` USING TTL ? `+set+cond, args...).
-		Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	applied, err := l.lwt(l.s.Query(`UPDATE `+l.table+` USING TTL ? `+set+cond, args...)).MapScanCASContext(ctx, cur)
 	if err != nil {
 		return g, fmt.Errorf("renew %q: %w", g.Lock, workload.ClassifyLWT(err))
 	}
@@ -382,7 +392,7 @@ func (l *Lease) Release(ctx context.Context, g workload.Grant) error {
 		args = append(args, g.Token)
 	}
 	cur := map[string]any{}
-	applied, err := workload.LWT(l.s.Query(q, args...).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	applied, err := l.lwt(l.s.Query(q, args...)).MapScanCASContext(ctx, cur)
 	if err != nil {
 		return fmt.Errorf("release %q: %w", g.Lock, workload.ClassifyLWT(err))
 	}
@@ -401,7 +411,7 @@ func (l *Lease) ReleaseOwner(ctx context.Context, name, owner string) error {
 		q = `DELETE owner FROM ` + l.table + ` WHERE name = ? IF owner = ?`
 	}
 	cur := map[string]any{}
-	applied, err := workload.LWT(l.s.Query(q, name, owner).Consistency(l.cfg.consistency)).MapScanCASContext(ctx, cur)
+	applied, err := l.lwt(l.s.Query(q, name, owner)).MapScanCASContext(ctx, cur)
 	if err != nil {
 		return fmt.Errorf("release %q: %w", name, workload.ClassifyLWT(err))
 	}
@@ -451,7 +461,7 @@ func (l *Lease) Holder(ctx context.Context, name string) (Holder, error) {
 		dest = append(dest, &fence)
 	}
 	err := l.s.Query(`SELECT `+cols+` FROM `+l.table+` WHERE name = ?`, name).
-		Consistency(gocql.Serial).ScanContext(ctx, dest...)
+		Consistency(l.cfg.Serial()).ScanContext(ctx, dest...)
 	h := Holder{Lock: name}
 	if errors.Is(err, gocql.ErrNotFound) {
 		return h, nil

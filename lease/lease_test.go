@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/workload"
 )
@@ -134,5 +136,34 @@ func TestAcquireMissAfterRenew(t *testing.T) {
 				t.Fatalf("acquireMiss = %v, want holder %q", err, tt.wantHolder)
 			}
 		})
+	}
+}
+
+// The LWTs' consistency levels are the lease's, set after workload.LWT's
+// defaults: SERIAL and QUORUM, LOCAL_SERIAL and LOCAL_QUORUM with
+// recipe.WithDCLocal, a commit level of WithConsistency kept as given.
+func TestLWTConsistency(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		opts           []Option
+		serial, commit gocql.Consistency
+	}{
+		{"default", nil, gocql.Serial, gocql.Quorum},
+		{"dc-local", []Option{recipe.WithDCLocal(true)}, gocql.LocalSerial, gocql.LocalQuorum},
+		{"dc-local, commit ALL", []Option{recipe.WithDCLocal(true), WithConsistency(gocql.All)}, gocql.LocalSerial, gocql.All},
+		{"commit ONE", []Option{WithConsistency(gocql.One)}, gocql.Serial, gocql.One},
+	} {
+		l, err := NewFenced(nil, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := l.lwt(new(gocql.Query))
+		serial, _ := q.GetSerialConsistency()
+		if serial != tc.serial || q.GetConsistency() != tc.commit {
+			t.Errorf("%s: serial %v commit %v, want %v %v", tc.name, serial, q.GetConsistency(), tc.serial, tc.commit)
+		}
+		if l.cfg.Quorum() != map[bool]gocql.Consistency{false: gocql.Quorum, true: gocql.LocalQuorum}[tc.serial == gocql.LocalSerial] {
+			t.Errorf("%s: reads at %v", tc.name, l.cfg.Quorum())
+		}
 	}
 }

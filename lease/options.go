@@ -38,8 +38,9 @@ func WithTable(t string) Option { return recipe.Own(func(c *config) { c.table = 
 // up to 1 s before its nominal TTL even on a cluster without clock skew.
 func WithMargin(d time.Duration) Option { return recipe.Own(func(c *config) { c.margin = d }) }
 
-// WithConsistency sets the commit consistency of the LWTs (default QUORUM);
-// conditions are always read at SERIAL.
+// WithConsistency sets the commit consistency of the LWTs (default QUORUM,
+// LOCAL_QUORUM with recipe.WithDCLocal); conditions are read at SERIAL
+// (LOCAL_SERIAL with recipe.WithDCLocal).
 func WithConsistency(cl gocql.Consistency) Option {
 	return recipe.Own(func(c *config) { c.consistency = cl })
 }
@@ -64,6 +65,15 @@ func newConfig(defaultTable string, opts []Option) (config, string, error) {
 		return c, "", fmt.Errorf("lease: %w", err)
 	}
 	return c, table, nil
+}
+
+// commit is the LWTs' commit consistency: the option, with QUORUM made
+// LOCAL_QUORUM by recipe.WithDCLocal.
+func (c config) commit() gocql.Consistency {
+	if c.consistency == gocql.Quorum {
+		return c.Quorum()
+	}
+	return c.consistency
 }
 
 // ttlSeconds is a CQL TTL: whole seconds, rounded up, at least 1.

@@ -58,6 +58,10 @@ type Kind struct {
 	// stop lines carry, of package history's fault value types (the fault
 	// reference shows them and lists their fields).
 	StartValue, StopValue any
+	// Check, when set, is what the kind needs of the nodes as a whole
+	// beyond each one's capabilities (dc-partition: two data centres): its
+	// error is the refusal's reason, one line, before the run.
+	Check func(e *Env) error
 	// New makes the kind's injector for one nemesis (it keeps the state
 	// its heal needs).
 	New func() Injector
@@ -95,6 +99,11 @@ var table = []*Kind{
 	&rackPowerLossKind,
 	&coordPartitionKind,
 	&coordClockKind,
+	&dcPartitionKind,
+	&joinKind,
+	&leaveKind,
+	&replaceKind,
+	&removeKind,
 }
 
 // Table is every fault kind's descriptor, in table order (a copy: the
@@ -149,7 +158,9 @@ func All() []string {
 	return out
 }
 
-func (k *Kind) inAll() bool { return !k.Pins && len(missing(k.Needs, Baseline)) == 0 }
+func (k *Kind) inAll() bool {
+	return !k.Pins && k.Check == nil && len(missing(k.Needs, Baseline)) == 0
+}
 
 // Aimed says whether the kind of that name is aimed by the clients'
 // coordinators (it needs `run --pin-clients`).
@@ -189,9 +200,18 @@ func (k *Kind) check(e *Env) error {
 	if k.Scope != ScopeNode {
 		return nil
 	}
+	if k.Check != nil {
+		if err := k.Check(e); err != nil {
+			return fmt.Errorf("nemesis: %s: %w", k.Name, err)
+		}
+	}
 	var errs []error
 	for _, t := range e.Targets {
-		for _, c := range missing(k.Needs, t.Node.Capabilities()) {
+		var caps []Capability // a target without a node can do nothing
+		if t.Node != nil {
+			caps = t.Node.Capabilities()
+		}
+		for _, c := range missing(k.Needs, caps) {
 			errs = append(errs, refusal(k.Name, t.Name, c))
 		}
 	}

@@ -41,7 +41,10 @@ type Node interface {
 // Target is a node with the name and address the nemesis needs.
 type Target struct {
 	Name, IP string
-	Node     Node
+	// DC is the node's data centre when the backend knows it ("": unknown;
+	// dc-partition needs two).
+	DC   string
+	Node Node
 }
 
 // Clients is what the nemesis does to the workload's clients
@@ -96,6 +99,9 @@ type Env struct {
 	// query of a client goes to one node (`run --pin-clients`); the aimed
 	// kinds (coord-partition, coord-clock) need them.
 	Pins map[int]string
+	// Spares are the nodes outside the ring at the start, which join
+	// bootstraps (a cluster of `cluster up --spares`).
+	Spares []Target
 	// LeaseTTL is the lease recipes' TTL: coord-clock skews a coordinator
 	// ahead by more than that, more than any lease has left.
 	LeaseTTL time.Duration
@@ -197,6 +203,9 @@ func WithPins(pins map[int]string) Option { return func(n *Nemesis) { n.env.Pins
 // more than it.
 func WithLeaseTTL(d time.Duration) Option { return func(n *Nemesis) { n.env.LeaseTTL = d } }
 
+// WithSpares gives the nemesis the cluster's spare nodes (join needs one).
+func WithSpares(ts []Target) Option { return func(n *Nemesis) { n.env.Spares = ts } }
+
 // WithSchedule deals s's steps (their kinds, times and parameters) instead
 // of drawing faults: a replay. The run's kinds are the schedule's.
 func WithSchedule(s Schedule) Option { return func(n *Nemesis) { n.schedule = &s } }
@@ -238,7 +247,8 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 		n.names = n.schedule.Kinds()
 		for i, st := range n.schedule.Steps {
 			for _, name := range st.Nodes {
-				if !slices.ContainsFunc(targets, func(t Target) bool { return t.Name == name }) {
+				has := func(t Target) bool { return t.Name == name }
+				if !slices.ContainsFunc(targets, has) && !slices.ContainsFunc(n.env.Spares, has) {
 					return nil, fmt.Errorf("nemesis: schedule step %d (%s) names node %s, which this cluster does not have", i+1, st.Kind, name)
 				}
 			}

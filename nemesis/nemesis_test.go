@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -32,6 +33,59 @@ type fakeNode struct {
 	lazy     bool
 	unsynced int64
 	lacks    []Capability // capabilities the node does not declare
+	// ring is the ring the node belongs to (membership kinds).
+	ring *fakeRing
+}
+
+// fakeRing is the membership of fake nodes: name -> state, and the
+// starting members.
+type fakeRing struct {
+	mu    sync.Mutex
+	state map[string]string
+	start map[string]string
+	moves []string // "join n4", "decommission n4", ...
+}
+
+func newFakeRing(members ...string) *fakeRing {
+	r := &fakeRing{state: map[string]string{}, start: map[string]string{}}
+	for _, m := range members {
+		r.state[m], r.start[m] = "UN", "UN"
+	}
+	return r
+}
+
+func (r *fakeRing) move(what, node string, in bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.moves = append(r.moves, what+" "+node)
+	if in {
+		r.state[node] = "UN"
+	} else {
+		delete(r.state, node)
+	}
+	return nil
+}
+
+func (f *fakeNode) Ring(context.Context) (map[string]string, error) {
+	f.ring.mu.Lock()
+	defer f.ring.mu.Unlock()
+	return maps.Clone(f.ring.state), nil
+}
+func (f *fakeNode) Join(context.Context) error { return f.ring.move("join", f.name, true) }
+func (f *fakeNode) Decommission(context.Context) error {
+	return f.ring.move("decommission", f.name, false)
+}
+func (f *fakeNode) Replace(context.Context) error { return f.ring.move("replace", f.name, true) }
+func (f *fakeNode) Remove(context.Context) error  { return f.ring.move("remove", f.name, false) }
+func (f *fakeNode) ResetMembership(context.Context) (bool, error) {
+	f.ring.mu.Lock()
+	defer f.ring.mu.Unlock()
+	if maps.Equal(f.ring.state, f.ring.start) {
+		return false, nil
+	}
+	f.ring.state = maps.Clone(f.ring.start)
+	f.ring.moves = append(f.ring.moves, "reset")
+	return true, nil
 }
 
 var errDead = errors.New("container not running")
@@ -141,6 +195,9 @@ func (f *fakeNode) Capabilities() []Capability {
 	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart}
 	if f.lazy {
 		caps = append(caps, CapPower)
+	}
+	if f.ring != nil {
+		caps = append(caps, CapMembership)
 	}
 	return slices.DeleteFunc(caps, func(c Capability) bool { return slices.Contains(f.lacks, c) })
 }
@@ -383,9 +440,15 @@ func TestPartitionGrudges(t *testing.T) {
 func schedule(t *testing.T, seed int64, kinds []string, d time.Duration, opts ...Option) ([]history.Op, []*fakeNode, *fakeClients) {
 	t.Helper()
 	ts, fs := fakeCluster(3)
+	ring := newFakeRing("n1", "n2", "n3")
+	for i := range ts { // two data centres, for dc-partition; a ring with a spare
+		ts[i].DC = []string{"dc1", "dc1", "dc2"}[i]
+		fs[i].ring = ring
+	}
+	spare := &fakeNode{name: "n4", ring: ring}
 	rec := &memRec{}
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
-	n, err := New(ts, rec, append([]Option{WithKinds(kinds...), WithSeed(seed), WithInterval(10 * time.Millisecond),
+	n, err := New(ts, rec, append([]Option{WithKinds(kinds...), WithSeed(seed), WithInterval(10 * time.Millisecond), WithSpares([]Target{{Name: "n4", IP: "10.0.0.5", Node: spare}}),
 		WithGateway("10.0.0.1"), WithClients(cl), WithClientPauseExtra(time.Millisecond), WithPins(testPins)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -454,7 +517,7 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 			t.Errorf("round %d of faults %v is not one of each kind", i/len(Kinds), order[i:i+len(Kinds)])
 		}
 		// The kinds that restart nodes close the round.
-		slow := []string{Kill, PowerLoss, RackPowerLoss}
+		slow := []string{Kill, PowerLoss, RackPowerLoss, Join, Leave, Replace, Remove}
 		dealt := order[i : i+len(Kinds)]
 		if first := slices.IndexFunc(dealt, func(k string) bool { return slices.Contains(slow, k) }); first >= 0 {
 			if slices.ContainsFunc(dealt[first:], func(k string) bool { return !slices.Contains(slow, k) }) {

@@ -31,11 +31,17 @@ func (r *timedRec) Append(op history.Op) (history.Op, error) {
 // runNemesis runs a nemesis over a fake cluster for d and returns its lines.
 func runNemesis(t *testing.T, d time.Duration, opts ...Option) []history.Op {
 	t.Helper()
-	ts, _ := fakeCluster(3)
+	ts, fs := fakeCluster(3)
+	ring := newFakeRing("n1", "n2", "n3")
+	for i := range ts { // two data centres and a ring with a spare, for every kind
+		ts[i].DC = []string{"dc1", "dc1", "dc2"}[i]
+		fs[i].ring = ring
+	}
+	spare := []Target{{Name: "n4", IP: "10.0.0.5", Node: &fakeNode{name: "n4", ring: ring}}}
 	rec := &timedRec{}
 	rec.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta}) // time 0: the run's start
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
-	n, err := New(ts, rec, append([]Option{WithInterval(10 * time.Millisecond), WithGateway("10.0.0.1"), WithClients(cl),
+	n, err := New(ts, rec, append([]Option{WithInterval(10 * time.Millisecond), WithGateway("10.0.0.1"), WithClients(cl), WithSpares(spare),
 		WithClientPauseExtra(time.Millisecond), WithPins(testPins)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

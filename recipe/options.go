@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -21,6 +23,28 @@ type Options struct {
 	TTL time.Duration
 	// MinPoll and MaxPoll bound the wait between attempts of a blocking Acquire.
 	MinPoll, MaxPoll time.Duration
+	// DCLocal keeps every statement in the client's own data centre: LWT
+	// conditions at LOCAL_SERIAL, commits, reads and writes at
+	// LOCAL_QUORUM (WithDCLocal; recipes whose Entry says DCLocal).
+	DCLocal bool
+}
+
+// Serial is the consistency of the recipe's LWT conditions and serial
+// reads: SERIAL, or LOCAL_SERIAL with WithDCLocal.
+func (o Options) Serial() gocql.Consistency {
+	if o.DCLocal {
+		return gocql.LocalSerial
+	}
+	return gocql.Serial
+}
+
+// Quorum is the consistency of the recipe's quorum reads, writes and LWT
+// commits: QUORUM, or LOCAL_QUORUM with WithDCLocal.
+func (o Options) Quorum() gocql.Consistency {
+	if o.DCLocal {
+		return gocql.LocalQuorum
+	}
+	return gocql.Quorum
 }
 
 // Defaults are the shared options before any Option: a recipe package
@@ -74,6 +98,14 @@ func WithTTL(d time.Duration) Option { return sharedOption(func(o *Options) { o.
 func WithPoll(minPoll, maxPoll time.Duration) Option {
 	return sharedOption(func(o *Options) { o.MinPoll, o.MaxPoll = minPoll, maxPoll })
 }
+
+// WithDCLocal runs the recipe in the client's own data centre: LOCAL_SERIAL
+// for its LWT conditions and LOCAL_QUORUM beside them, the settings a
+// multi-DC deployment picks for latency. LOCAL_SERIAL is linearizable only
+// within one data centre: two clients in two data centres each run a Paxos
+// round of their own replicas. Only recipes whose Entry says DCLocal take
+// it (the runner refuses the others).
+func WithDCLocal(on bool) Option { return sharedOption(func(o *Options) { o.DCLocal = on }) }
 
 // Configure applies opts over the defaults already in shared and own, then
 // checks the shared options. Constructors return its error: a bad keyspace

@@ -35,6 +35,10 @@ type Entry struct {
 	// Resource configures the lock-protected resource of the recipe's runs;
 	// a control recipe breaks it on purpose (workload.AcceptAnyToken).
 	Resource []workload.ResourceOption
+	// DCLocal says that the recipe honours WithDCLocal (LOCAL_SERIAL and
+	// LOCAL_QUORUM instead of SERIAL and QUORUM): the runner refuses
+	// `--dc-local` for a recipe that would ignore it.
+	DCLocal bool
 	// NewResource, when set, is the protected resource of the recipe's
 	// runs instead of lockcheck's resource table: a lock whose fencing
 	// lives in the data (a workload.FencedWriter) writes the resource

@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -106,8 +107,49 @@ var causeRules = []causeRule{
 				"consistency level (ONE) through it was not seen by a read through them (during the cut, and after it until "+
 				"hints or a repair delivered it), so both sides took the lock", v.Node, clientList(v.Clients), strings.Join(others, ", ")), true
 		}},
+	// A grant one side made during the cut reaches the other side's
+	// replicas only after it (hints, repair): lasting. Only the anomalies
+	// of two grants: a stale write or a lost add is also what a write
+	// slowed by the cut past its lease shows, at any consistency.
+	{fault: history.KindDCPartition, lasting: true, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindDuplicate, checker.KindTokenOrder},
+		explain: func(w faultView, a checker.Anomaly) (string, bool) {
+			v, ok := decode[history.DCPartitionStart](w.Value)
+			if !ok || len(v.DCs) < 2 {
+				return "", false
+			}
+			var sides []string
+			for _, dc := range slices.Sorted(maps.Keys(v.DCs)) {
+				sides = append(sides, fmt.Sprintf("%s (%s)", dc, strings.Join(v.DCs[dc], ", ")))
+			}
+			how := "both ways"
+			if v.Mode == "one-way" {
+				how = "one way"
+			}
+			return fmt.Sprintf("data centres %s were cut apart (dc-partition, %s): an LWT at LOCAL_SERIAL runs its Paxos round "+
+				"among its own data centre's replicas only, so a client in each data centre was granted the lock without "+
+				"seeing the other's grant (SERIAL would have needed replicas across the cut)", strings.Join(sides, " and "), how), true
+		}},
+	{fault: history.KindJoin, anomalies: movementAnomalies, explain: explainMovement},
+	{fault: history.KindLeave, anomalies: movementAnomalies, explain: explainMovement},
+	{fault: history.KindReplace, anomalies: movementAnomalies, explain: explainMovement},
+	{fault: history.KindRemove, anomalies: movementAnomalies, explain: explainMovement},
 	{fault: history.KindPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
 	{fault: history.KindRackPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
+}
+
+// movementAnomalies are what a lost Paxos state shows as: two grants.
+var movementAnomalies = []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindDuplicate, checker.KindTokenOrder}
+
+// explainMovement names the range movement of a membership window.
+func explainMovement(w faultView, a checker.Anomaly) (string, bool) {
+	v, ok := decode[history.MemberStart](w.Value)
+	if !ok || v.Node == "" {
+		return "", false
+	}
+	return fmt.Sprintf("ranges moved while the lock was taken: %s (%s, %s): a replica set that changes under an LWT can "+
+		"miss a proposal accepted by the replicas it no longer holds (CEP-14: LWTs have never guaranteed linearizability "+
+		"across range movements; Paxos v2 repairs Paxos state on topology changes unless skip_paxos_repair_on_topology_change)",
+		v.Node, w.Kind, v.How), true
 }
 
 // powerAnomalies are what forgotten acknowledged writes show as: a lock row

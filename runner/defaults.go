@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -68,11 +69,19 @@ func (t *Test) fillDefaults() {
 func (t Test) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if t.Recipe.Setup == nil {
+	register := t.Workload == workload.ShapeRegister
+	if t.Recipe.Setup == nil && !register {
 		bad("no lock recipe")
 	}
-	if !slices.Contains(workload.Shapes, t.Workload) {
-		bad("workload must be one of %v, got %q", workload.Shapes, t.Workload)
+	if !slices.Contains(workload.Shapes, t.Workload) && !register {
+		bad("workload must be one of %v, got %q", append(slices.Clone(workload.Shapes), workload.ShapeRegister), t.Workload)
+	}
+	if register {
+		for _, k := range t.Nemesis {
+			if nemesis.ScopeOf(k) == nemesis.ScopeClient {
+				bad("nemesis %s acts on a lock's clients: the register workload takes the node faults", k)
+			}
+		}
 	}
 	if t.Clients < 1 || t.Clients > MaxClients {
 		bad("clients must be 1..%d, got %d", MaxClients, t.Clients)
@@ -96,6 +105,9 @@ func (t Test) Validate() error {
 		if nemesis.Aimed(k) && !t.PinClients {
 			bad("nemesis %s is aimed by the clients' coordinators: it needs --pin-clients", k)
 		}
+	}
+	if t.DCLocal && !t.Recipe.DCLocal {
+		bad("dc-local: lock %s does not take LOCAL_SERIAL/LOCAL_QUORUM (those that do: %s)", t.Recipe.Name, strings.Join(DCLocalRecipes(), ", "))
 	}
 	if t.HealTimeout <= 0 {
 		bad("heal timeout must be positive, got %v", t.HealTimeout)

@@ -36,6 +36,7 @@ func TestValidate(t *testing.T) {
 		{"time", func(t *Test) { t.Time = -time.Second }, "time must be positive"},
 		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "ttl must be at least 1s"},
 		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "must not be negative"},
+		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "dc-local: lock mutex does not take LOCAL_SERIAL"},
 		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
 	}
 	for _, tt := range tests {
@@ -77,6 +78,11 @@ func (fakeEnv) Lease() exclusive.Store                 { return nil }
 func (fakeEnv) Session(context.Context) (*gocql.Session, error) {
 	return nil, errors.New("fakeEnv: no CQL")
 }
+func (fakeEnv) DCs() []string            { return nil }
+func (fakeEnv) Spares() []nemesis.Target { return nil }
+func (fakeEnv) DCSession(context.Context, string) (*gocql.Session, error) {
+	return nil, errors.New("fake")
+}
 func (fakeEnv) NodeSession(context.Context, string) (*gocql.Session, error) {
 	return nil, errors.New("fakeEnv: no CQL")
 }
@@ -98,5 +104,31 @@ func TestMetaRecordsTheEnv(t *testing.T) {
 		if !strings.Contains(first, want) {
 			t.Errorf("meta %s lacks %s", first, want)
 		}
+	}
+}
+
+// A node fault kind the cluster cannot serve is refused before the run
+// directory exists: one line, nothing stored.
+func TestPreflightRefusesBeforeTheRun(t *testing.T) {
+	store := t.TempDir()
+	for _, tc := range []struct {
+		kinds []string
+		want  string
+	}{
+		{[]string{nemesis.Join}, "join: needs a spare node"},
+		{[]string{nemesis.DCPartition}, "dc-partition: needs nodes in two data centres"},
+	} {
+		tt := Defaults()
+		tt.Recipe, tt.Time, tt.Nemesis = memRecipe("mutex", history.PromiseMutex, &memLocks{}), 300*time.Millisecond, tc.kinds
+		out, err := Run(context.Background(), fakeEnv{n: 3}, memStore{store}, tt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want one line with %q", tc.kinds, err, tc.want)
+		}
+		if out.Dir != "" {
+			t.Errorf("%v: a run directory %s", tc.kinds, out.Dir)
+		}
+	}
+	if entries, _ := os.ReadDir(store); len(entries) > 0 {
+		t.Errorf("store holds %d entries after refusals", len(entries))
 	}
 }

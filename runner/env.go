@@ -36,6 +36,16 @@ type Env interface {
 	// NodeSession opens a session in Keyspace whose every query goes to the
 	// named target alone (`run --pin-clients`).
 	NodeSession(ctx context.Context, node string) (*gocql.Session, error)
+	// Spares are the nodes outside the ring at the start, for the
+	// membership kinds (join bootstraps one); none for most clusters.
+	Spares() []nemesis.Target
+	// DCs are the cluster's data centres when it has several (nil: one,
+	// or not known): the runner then places the clients in them round-robin.
+	DCs() []string
+	// DCSession opens a session in Keyspace whose queries go to the nodes
+	// of data centre dc first (the driver's DC-aware policy): the session
+	// of a client placed in dc.
+	DCSession(ctx context.Context, dc string) (*gocql.Session, error)
 	// ContactPoints are the CQL addresses (host:port) another process on
 	// this machine reaches the cluster at: a --lock-cmd plug-in is told them.
 	ContactPoints() []string
@@ -58,7 +68,7 @@ var _ Env = ClusterEnv{}
 func (e ClusterEnv) Targets() []nemesis.Target {
 	var ts []nemesis.Target
 	for _, n := range e.Nodes() {
-		ts = append(ts, nemesis.Target{Name: n.Name, IP: n.IP, Node: n})
+		ts = append(ts, nemesis.Target{Name: n.Name, IP: n.IP, DC: n.DC, Node: n})
 	}
 	return ts
 }
@@ -70,6 +80,11 @@ func (e ClusterEnv) CopyLogs(ctx context.Context, dir string) error {
 		if err := n.CopyLogs(ctx, dir); err != nil { // it writes dir/<node>/
 			errs = append(errs, fmt.Errorf("logs of %s: %w", n.Name, err))
 		}
+	}
+	// A spare that joined during the run has logs; one that never started
+	// has none, which is no error.
+	for _, n := range e.Cluster.Spares() {
+		_ = n.CopyLogs(ctx, dir)
 	}
 	return errors.Join(errs...)
 }
@@ -88,6 +103,28 @@ func (e ClusterEnv) NodeSession(ctx context.Context, node string) (*gocql.Sessio
 	return nil, fmt.Errorf("no node %q", node)
 }
 
+// Spares are the cluster's spare nodes.
+func (e ClusterEnv) Spares() []nemesis.Target {
+	var ts []nemesis.Target
+	for _, n := range e.Cluster.Spares() {
+		ts = append(ts, nemesis.Target{Name: n.Name, IP: n.IP, DC: n.DC, Node: n})
+	}
+	return ts
+}
+
+// DCs are the cluster's data centres when it has two or more.
+func (e ClusterEnv) DCs() []string {
+	if dcs := e.Cluster.DCs(); len(dcs) > 1 {
+		return dcs
+	}
+	return nil
+}
+
+// DCSession opens a session whose queries go to dc's nodes first.
+func (e ClusterEnv) DCSession(ctx context.Context, dc string) (*gocql.Session, error) {
+	return e.Cluster.DCSession(ctx, dc)
+}
+
 // ContactPoints are the nodes' CQL addresses on the cluster network.
 func (e ClusterEnv) ContactPoints() []string {
 	var cps []string
@@ -103,6 +140,15 @@ func (e ClusterEnv) Describe() map[string]string {
 	d := map[string]string{"cassandra": e.Version().Cassandra, "paxos": e.Paxos(), "commitlog": e.CommitlogSync()}
 	if e.LazyFS() {
 		d["lazyfs"] = "on"
+	}
+	if dcs := e.DCs(); dcs != nil {
+		d["dcs"] = strings.Join(dcs, " ")
+	}
+	if sp := e.Cluster.Spares(); len(sp) > 0 {
+		d["spares"] = strconv.Itoa(len(sp))
+	}
+	if e.SkipPaxosRepair() {
+		d["skip_paxos_repair_on_topology_change"] = "true"
 	}
 	return d
 }

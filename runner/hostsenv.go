@@ -208,6 +208,18 @@ func (e *ExternalEnv) Lease() exclusive.Store {
 // Keyspace is the keyspace lockcheck's tables go in.
 func (e *ExternalEnv) Keyspace() string { return e.cfg.Keyspace }
 
+// Spares: a user's cluster has none lockcheck may bootstrap.
+func (e *ExternalEnv) Spares() []nemesis.Target { return nil }
+
+// DCs: the user's hosts are used from one data centre (--dc), so clients
+// are not placed.
+func (e *ExternalEnv) DCs() []string { return nil }
+
+// DCSession is not offered for the user's hosts: DCs is nil.
+func (e *ExternalEnv) DCSession(context.Context, string) (*gocql.Session, error) {
+	return nil, errors.New("the user's hosts are used from one data centre (--dc)")
+}
+
 // LocalDC is the data centre the user named (--dc), "" when none: a
 // plug-in is told it (LOCKCHECK_DC).
 func (e *ExternalEnv) LocalDC() string { return e.cfg.DC }

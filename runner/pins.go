@@ -19,7 +19,44 @@ func PinRoundRobin(targets []nemesis.Target, clients int) map[int]string {
 	return pins
 }
 
-// pinsString is the meta line's form of the pins: "0=n1 1=n2 2=n3".
+// PlaceInDCs places client i in data centre i mod len(dcs); nil for fewer
+// than two data centres.
+func PlaceInDCs(dcs []string, clients int) map[int]string {
+	if len(dcs) < 2 {
+		return nil
+	}
+	out := make(map[int]string, clients)
+	for i := range clients {
+		out[i] = dcs[i%len(dcs)]
+	}
+	return out
+}
+
+// dcSessions opens one session per data centre a client is placed in.
+func dcSessions(ctx context.Context, env Env, dcs map[int]string) (map[string]*gocql.Session, func(), error) {
+	out := map[string]*gocql.Session{}
+	closeAll := func() {
+		for _, s := range out {
+			s.Close()
+		}
+	}
+	for i := range len(dcs) {
+		dc := dcs[i]
+		if out[dc] != nil {
+			continue
+		}
+		s, err := env.DCSession(ctx, dc)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("session in %s: %w", dc, err)
+		}
+		out[dc] = s
+	}
+	return out, closeAll, nil
+}
+
+// pinsString is the meta line's form of the pins ("0=n1 1=n2 2=n3") or
+// of the clients' data centres ("0=dc1 1=dc2").
 func pinsString(pins map[int]string) string {
 	parts := make([]string, len(pins))
 	for i := range parts {

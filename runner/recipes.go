@@ -34,7 +34,7 @@ var registry = [][]recipe.Entry{
 // client a lock made with the run's keyspace, the client's clock, the TTL
 // and the logger.
 func FromEntry(e recipe.Entry) Recipe {
-	return Recipe{Name: e.Name, Promise: e.Promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+	return Recipe{Name: e.Name, Promise: e.Promise, DCLocal: e.DCLocal, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
 		if err := e.Validate(); err != nil {
 			return nil, nil, nil, err
 		}
@@ -64,9 +64,19 @@ func FromEntry(e recipe.Entry) Recipe {
 			}
 			closeFn = func() { closePinned(); s.Close() }
 			sessionOf = func(client int) *gocql.Session { return pinned[t.pins[client]] }
+		} else if t.dcs != nil {
+			// Each client's lock queries its own data centre, as an
+			// application deployed in both would.
+			local, closeLocal, err := dcSessions(ctx, env, t.dcs)
+			if err != nil {
+				s.Close()
+				return nil, nil, nil, err
+			}
+			closeFn = func() { closeLocal(); s.Close() }
+			sessionOf = func(client int) *gocql.Session { return local[t.dcs[client]] }
 		}
 		nl := func(client int, clock workload.Clock) (workload.Lock, error) {
-			return e.New(sessionOf(client), recipe.WithKeyspace(ks), recipe.WithClock(clock), recipe.WithTTL(t.TTL), recipe.WithLogger(t.Log))
+			return e.New(sessionOf(client), recipe.WithKeyspace(ks), recipe.WithClock(clock), recipe.WithTTL(t.TTL), recipe.WithLogger(t.Log), recipe.WithDCLocal(t.DCLocal))
 		}
 		// A constructor that refuses these options refuses them for every
 		// client: say so before the clients start.
@@ -105,6 +115,18 @@ func checkRegistry(reg [][]recipe.Entry) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// DCLocalRecipes are the names of the recipes that take Test.DCLocal, sorted.
+func DCLocalRecipes() []string {
+	var names []string
+	for n, r := range Recipes() {
+		if r.DCLocal {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // RecipeNames are the names of Recipes, sorted.

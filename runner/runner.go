@@ -34,6 +34,8 @@ type Recipe struct {
 	Name    string
 	Promise history.Promise
 	Setup   Setup
+	// DCLocal: the recipe takes Test.DCLocal (recipe.Entry.DCLocal).
+	DCLocal bool
 }
 
 // Test is one run's configuration. Start from Defaults: Run fills the
@@ -65,6 +67,9 @@ type Test struct {
 	// shares: clients then read through different coordinators, which the
 	// aimed faults (coord-partition, coord-clock) split.
 	PinClients bool
+	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
+	// SERIAL and QUORUM (recipe.WithDCLocal; `run --dc-local`).
+	DCLocal bool
 	// Schedule, when set, is dealt in place of random faults (`lockcheck
 	// replay`, `run --schedule`): its kinds are the run's (Nemesis is set
 	// from it), its steps' times and parameters are the faults'.
@@ -80,6 +85,10 @@ type Test struct {
 	// pins are the clients' coordinators (client -> node name) when
 	// PinClients is set.
 	pins map[int]string
+	// dcs are the clients' data centres (client -> data centre) on a
+	// cluster of several, clients not pinned: each client's session prefers
+	// its own data centre's nodes.
+	dcs map[int]string
 	// runLog writes to the run's lockcheck.log only: plug-ins' stderr and
 	// process lines go there, not to the terminal.
 	runLog *slog.Logger
@@ -105,8 +114,11 @@ func (t *Test) defaults() {
 			nem = strings.Join(t.Nemesis, "_")
 		}
 		t.Name = t.Recipe.Name + "-" + nem
-		if t.Workload != workload.ShapeCycle {
+		if t.Workload != workload.ShapeCycle && t.Workload != workload.ShapeRegister {
 			t.Name += "-" + t.Workload
+		}
+		if t.DCLocal {
+			t.Name += "-dc-local"
 		}
 	}
 	if t.Log == nil {
@@ -175,6 +187,8 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			return Outcome{}, errors.New("runner: --pin-clients needs the cluster's nodes (with --hosts: --ssh-key)")
 		}
 		t.pins = PinRoundRobin(targets, t.Clients)
+	} else if env != nil {
+		t.dcs = PlaceInDCs(env.DCs(), t.Clients)
 	}
 	// A kind the cluster cannot serve (a schedule's above all: it names
 	// kinds and nodes) is refused before the run has a directory.
@@ -223,6 +237,12 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	}
 	if t.pins != nil {
 		meta.Config["pins"] = pinsString(t.pins)
+	}
+	if t.dcs != nil {
+		meta.Config["client-dcs"] = pinsString(t.dcs)
+	}
+	if t.DCLocal {
+		meta.Config["consistency"] = "local"
 	}
 	if t.Schedule != nil {
 		// The schedule dealt is kept beside the history: a replay of a
@@ -305,10 +325,10 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 
 // run is the body of Run between the meta line and the check.
 func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
-	var targets []nemesis.Target
+	var targets, spares []nemesis.Target
 	gateway := ""
 	if env != nil {
-		targets, gateway = env.Targets(), env.GatewayIP()
+		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
 	}
 	// Faults an earlier run left (its process killed mid-run) are healed
 	// and recorded before anything else touches the cluster.
@@ -320,24 +340,42 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			return &SetupError{Recipe: "the cluster", Err: err}
 		}
 	}
-	newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
-	if err != nil {
-		return &SetupError{Recipe: t.Recipe.Name, Err: err}
-	}
-	defer closeFn()
-	wl, err := workload.New(newLock, res, mon,
-		workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
-		workload.WithLogger(log))
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
+	var wl clients
+	var clientsOpt []nemesis.Option
+	if t.Workload == workload.ShapeRegister {
+		newReg, finalReg, closeFn, err := setupRegister(ctx, env, t)
+		if err != nil {
+			return &SetupError{Recipe: t.Recipe.Name, Err: err}
+		}
+		defer closeFn()
+		rw, err := workload.NewRegister(newReg, mon, workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...),
+			workload.WithSeed(t.Seed), workload.WithLogger(log))
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		wl = registerClients{rw, finalReg}
+	} else {
+		newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
+		if err != nil {
+			return &SetupError{Recipe: t.Recipe.Name, Err: err}
+		}
+		defer closeFn()
+		lw, err := workload.New(newLock, res, mon,
+			workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
+			workload.WithLogger(log))
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		wl = lw
+		clientsOpt = append(clientsOpt, nemesis.WithClients(lw.Control()))
 	}
 	nemOpts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
 	if t.Schedule != nil {
 		nemOpts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
 	}
-	nem, err := nemesis.New(targets, mon, append(nemOpts, nemesis.WithSeed(t.Seed),
-		nemesis.WithInterval(t.Interval), nemesis.WithClients(wl.Control()), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithLogger(log))...)
+	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
+		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log)), clientsOpt...)...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -428,6 +466,23 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	return errors.Join(errs...)
 }
 
+// clients are the workload's clients as the run drives them: the lock
+// workload, or the register's.
+type clients interface {
+	Run(ctx context.Context) error
+	FinalReads(ctx context.Context) error
+}
+
+// registerClients reads the register's final values on the shared session.
+type registerClients struct {
+	*workload.RegisterWorkload
+	final workload.Register
+}
+
+func (r registerClients) FinalReads(ctx context.Context) error {
+	return r.RegisterWorkload.FinalReads(ctx, r.final)
+}
+
 // say tells the user one line: on the progress writer, else in the log.
 func (t *Test) say(line string) {
 	if t.Progress != nil {
@@ -509,22 +564,23 @@ func (h teeHandler) WithGroup(name string) slog.Handler {
 
 // checkFaults makes the run's nemesis over env's nodes without running it:
 // the refusals of nemesis.New (a kind a node cannot serve, a schedule's
-// node the cluster lacks, an aimed kind without pins) come before the run.
+// node the cluster lacks, an aimed kind without pins, a membership kind
+// without a spare, dc-partition on one data centre) come before the run.
 func checkFaults(env Env, t *Test) error {
 	if len(t.Nemesis) == 0 {
 		return nil
 	}
-	var targets []nemesis.Target
+	var targets, spares []nemesis.Target
 	gateway := ""
 	if env != nil {
-		targets, gateway = env.Targets(), env.GatewayIP()
+		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
 	}
 	opts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
 	if t.Schedule != nil {
 		opts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
 	}
 	_, err := nemesis.New(targets, discard{}, append(opts, nemesis.WithClients(noClients{t.Clients}), nemesis.WithGateway(gateway),
-		nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL))...)
+		nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares))...)
 	return err
 }
 

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/scenario"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // ScenarioTest is the Test of run r (0-based) of a scenario row: its recipe,
@@ -18,14 +18,17 @@ import (
 // run's seed. The caller sets Store, Log and Progress.
 func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	var recipe Recipe
-	if row.Command != "" {
+	switch {
+	case row.Shape() == workload.ShapeRegister:
+		recipe = RegisterRecipe()
+	case row.Command != "":
 		command, err := repoCommand(row.Command)
 		if err != nil {
 			return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
 		}
 		recipe = CmdRecipe(command, cmp.Or(row.Promise, history.PromiseMutex))
 		recipe.Name = row.Recipe
-	} else {
+	default:
 		var err error
 		if recipe, err = LookupRecipe(row.Recipe); err != nil {
 			return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
@@ -35,7 +38,7 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	t.Recipe, t.Workload, t.Nemesis = recipe, row.Shape(), row.Faults
 	t.Time, t.Interval, t.Seed = row.Time, row.Interval, row.RunSeed(run)
 	t.Clients, t.Locks, t.Quiet = row.ClientCount(), row.LockCount(), scenario.Quiet
-	t.PinClients = row.Pin
+	t.PinClients, t.DCLocal = row.Pin, row.DCLocal
 	if row.Schedule != nil {
 		s := *row.Schedule
 		t.Schedule, t.Nemesis = &s, s.Kinds()
@@ -73,16 +76,10 @@ func repoCommand(command string) (string, error) {
 	}
 }
 
-// ErrShape is a cluster configuration this runner cannot build yet.
-var ErrShape = errors.New("cluster shape not supported yet")
-
 // ScenarioClusterOptions are the options of a cluster of configuration c,
 // name and logger aside. lazyFS is the lockcheck-lazyfs binary, needed only
 // by a configuration on the lazy filesystem.
 func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error) {
-	if c.Spares > 0 || c.DCs > 1 {
-		return nil, fmt.Errorf("%w: %s", ErrShape, c)
-	}
 	var opts []cluster.Option
 	if c.Version != "" {
 		opts = append(opts, cluster.WithVersion(c.Version))
@@ -92,6 +89,15 @@ func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option
 	}
 	if c.Paxos != "" {
 		opts = append(opts, cluster.WithPaxos(c.Paxos))
+	}
+	if c.DCs > 1 {
+		opts = append(opts, cluster.WithDCs(c.DCs))
+	}
+	if c.Spares > 0 {
+		opts = append(opts, cluster.WithSpares(c.Spares))
+	}
+	if c.SkipPaxosRepair {
+		opts = append(opts, cluster.WithSkipPaxosRepair(true))
 	}
 	if c.Commitlog != "" {
 		opts = append(opts, cluster.WithCommitlogSync(c.Commitlog))
@@ -111,7 +117,8 @@ func ScenarioClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option
 // ScenarioFits says whether a running cluster is of configuration c, so
 // that a row can run on it rather than on a cluster started for it.
 func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
-	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync()}
+	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs()),
+		Spares: len(cl.Spares()), SkipPaxosRepair: cl.SkipPaxosRepair()}
 	if c.Version != "" {
 		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
 			return false
@@ -120,5 +127,5 @@ func ScenarioFits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	} else if cl.Version().Name != cluster.DefaultVersion {
 		return false
 	}
-	return c.Spares == 0 && c.DCs <= 1 && want.Key() == c.Key()
+	return want.Key() == c.Key()
 }

@@ -90,8 +90,17 @@ func repoCommandOf(t *testing.T, command string) string {
 }
 
 func TestScenarioClusterOptions(t *testing.T) {
-	if _, err := ScenarioClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, ErrShape) {
-		t.Errorf("two data centres: %v, want ErrShape", err)
+	if opts, err := ScenarioClusterOptions(scenario.Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}, ""); err != nil || len(opts) != 4 {
+		t.Errorf("4 nodes, a spare, v2 without Paxos repair: %d options, %v", len(opts), err)
+	}
+	if _, err := ScenarioClusterOptions(scenario.Cluster{SkipPaxosRepair: true}, ""); !errors.Is(err, cluster.ErrBadOption) {
+		t.Errorf("skip Paxos repair on v1: %v, want ErrBadOption", err)
+	}
+	if _, err := ScenarioClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, cluster.ErrBadOption) {
+		t.Errorf("two data centres of 3 nodes: %v, want ErrBadOption", err)
+	}
+	if opts, err := ScenarioClusterOptions(scenario.Cluster{Nodes: 4, DCs: 2}, ""); err != nil || len(opts) != 2 {
+		t.Errorf("two data centres of 4 nodes: %d options, %v", len(opts), err)
 	}
 	if _, err := ScenarioClusterOptions(scenario.Cluster{LazyFS: true}, ""); err == nil {
 		t.Error("lazyfs without its binary: no error")

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/lockcheck/lockcheck/workload"
 	"io"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "\n### %s\n\n", r.Name)
 		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s. Asserted: %s (%s tier).\n\n",
-			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), "lock"), asserted(r), r.Tier)
+			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), objectWord(r)), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
 		if r.Schedule != nil {
 			b.WriteString("\nIts schedule, dealt as written (`run --schedule` takes the same steps as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
@@ -105,6 +106,9 @@ func faultsCell(r Row) string {
 	if r.Pin {
 		s += ", clients pinned"
 	}
+	if r.DCLocal {
+		s += ", LOCAL_SERIAL/LOCAL_QUORUM"
+	}
 	return s
 }
 
@@ -161,4 +165,13 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// objectWord is what the row's clients contend for: locks, or the
+// register's keys.
+func objectWord(r Row) string {
+	if r.Shape() == workload.ShapeRegister {
+		return "key"
+	}
+	return "lock"
 }

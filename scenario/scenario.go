@@ -50,18 +50,20 @@ const (
 // cluster of its own, started for it.
 type Cluster struct {
 	Nodes int    // 0: 3
-	Paxos string // "" or "v1"; "v2"
+	Paxos string // "" or "v1"; "v2"; a known-unsafe variant (cluster.Version.Unsafe)
 	// LazyFS keeps the nodes' data on the lazy filesystem (the power
 	// faults need it); Commitlog is then commitlog_sync, periodic or batch.
 	LazyFS    bool
 	Commitlog string // "": periodic
 
-	// Shapes to come: a runner that cannot build one refuses the row
-	// (runner.ScenarioClusterOptions) rather than running it on the wrong
-	// cluster.
+	// Shapes that move: spare nodes for the membership kinds (join,
+	// leave, replace, remove), data centres for dc-partition and the
+	// dc-local rows.
 	Spares  int    // nodes started outside the ring, to join during the run
 	DCs     int    // data centres (0: 1)
 	Version string // Cassandra version ("": the node image's)
+	// SkipPaxosRepair sets skip_paxos_repair_on_topology_change (Paxos v2).
+	SkipPaxosRepair bool
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -77,7 +79,7 @@ func (c Cluster) Key() string {
 		parts = append(parts, fmt.Sprintf("%dn", c.Nodes))
 	}
 	if c.Paxos != "" && c.Paxos != "v1" {
-		parts = append(parts, c.Paxos)
+		parts = append(parts, paxosKey.Replace(c.Paxos))
 	}
 	if c.LazyFS {
 		parts = append(parts, c.commitlog())
@@ -90,11 +92,19 @@ func (c Cluster) Key() string {
 	if c.DCs > 1 {
 		parts = append(parts, fmt.Sprintf("%ddc", c.DCs))
 	}
+	if c.SkipPaxosRepair {
+		parts = append(parts, "skip-repair")
+	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
 	}
 	return strings.Join(parts, "-")
 }
+
+// paxosKey shortens the known-unsafe variants' names for row names:
+// v1_without_linearizable_reads_or_rejected_writes is "v1-unsafe",
+// v2_without_linearizable_reads "v2-unsafe-reads".
+var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writes", "-unsafe", "_without_linearizable_reads", "-unsafe-reads")
 
 func (c Cluster) commitlog() string {
 	if c.Commitlog == "" {
@@ -125,6 +135,9 @@ func (c Cluster) String() string {
 	if c.DCs > 1 {
 		s += fmt.Sprintf(", %d DCs", c.DCs)
 	}
+	if c.SkipPaxosRepair {
+		s += ", no Paxos repair on topology change"
+	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version
 	}
@@ -138,7 +151,7 @@ func (c Cluster) String() string {
 type Row struct {
 	// Name is stable and short: tests are named after it, --rows and
 	// LOCKCHECK_ROWS filter on it, measured rates refer to it. Form:
-	// [cluster key/]recipe/faults[/shape].
+	// [cluster key/]recipe/faults[/shape][/dc-local].
 	Name string
 	// Recipe is the lock: a recipe of the registry, or, with Command, the
 	// name the plug-in's runs are stored under (lower-case words joined by
@@ -158,6 +171,9 @@ type Row struct {
 	// Pin pins the clients round-robin to the nodes (run --pin-clients),
 	// which the aimed coord-* faults need.
 	Pin bool
+	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM (run
+	// --dc-local); the row's name ends in /dc-local.
+	DCLocal bool
 	// Schedule, when set, is dealt instead of drawn faults: a shrunk
 	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
 	// Faults are then its kinds, and the name ends in "/shrunk".
@@ -293,8 +309,11 @@ func (r Row) Check() error {
 	if r.Time <= 0 || r.Interval <= 0 {
 		bad("time %v and interval %v must be positive", r.Time, r.Interval)
 	}
-	if !slices.Contains(workload.Shapes, r.Shape()) {
-		bad("workload %q: want one of %v", r.Workload, workload.Shapes)
+	if !slices.Contains(workload.Shapes, r.Shape()) && r.Shape() != workload.ShapeRegister {
+		bad("workload %q: want one of %v or %s", r.Workload, workload.Shapes, workload.ShapeRegister)
+	}
+	if (r.Shape() == workload.ShapeRegister) != (r.Recipe == workload.ShapeRegister) {
+		bad("recipe %q, workload %q: the register workload is its own recipe (Recipe and Workload both %q)", r.Recipe, r.Shape(), workload.ShapeRegister)
 	}
 	if r.Clients < 0 || r.Locks < 0 {
 		bad("clients %d and locks %d must not be negative", r.Clients, r.Locks)
@@ -338,8 +357,11 @@ func (r Row) canonicalName() string {
 	if k := r.Cluster.Key(); k != "" {
 		name = k + "/" + name
 	}
-	if r.Workload != "" && r.Workload != workload.ShapeCycle {
+	if r.Workload != "" && r.Workload != workload.ShapeCycle && r.Workload != r.Recipe {
 		name += "/" + r.Workload
+	}
+	if r.DCLocal {
+		name += "/dc-local"
 	}
 	if r.Schedule != nil {
 		name += "/shrunk"

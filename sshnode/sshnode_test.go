@@ -80,18 +80,20 @@ func TestNewDialerBadInput(t *testing.T) {
 
 // A host declares what its configuration and its probe give it: restart
 // only with a start command, the clock only with libfaketime or clock
-// steps, never power; the nemesis refuses what it lacks.
+// steps, never power nor membership; the nemesis refuses what it lacks.
 func TestCapabilities(t *testing.T) {
+	// A user's hosts never change the ring's membership.
+	membership := []string{nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove}
 	tests := []struct {
 		name               string
 		cfg                Config
 		iptables, faketime bool
 		refused            []string // kinds CheckNode refuses
 	}{
-		{"bare host", Config{}, false, false, []string{nemesis.Kill, nemesis.Clock, nemesis.Partition, nemesis.Loss, nemesis.CoordPartition, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}},
-		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, []string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}},
-		{"libfaketime", Config{StartCmd: "x"}, true, true, []string{nemesis.PowerLoss, nemesis.RackPowerLoss}},
-		{"clock steps", Config{ClockStep: true}, true, false, []string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}},
+		{"bare host", Config{}, false, false, append([]string{nemesis.Kill, nemesis.Clock, nemesis.Partition, nemesis.Loss, nemesis.CoordPartition, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.DCPartition}, membership...)},
+		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, append([]string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
+		{"libfaketime", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
+		{"clock steps", Config{ClockStep: true}, true, false, append([]string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
 	}
 	for _, tt := range tests {
 		n := &Node{Name: "h1", cfg: tt.cfg}

@@ -108,9 +108,22 @@ if [ "${1:-}" != jvm ] && [ -n "${LOCKCHECK_LAZYFS:-}" ]; then
 fi
 
 [ -f "$FAKETIME_FILE" ] || echo '+0s' > "$FAKETIME_FILE"
+# A node that joins the ring anew (it left it, or it takes a dead node's
+# place) starts from empty data: package cluster leaves this marker.
+if [ -f "$CONF/wipe" ]; then
+  rm -rf /var/lib/cassandra/data /var/lib/cassandra/commitlog /var/lib/cassandra/saved_caches /var/lib/cassandra/hints
+  rm -f "$CONF/wipe"
+fi
 mkdir -p /var/lib/cassandra /var/log/cassandra "$CONF/triggers"
 # nodetool finds the jars here.
 echo "$LIB" > "$CONF/lib.path"
+
+# The configuration directory is on the classpath (as Cassandra's conf/ is):
+# GossipingPropertyFileSnitch reads cassandra-rackdc.properties from there.
+# node.options, when package cluster writes one, holds flags of this node
+# alone (a replacing node's -Dcassandra.replace_address_first_boot).
+NODE_OPTS=
+[ -f "$CONF/node.options" ] && NODE_OPTS=$(grep -E '^-' "$CONF/node.options" || true)
 
 # The pid file lets Node.SignalJVM find the JVM; exec keeps this pid.
 echo $$ > /run/cassandra.pid
@@ -124,7 +137,7 @@ exec env \
   FAKETIME_DONT_FAKE_MONOTONIC=1 \
   FAKETIME_FORCE_MONOTONIC_FIX=0 \
   java \
-  $(grep -E '^-' "$CONF/jvm.options") \
+  $(grep -E '^-' "$CONF/jvm.options") $NODE_OPTS \
   "-Xms$HEAP" "-Xmx$HEAP" \
   "-javaagent:$JAMM" \
   "-Dcassandra.config=file://$CONF/cassandra.yaml" \
@@ -133,5 +146,5 @@ exec env \
   -Dcassandra.storagedir=/var/lib/cassandra \
   -Dcassandra.logdir=/var/log/cassandra \
   "-Dcassandra.triggers_dir=$CONF/triggers" \
-  -cp "$LIB/*" \
+  -cp "$CONF:$LIB/*" \
   org.apache.cassandra.service.CassandraDaemon

@@ -164,7 +164,7 @@ func writeSummary(w io.Writer, path string, res checker.Result, took time.Durati
 		case !c.Judged && c.Name != checker.CheckStatistics:
 			note = " (not judged: outside the promise)"
 		}
-		fmt.Fprintf(w, "  %-18s %-8s %s%s\n", c.Name, c.Verdict, c.Detail, note)
+		fmt.Fprintf(w, "  %-21s %-8s %s%s\n", c.Name, c.Verdict, c.Detail, note)
 	}
 	printAnomalies := func(title string, as []checker.Anomaly, omitted int) {
 		if len(as) == 0 {

@@ -93,8 +93,8 @@ func parse(fs *flag.FlagSet, args []string) error {
 // upFlags are `lockcheck cluster up`'s flags.
 type upFlags struct {
 	name, version, paxos, sync, heap, image, subnet, sshKey string
-	nodes, rf                                               int
-	lazy                                                    bool
+	nodes, rf, dcs, spares                                  int
+	lazy, skipRepair                                        bool
 }
 
 func newUpFlags() (*flag.FlagSet, *upFlags) {
@@ -103,10 +103,13 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	nameFlag(fs, &f.name)
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
 	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", ")+" (the latest patch release of each)")
-	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later)")
+	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later); known-unsafe controls (CASSANDRA-12126's fix off): v1_without_linearizable_reads_or_rejected_writes, v2_without_linearizable_reads[_or_rejected_writes] (4.1 and later), v1_without_linearizable_reads (4.0: -Dcassandra.unsafe.disable-serial-reads-linearizability=true)")
 	fs.StringVar(&f.sync, "commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
 	fs.StringVar(&f.heap, "heap", cluster.DefaultHeap, "JVM heap per node")
-	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes)")
+	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes); with --dcs, in each data centre (default: the smallest one's nodes)")
+	fs.IntVar(&f.dcs, "dcs", 1, "data centres dc1..dcN, the nodes split in order, at least 2 nodes each (GossipingPropertyFileSnitch, NetworkTopologyStrategy)")
+	fs.IntVar(&f.spares, "spares", 0, fmt.Sprintf("spare nodes (0 to %d) created outside the ring, stopped, for the membership faults (join, leave, replace, remove)", cluster.MaxSpares))
+	fs.BoolVar(&f.skipRepair, "skip-paxos-repair", false, "Paxos v2: skip_paxos_repair_on_topology_change (topology changes complete without Paxos repair)")
 	fs.StringVar(&f.image, "image", "", "run this local image instead of building lockcheck's own")
 	fs.StringVar(&f.subnet, "subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
 	fs.StringVar(&f.sshKey, "ssh-authorized-key", "", "public key file: run sshd in every node, root login with this key (for --hosts --ssh-*)")
@@ -137,7 +140,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	opts := []cluster.Option{
 		cluster.WithName(f.name), cluster.WithNodes(f.nodes), cluster.WithVersion(f.version), cluster.WithPaxos(f.paxos),
-		cluster.WithCommitlogSync(f.sync), cluster.WithHeap(f.heap), cluster.WithReplicationFactor(f.rf),
+		cluster.WithCommitlogSync(f.sync), cluster.WithHeap(f.heap), cluster.WithReplicationFactor(f.rf), cluster.WithDCs(f.dcs),
+		cluster.WithSpares(f.spares), cluster.WithSkipPaxosRepair(f.skipRepair),
 	}
 	if f.image != "" {
 		opts = append(opts, cluster.WithImage(f.image))
@@ -168,8 +172,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// flags (other processes may be using it), never silently replaced.
 	if c, err := cluster.Attach(ctx, cluster.WithName(f.name), cluster.WithLogger(log)); err == nil {
 		v, _ := cluster.LookupVersion(f.version) // validated above
-		want := fmt.Sprintf("%d nodes, Cassandra %s, paxos %s, commitlog %s, lazyfs %t", f.nodes, v.Cassandra, f.paxos, f.sync, f.lazy)
-		have := fmt.Sprintf("%d nodes, Cassandra %s, paxos %s, commitlog %s, lazyfs %t", len(c.Nodes()), c.Version().Cassandra, c.Paxos(), c.CommitlogSync(), c.LazyFS())
+		want := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t), commitlog %s, lazyfs %t", f.nodes, f.spares, max(f.dcs, 1), v.Cassandra, f.paxos, f.skipRepair, f.sync, f.lazy)
+		have := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t), commitlog %s, lazyfs %t", len(c.Nodes()), len(c.Spares()), len(c.DCs()), c.Version().Cassandra, c.Paxos(), c.SkipPaxosRepair(), c.CommitlogSync(), c.LazyFS())
 		if want != have || (f.image != "" && f.image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}
@@ -227,7 +231,11 @@ func printStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) erro
 		if len(s.Faults) > 0 {
 			faults = strings.Join(s.Faults, ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.IP, s.State, v, s.Container, faults)
+		dc := s.DC
+		if dc == "" {
+			dc = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.IP, dc, s.State, v, s.Container, faults)
 	}
 	return tw.Flush()
 }

@@ -46,11 +46,11 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable; not with --nemesis")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
-	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later)")
+	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later), or a known-unsafe control (cluster up --help)")
 	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line of a cluster this command starts: "+strings.Join(cluster.Versions(), ", "))
 	fs.StringVar(&f.cluster, "cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	fs.BoolVar(&f.keep, "keep", false, "leave a cluster this command started running")
-	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader)", workload.ShapeCycle, workload.ShapeLeader))
+	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader); or %s: no lock, Cassandra's LWT itself as a compare-and-set register on --locks keys (SERIAL reads, IF NOT EXISTS, IF value = ?), node faults only", workload.ShapeCycle, workload.ShapeLeader, workload.ShapeRegister))
 	fs.IntVar(&t.Clients, "clients", t.Clients, fmt.Sprintf("concurrent clients (1..%d)", runner.MaxClients))
 	fs.IntVar(&t.Locks, "locks", t.Locks, fmt.Sprintf("lock names the clients contend for (1..%d)", runner.MaxLocks))
 	fs.DurationVar(&t.Time, "time", t.Time, "how long the clients and the nemesis run")
@@ -63,6 +63,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
 	fs.BoolVar(&t.NoWait, "no-wait", false, "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free")
 	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
+	fs.BoolVar(&t.DCLocal, "dc-local", false, "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM (recipes "+strings.Join(runner.DCLocalRecipes(), ", ")+"); on a cluster of several data centres clients are placed in them round-robin either way")
 	fs.StringVar(&f.hosts, "hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
 	x := &f.x
 	fs.IntVar(&x.Port, "port", 9042, "with --hosts: CQL port")
@@ -80,12 +81,15 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader] [--pin-clients] [--no-wait]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--no-wait]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
 func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	switch given := btoi(f.lock != "") + btoi(f.lockCmd != "") + btoi(f.lockURL != ""); {
+	case f.t.Workload == workload.ShapeRegister && given > 0:
+		return lockcheck.Lock{}, nil, errors.New("--workload register tests Cassandra's LWT itself: give no --lock, --lock-cmd or --lock-url")
+	case f.t.Workload == workload.ShapeRegister:
 	case given == 0:
 		return lockcheck.Lock{}, nil, fmt.Errorf("--lock (one of %v), --lock-cmd or --lock-url is required", runner.RecipeNames())
 	case given > 1:
@@ -96,7 +100,7 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 		return lockcheck.Lock{}, nil, fmt.Errorf("--promise must be mutex or fenced, got %q", f.promise)
 	}
 	lock := lockcheck.Lock{Recipe: f.lock, Command: f.lockCmd, URL: f.lockURL, Name: f.name}
-	if f.lock == "" {
+	if f.lock == "" && f.t.Workload != workload.ShapeRegister {
 		lock.Promise = history.Promise(f.promise)
 	}
 	t := f.t
@@ -109,6 +113,9 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.PinClients {
 		opts = append(opts, lockcheck.WithPinClients())
+	}
+	if t.DCLocal {
+		opts = append(opts, lockcheck.WithDCLocal())
 	}
 	if t.SkewAhead {
 		opts = append(opts, lockcheck.WithSkewAhead())

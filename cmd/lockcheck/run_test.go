@@ -37,10 +37,13 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock", "lease", "--clients", "0"}, "clients must be 1..100"},
 		{[]string{"--lock", "lease", "--time", "-1s"}, "time must be positive"},
 		{[]string{"--lock", "lease", "--ttl", "500ms"}, "ttl must be at least 1s"},
-		{[]string{"--lock", "lease", "--workload", "elect"}, `workload must be one of [cycle leader], got "elect"`},
+		{[]string{"--lock", "lease", "--workload", "elect"}, `workload must be one of [cycle leader register], got "elect"`},
 		{[]string{"--lock", "lease", "--quiet", "-1s"}, "quiet and pause-extra must not be negative"},
-		{[]string{"--lock", "lease", "--paxos", "v3"}, "--paxos must be v1 or v2"},
+		{[]string{"--lock", "lease", "--paxos", "v3"}, `paxos "v3": want one of v1,`},
 		{[]string{"--lock", "lease", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--workload", "register", "--lock", "lease"}, "--workload register tests Cassandra's LWT itself: give no --lock"},
+		{[]string{"--workload", "register", "--nemesis", "client-pause"}, "nemesis client-pause acts on a lock's clients: the register workload takes the node faults"},
+		{[]string{"--workload", "register", "--version", "4.0", "--paxos", "v2_without_linearizable_reads"}, "Cassandra 4.0 has only v1, v1_without_linearizable_reads"},
 		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--nemesis", "client-pause,kill"}, "--nemesis kill: node faults on --hosts need node access"},
 		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--keyspace", "a-b"}, `--keyspace "a-b": want a plain CQL identifier`},
 		{[]string{"--lock", "lease", "--hosts", "192.0.2.1", "--nemesis", "pause", "--ssh-key", "/nonexistent/id"}, "--ssh-key: open /nonexistent/id"},
@@ -123,6 +126,11 @@ func TestRunFlagsReachThePlan(t *testing.T) {
 		{[]string{"--lock", "lease", "--version", "4.1", "--paxos", "v2"}, func(p lockcheck.Plan) bool {
 			return *p.Start == lockcheck.ClusterShape{Nodes: cluster.DefaultNodes, Paxos: "v2", Version: "4.1"}
 		}},
+		{[]string{"--workload", "register", "--locks", "2", "--nemesis", "partition,pause", "--version", "4.1", "--paxos", "v2_without_linearizable_reads_or_rejected_writes"},
+			func(p lockcheck.Plan) bool {
+				return p.Test.Recipe.Name == "register" && p.Test.Workload == "register" && p.Test.Locks == 2 &&
+					*p.Start == lockcheck.ClusterShape{Nodes: cluster.DefaultNodes, Paxos: "v2_without_linearizable_reads_or_rejected_writes", Version: "4.1"}
+			}},
 		{[]string{"--lock", "lease", "--hosts", "192.0.2.1, 192.0.2.2", "--port", "9043", "--keyspace", "ks", "--rf", "2", "--dc", "dc1"},
 			func(p lockcheck.Plan) bool {
 				x := p.Hosts

@@ -59,7 +59,7 @@ var Recipes = []recipe.Entry{
 	{Name: "caslock", Promise: history.PromiseMutex, New: recipe.Constructor(New), Schema: CreateSchema,
 		Does: "jroimartin/caslock (0024c82): `UPDATE ... USING TTL ? SET \"[lock]\" = ? WHERE id = ? IF \"[lock]\" = null` with TTL twice the timeout, " +
 			"retry every 500 ms after a `SELECT COUNT(*)` of the rows, release `... SET \"[lock]\" = null ... IF \"[lock]\" = ?` (result not read); QUORUM, SERIAL",
-		Fails: "no fencing: a holder stalled past twice its timeout writes after the next holder's writes; a coordinator clock behind ends the cell early",
+		Fails: "no fencing: a holder stalled past twice its timeout writes after the next holder's writes; a contender's coordinator clock running ahead past the cell's life (twice the timeout) sees it expired and grants the row again",
 	},
 }
 

@@ -1,0 +1,139 @@
+package nemesis
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Each membership window moves ranges and ends where it began: its start
+// line holds the ring before, its stop line the ring after the first
+// movement and the ring after (the starting one again).
+func TestMembershipWindows(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		moves []string // the node's movements, in order
+		moved func(node string, before map[string]string) map[string]string
+	}{
+		{Join, []string{"join", "decommission"}, func(n string, b map[string]string) map[string]string {
+			m := maps.Clone(b)
+			m[n] = "UN"
+			return m
+		}},
+		{Leave, []string{"decommission", "join"}, without},
+		{Replace, []string{"replace"}, func(_ string, b map[string]string) map[string]string { return b }},
+		{Remove, []string{"remove", "join"}, without},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			ts, fs := fakeCluster(3)
+			ring := newFakeRing("n1", "n2", "n3")
+			for _, f := range fs {
+				f.ring = ring
+			}
+			spare := &fakeNode{name: "n4", ring: ring}
+			rec := &memRec{}
+			n, err := New(ts, rec, WithKinds(tc.kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop, err := n.kinds[0].Start(context.Background(), &n.env, 10*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ops := rec.all()
+			if len(ops) != 2 || ops[0].F != history.StartF(tc.kind) || ops[1].F != history.StopF(tc.kind) {
+				t.Fatalf("lines %+v, want start and stop of %s", ops, tc.kind)
+			}
+			var start history.MemberStart
+			var end history.MemberStop
+			if err := json.Unmarshal(ops[0].Value, &start); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(ops[1].Value, &end); err != nil {
+				t.Fatal(err)
+			}
+			before := map[string]string{"n1": "UN", "n2": "UN", "n3": "UN"}
+			if !maps.Equal(start.Ring, before) || !maps.Equal(end.Ring, before) {
+				t.Errorf("ring before %v, after %v: want %v both", start.Ring, end.Ring, before)
+			}
+			if want := tc.moved(start.Node, before); !maps.Equal(end.Moved, want) {
+				t.Errorf("ring after the first movement %v, want %v", end.Moved, want)
+			}
+			if tc.kind == Join && start.Node != "n4" || tc.kind != Join && start.Node == "n4" {
+				t.Errorf("%s moved %s", tc.kind, start.Node)
+			}
+			var want []string
+			for _, m := range tc.moves {
+				want = append(want, m+" "+start.Node)
+			}
+			if !slices.Equal(ring.moves, want) {
+				t.Errorf("movements %v, want %v", ring.moves, want)
+			}
+			if end.Error != "" || end.MS < end.StreamedMS || ops[0].Node != start.Node {
+				t.Errorf("stop %+v on node %q", end, ops[0].Node)
+			}
+			// The reset finds the ring as it started: nothing to undo.
+			if healed, err := n.kinds[0].Reset(context.Background(), &n.env, ts[0]); healed || err != nil {
+				t.Errorf("reset after the window: healed %v, %v", healed, err)
+			}
+		})
+	}
+}
+
+func without(n string, b map[string]string) map[string]string {
+	m := maps.Clone(b)
+	delete(m, n)
+	return m
+}
+
+// A ring a killed harness left (a spare in it) is reset by any member.
+func TestMembershipResetFindsLeftovers(t *testing.T) {
+	ts, fs := fakeCluster(3)
+	ring := newFakeRing("n1", "n2", "n3")
+	for _, f := range fs {
+		f.ring = ring
+	}
+	ring.state["n4"] = "UJ"
+	healed, err := HealLeftovers(context.Background(), ts, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(healed) == 0 || !slices.ContainsFunc(healed[0].Healed, func(k string) bool { return slices.Contains([]string{Join, Leave, Replace, Remove}, k) }) {
+		t.Errorf("healed %+v, want a membership kind", healed)
+	}
+	if !maps.Equal(ring.state, ring.start) {
+		t.Errorf("ring %v after the heal, want %v", ring.state, ring.start)
+	}
+}
+
+// Without a spare every membership kind is refused before the run, one
+// line that says how to get one.
+func TestMembershipNeedsASpare(t *testing.T) {
+	ts, fs := fakeCluster(3)
+	for _, f := range fs {
+		f.ring = newFakeRing("n1", "n2", "n3")
+	}
+	for _, k := range []string{Join, Leave, Replace, Remove} {
+		_, err := New(ts, &memRec{}, WithKinds(k))
+		if err == nil {
+			t.Fatalf("%s without a spare: accepted", k)
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "--spares") {
+			t.Errorf("%s: refusal %q, want one line naming --spares", k, msg)
+		}
+	}
+	plain, _ := fakeCluster(3) // no membership capability
+	_, err := New(plain, &memRec{}, WithKinds(Join), WithSpares([]Target{{Name: "n4", Node: &fakeNode{name: "n4"}}}))
+	if err == nil || !strings.Contains(err.Error(), `lacks "membership"`) {
+		t.Errorf("join on nodes without the capability: %v", err)
+	}
+}
