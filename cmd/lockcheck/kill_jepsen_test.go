@@ -393,15 +393,17 @@ func (r *run) exitCode() int {
 	return r.cmd.ProcessState.ExitCode()
 }
 
-// nodeFaults reads `lockcheck cluster status`: node -> faults.
+// nodeFaults reads `lockcheck cluster status`: node -> faults, the last
+// column (after name, IP, DC, state, version and container).
 func (k *killer) nodeFaults() map[string][]string {
+	const faultsCol = 6
 	out := map[string][]string{}
 	for _, l := range k.status() {
 		f := strings.Fields(l)
-		if len(f) < 6 || !strings.HasPrefix(f[0], "n") {
+		if len(f) <= faultsCol || !strings.HasPrefix(f[0], "n") {
 			continue
 		}
-		if rest := strings.Join(f[5:], " "); rest != "-" {
+		if rest := strings.Join(f[faultsCol:], " "); rest != "-" {
 			out[f[0]] = strings.Split(rest, ", ")
 		}
 	}
