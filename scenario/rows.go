@@ -601,7 +601,7 @@ var registerRows = []Row{
 	{
 		Name: "register/partition+pause", Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister,
 		Faults: []string{nemesis.Partition, nemesis.Pause}, Time: 30 * s, Interval: 3 * s, Seed: 23000,
-		Want: checker.Valid, Tier: Quick,
+		Want: checker.Valid, Tier: Full,
 		Mechanism: "SERIAL reads, IF NOT EXISTS and IF value = ? on one key stay linearizable while a minority is cut off or paused: " +
 			"rounds cut mid-way end unknown (WriteTimeout CAS) and show later or never, as an unknown write may.",
 	},
