@@ -191,10 +191,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	bad := func(err error) int {
-		fmt.Fprintf(stderr, "lockcheck replay: %s\n", strings.ReplaceAll(strings.TrimPrefix(err.Error(), "lockcheck: "), "\n", "; "))
-		return exitError
-	}
+	bad := badInput(stderr, "replay")
 	if c.repeat < 1 {
 		return bad(fmt.Errorf("--repeat must be 1 or more, got %d", c.repeat))
 	}
@@ -253,4 +250,13 @@ func prefixed(p, s string) string {
 		return ""
 	}
 	return p + s
+}
+
+// badInput says a command's bad input in one line (the error's own lines
+// joined) and gives the exit status of bad input.
+func badInput(stderr io.Writer, cmd string) func(error) int {
+	return func(err error) int {
+		fmt.Fprintf(stderr, "lockcheck %s: %s\n", cmd, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "lockcheck: "), "\n", "; "))
+		return exitError
+	}
 }

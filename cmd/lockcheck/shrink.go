@@ -59,10 +59,7 @@ func runShrink(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	bad := func(err error) int {
-		fmt.Fprintf(stderr, "lockcheck shrink: %s\n", strings.ReplaceAll(strings.TrimPrefix(err.Error(), "lockcheck: "), "\n", "; "))
-		return exitError
-	}
+	bad := badInput(stderr, "shrink")
 	r, err := loadRun(ctx, dir)
 	if err != nil {
 		return bad(err)
