@@ -226,14 +226,9 @@ func cut(lock string, ops []*lockOp, minOps int) []piece {
 	return out
 }
 
-func (p piece) operations() []porcupine.Operation {
-	out := make([]porcupine.Operation, len(p.ops))
-	clients := denseClients{}
-	for i, op := range p.ops {
-		out[i] = porcupine.Operation{ClientId: clients.of(op.proc), Input: op, Call: op.inv, Return: op.ret}
-	}
-	return out
-}
+func (p piece) operations() []porcupine.Operation { return operationsOf(p.ops) }
+
+func (op *lockOp) span() (proc int, inv, ret int64) { return op.proc, op.inv, op.ret }
 
 func checkPiece(ctx context.Context, p piece) porcupine.CheckResult {
 	timeout, ok := porcupineTimeout(ctx)

@@ -97,6 +97,18 @@ func porcupineTimeout(ctx context.Context) (timeout time.Duration, ok bool) {
 	return timeout, true
 }
 
+// operationsOf gives a piece's operations to porcupine, its processes
+// numbered densely.
+func operationsOf[O interface{ span() (int, int64, int64) }](ops []O) []porcupine.Operation {
+	out := make([]porcupine.Operation, len(ops))
+	clients := denseClients{}
+	for i, op := range ops {
+		proc, inv, ret := op.span()
+		out[i] = porcupine.Operation{ClientId: clients.of(proc), Input: op, Call: inv, Return: ret}
+	}
+	return out
+}
+
 // denseClients numbers a piece's processes 0, 1, 2... in order of
 // appearance, so that a visualization has a row per process of the piece
 // only (the operations' descriptions name the process).

@@ -450,14 +450,9 @@ func regModel(init regState) porcupine.Model {
 	}
 }
 
-func (p regPiece) operations() []porcupine.Operation {
-	out := make([]porcupine.Operation, len(p.ops))
-	clients := denseClients{}
-	for i, op := range p.ops {
-		out[i] = porcupine.Operation{ClientId: clients.of(op.proc), Input: op, Call: op.inv, Return: op.ret}
-	}
-	return out
-}
+func (p regPiece) operations() []porcupine.Operation { return operationsOf(p.ops) }
+
+func (op *regOp) span() (proc int, inv, ret int64) { return op.proc, op.inv, op.ret }
 
 func checkRegPiece(ctx context.Context, p regPiece) porcupine.CheckResult {
 	timeout, ok := porcupineTimeout(ctx)
