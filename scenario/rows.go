@@ -417,6 +417,20 @@ var Rows = []Row{
 			"left should find the lock expired, its UPDATE ... IF lockUntil < now apply, and enter while the holder is inside.",
 	},
 	{
+		// The shape ShedLock is made for, a scheduled task that holds the
+		// lock for seconds and extends it: the cycle row's one chance per
+		// fault (above) becomes a live holder at every step. Skews of 4-10 s
+		// are all past the lease left (at most the 3 s TTL), so every step can
+		// steal, and none locks the others out for long.
+		Name: "shedlock/client-clock-ahead/leader", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientClock}, SkewAhead: true,
+		SkewMin: 4 * s, SkewMax: 10 * s, Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 6537,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A contender whose clock runs ahead of the leader's by more than the lease left reads lockUntil (the leader's " +
+			"clock plus lockAtMostFor) as past, and its UPDATE ... IF lockUntil < now, now from its own clock, applies: it " +
+			"leads and writes while the leader, whose next extend (IF lockedBy = its name) fails, still writes as leader " +
+			"(overlapping-holds, stale-holder-write).",
+	},
+	{
 		Name: "shedlock/partition", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6504,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Cut nodes make LWTs time out: ShedLock logs an insert's or update's server error and answers not locked (a " +

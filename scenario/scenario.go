@@ -183,6 +183,9 @@ type Row struct {
 	// SkewAhead sets client-clock's contender ahead instead of behind
 	// (run --skew-ahead); the row's faults name it client-clock-ahead.
 	SkewAhead bool
+	// SkewMin and SkewMax bound client-clock's skew (run --skew-min,
+	// --skew-max); zero: the default, 1s..30s.
+	SkewMin, SkewMax time.Duration
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -342,6 +345,12 @@ func (r Row) Check() error {
 	}
 	if r.SkewAhead && !slices.Contains(r.Faults, nemesis.ClientClock) {
 		bad("skew ahead without %s: it sets that fault's direction", nemesis.ClientClock)
+	}
+	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) {
+		bad("skew bounds without %s: they bound that fault's skew", nemesis.ClientClock)
+	}
+	if (r.SkewMin != 0 || r.SkewMax != 0) && (r.SkewMin <= 0 || r.SkewMax < r.SkewMin) {
+		bad("skew bounds %v..%v: want 0 < min <= max", r.SkewMin, r.SkewMax)
 	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")
