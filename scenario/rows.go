@@ -386,9 +386,10 @@ var Rows = []Row{
 	// scenario/rates.jsonl. Unmeasured: the safe rows (valid in one run
 	// each before: the four none rows, shedlock/client-clock,
 	// shedlock/coord-clock, astyanax/client-clock), reaper/coord-clock and
-	// the two client-pause/leader rows, which await `lockcheck matrix --rows
+	// astyanax/client-pause, which await `lockcheck matrix --rows
 	// '^(shedlock|sidecar|reaper|astyanax)/' --tier all --repeat 10 --record
-	// scenario/rates.jsonl` (the shared machine ran at a load of 30-47).
+	// scenario/rates.jsonl` (the shared machine ran at a load of 20-56, a
+	// plug-in run took 1.5-2 minutes). Several rows have 3 or 5 runs, not 10.
 	{
 		Name: "shedlock/none", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Time: 20 * s, Interval: 3 * s, Seed: 6500,
 		Want: checker.Valid, Tier: Full,
