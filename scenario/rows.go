@@ -303,6 +303,31 @@ var Rows = []Row{
 		Mechanism: "The leader stalled 4.7 s, longer than its lease, 2 s into the run: the next leader takes over and writes, and the " +
 			"stalled leader resumes and writes as leader on top of it (stale-holder-write, lost-add).",
 	},
+	// Issue 21's last regression rows: the flaws that need no fault (the
+	// bakery at ONE, the election) shrink to an empty schedule, fewer
+	// clients and a shorter run; the periodic commitlog's power loss to
+	// one cut.
+	{
+		Name: "bakery-one/none/shrunk", Recipe: "bakery-one", Pin: true, Clients: 2, Time: 6 * s, Interval: 3 * s, Seed: 6005,
+		// bakery-one/coord-partition (seed 1010) showed overlapping holds
+		// from 1.0 s, before its first cut at 3.4 s: the cut is not what
+		// breaks it.
+		Schedule: &nemesis.Schedule{Source: "bakery-one/coord-partition, seed 1010 (its anomalies began before its first fault)"},
+		Want:     checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "No fault: two clients pinned to two coordinators, the bakery's cells written and read at ONE. A ticket written through " +
+			"one coordinator is acknowledged by that replica alone, and the other client's read at ONE through its own coordinator " +
+			"does not see it yet, so both enter (overlapping-holds, lost-add). The coord-partition of bakery-one/coord-partition only " +
+			"widens that window; what breaks the lock is consistency ONE across coordinators.",
+	},
+	{
+		Name: "election/none/leader/shrunk", Recipe: "election", Workload: workload.ShapeLeader, Clients: 2, Time: 8 * s, Interval: 3 * s, Seed: 6006,
+		// election/none/leader needs no fault: the shrink is in clients
+		// and time (lockcheck shrink refuses a run without fault events).
+		Schedule: &nemesis.Schedule{Source: "election/none/leader, seed 1017 (no fault)"},
+		Want:     checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "No fault, two clients: the leader's re-claim does not refresh its claim's TTL, so the claim expires one TTL after " +
+			"the grant while the leader still leads and heartbeats; the other client claims it and both lead.",
+	},
 
 	// The catalogue of real locks (docs/locks.md, scenario/locks.go): the Go
 	// re-expressions, each under the faults that matter for it. Seeds
