@@ -55,7 +55,11 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 		if r.Schedule != nil && len(r.Schedule.Steps) > 0 {
 			b.WriteString("\nIts schedule, dealt as written (`run --schedule` takes the same steps as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
 			for _, st := range r.Schedule.Steps {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", st.Kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), st.Value)
+				value := "-" // a kind without parameters (rack-power-loss)
+				if len(st.Value) > 0 {
+					value = "`" + string(st.Value) + "`"
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", st.Kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), value)
 			}
 		}
 		if len(byRow[r.Name]) > 0 {
