@@ -50,7 +50,7 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), objectWord(r)), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
 		if r.Schedule != nil && len(r.Schedule.Steps) == 0 {
-			fmt.Fprintf(&b, "\nIts schedule is empty: shrunk from %s, it needs no fault (`run --nemesis none`).\n", r.Schedule.Source)
+			fmt.Fprintf(&b, "\nIts schedule is empty: the flaw needs no fault (`run --nemesis none`); shrunk from %s in clients and time.\n", r.Schedule.Source)
 		}
 		if r.Schedule != nil && len(r.Schedule.Steps) > 0 {
 			b.WriteString("\nIts schedule, dealt as written (`run --schedule` takes the same steps as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
