@@ -341,14 +341,14 @@ var Rows = []Row{
 		Name: "periodic/lease-fenced/rack-power-loss/shrunk", Recipe: "lease-fenced", Faults: []string{nemesis.RackPowerLoss}, Cluster: periodic,
 		Time: 10 * s, Interval: 4 * s, Seed: 6007,
 		// periodic/lease-fenced/rack-power-loss (seed 4000) cuts every
-		// few seconds for 30 s; one cut 3 s in, while the commitlog's
+		// few seconds for 30 s; one cut 2 s in, while the commitlog's
 		// unsynced tail holds the run's first seconds, is the whole flaw.
 		// Written by hand from that mechanism, then measured.
 		Schedule: &nemesis.Schedule{Source: "periodic/lease-fenced/rack-power-loss, seed 4000, one cut", Steps: []nemesis.Step{
-			{Kind: nemesis.RackPowerLoss, At: nemesis.Duration(3 * s), For: nemesis.Duration(2 * s)},
+			{Kind: nemesis.RackPowerLoss, At: nemesis.Duration(2 * s), For: nemesis.Duration(2 * s)},
 		}},
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "One cut of every node's power 3 s into the run, for 2 s: every replica forgets the commitlog's unsynced tail " +
+		Mechanism: "One cut of every node's power 2 s into the run, for 2 s: every replica forgets the commitlog's unsynced tail " +
 			"(synced every 10 s) at once, so the adds acknowledged in it are lost and the fencing counter goes back (lost-add).",
 	},
 
