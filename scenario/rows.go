@@ -349,7 +349,8 @@ var Rows = []Row{
 		}},
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "One cut of every node's power 2 s into the run, for 2 s: every replica forgets the commitlog's unsynced tail " +
-			"(synced every 10 s) at once, so the adds acknowledged in it are lost and the fencing counter goes back (lost-add).",
+			"(synced every 10 s) at once, so the adds acknowledged in it are lost and the fencing counter goes back " +
+			"(lost-add, token-not-increasing, stale-holder-write).",
 	},
 
 	// The catalogue of real locks (docs/locks.md, scenario/locks.go): the Go
