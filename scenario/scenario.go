@@ -176,7 +176,9 @@ type Row struct {
 	DCLocal bool
 	// Schedule, when set, is dealt instead of drawn faults: a shrunk
 	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
-	// Faults are then its kinds, and the name ends in "/shrunk".
+	// Faults are then its kinds, and the name ends in "/shrunk". A schedule
+	// without steps is a flaw that needs no fault (the shrink's "no fault
+	// is needed"): the row runs with none, shrunk in clients and time.
 	Schedule *nemesis.Schedule
 	Clients  int // 0: DefaultClients
 	Locks    int // 0: DefaultLocks
@@ -333,8 +335,13 @@ func (r Row) Check() error {
 		}
 	}
 	if r.Schedule != nil {
-		if err := r.Schedule.Validate(); err != nil {
-			bad("%v", err)
+		if len(r.Schedule.Steps) > 0 {
+			if err := r.Schedule.Validate(); err != nil {
+				bad("%v", err)
+			}
+		}
+		if len(r.Schedule.Steps) == 0 && strings.TrimSpace(r.Schedule.Source) == "" {
+			bad("an empty schedule names its source (the run it was shrunk from): the docs show only that")
 		}
 		if !slices.Equal(r.Schedule.Kinds(), r.Faults) {
 			bad("faults %v: want the schedule's kinds %v", r.Faults, r.Schedule.Kinds())
