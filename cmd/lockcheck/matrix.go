@@ -146,7 +146,10 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
 				code = exitError
 			}
-			if rec != nil && res.Tally.Runs == *repeat && err == nil {
+			// A run that broke (its set-up failed) is tallied unknown and
+			// the rate is still recorded: dropping the row's line would
+			// lose the other runs' verdicts.
+			if rec != nil && res.Tally.Runs == *repeat {
 				if err := writeRate(rec, row, res); err != nil {
 					fmt.Fprintf(stderr, "lockcheck matrix: --record: %v\n", err)
 					code = exitError
