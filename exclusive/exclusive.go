@@ -12,13 +12,13 @@
 //     kernel drops the lock when its holder dies, however it dies, so a
 //     SIGKILLed run never blocks the next one, and no fault the run injects
 //     into the cluster can touch it.
-//   - a cluster of the user's (--hosts) may be used from several machines,
-//     and CQL is all they share: the lease is a row written with a
-//     lightweight transaction and a TTL the holder renews (CQL). A holder
-//     on this host whose process is gone is dead at once; one elsewhere is
-//     dead when its row expires. The TTL outlasts the longest fault window
-//     and heal of a run, so that the holder's own partitions and pauses,
-//     which may stop its renewals, do not lose it.
+//   - a cluster of the user's (--hosts) reached over SSH may be used from
+//     several machines, and a run's leftover partition may cut CQL off
+//     from the next: the lease is flock(1) on every host, held over SSH,
+//     which lockcheck's partitions let through (Hosts).
+//   - a cluster of the user's without node access is faulted only at its
+//     clients: the lease is a row written with a lightweight transaction
+//     and a TTL the holder renews (CQL).
 //
 // A process takes a lease once per key: a nested Take (a run inside a test
 // binary that holds the cluster for its package) shares the holding.

@@ -197,12 +197,43 @@ func (e *ExternalEnv) ContactPoints() []string {
 // line records no Paxos variant or commitlog it did not set.
 func (e *ExternalEnv) Describe() map[string]string { return nil }
 
-// Lease is a row in the keyspace: users of a cluster of the user's may be
-// on several machines, and CQL is what they all reach.
+// Lease is where two users of the user's hosts exclude each other. With
+// SSH, a flock held on every host over SSH: the run's own leftover
+// partition (which lets SSH through) may cut the harness off from CQL until
+// it heals, and it may heal only once it holds the cluster. Without SSH the
+// run faults only its clients, and a row in the keyspace does: users of a
+// cluster of the user's may be on several machines, and CQL is what they
+// all reach.
 func (e *ExternalEnv) Lease() exclusive.Store {
+	if hosts := e.leaseHosts(); len(hosts) > 0 {
+		return exclusive.Hosts{Nodes: hosts, Log: e.cfg.Log}
+	}
 	hs := slices.Clone(e.cfg.Hosts)
 	slices.Sort(hs)
 	return exclusive.CQL{Session: e.Session, Keyspace: e.cfg.Keyspace, ID: strings.Join(hs, ",") + ":" + strconv.Itoa(cmp.Or(e.cfg.Port, cqlPort)), Log: e.cfg.Log}
+}
+
+func (e *ExternalEnv) leaseHosts() []exclusive.Host {
+	var hs []exclusive.Host
+	for _, n := range e.nodes {
+		if n != nil {
+			hs = append(hs, sshHost{n})
+		}
+	}
+	return hs
+}
+
+// sshHost is a node as exclusive sees it.
+type sshHost struct{ n *sshnode.Node }
+
+func (h sshHost) HostName() string { return h.n.Host }
+
+func (h sshHost) Start(ctx context.Context, script string, args ...string) (exclusive.Script, error) {
+	p, err := h.n.Start(ctx, script, args...)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Keyspace is the keyspace lockcheck's tables go in.

@@ -63,7 +63,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "music-seq/client-clock", Recipe: "music-seq", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 1005,
-		Want: checker.Valid, Tier: Quick,
+		Want: checker.Valid, Tier: Full,
 		Mechanism: "Refs from an LWT-bumped counter do not depend on clocks.",
 	},
 	{
@@ -100,7 +100,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "bakery/coord-partition", Recipe: "bakery", Faults: []string{nemesis.CoordPartition}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 1011,
-		Want: checker.Valid, Tier: Quick,
+		Want: checker.Valid, Tier: Full,
 		Mechanism: "QUORUM under the same cut: the cut coordinator's writes and reads time out, the other two nodes keep a quorum.",
 	},
 	{
@@ -137,7 +137,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "election-refresh/none/leader", Recipe: "election-refresh", Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 1018,
-		Want: checker.Valid, Tier: Quick,
+		Want: checker.Valid, Tier: Full,
 		Mechanism: "The re-claim refreshes the TTL: a leader's claim lasts as long as it heartbeats.",
 	},
 

@@ -8,9 +8,11 @@ package sshnode
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -532,4 +534,85 @@ func (n *Node) ClockOffset(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	return parseOffset(out)
+}
+
+// Proc is a script left running on a host: what it reads and writes, and
+// its end. Its session dies with the SSH connection, so a harness that dies
+// ends it too (the script sees its input close).
+type Proc struct {
+	stdin  io.WriteCloser
+	stdout io.Reader
+	s      *ssh.Session
+	done   chan struct{}
+	err    error
+}
+
+// Stdin is the script's input.
+func (p *Proc) Stdin() io.WriteCloser { return p.stdin }
+
+// Stdout is the script's output.
+func (p *Proc) Stdout() io.Reader { return p.stdout }
+
+// Wait returns when the script has ended, with its exit error.
+func (p *Proc) Wait() error {
+	<-p.done
+	return p.err
+}
+
+// procGrace is how long Close lets a script finish once its input closed.
+const procGrace = 5 * time.Second
+
+// Close closes the script's input and lets it finish (its clean-up runs)
+// for a moment before the session is closed under it.
+func (p *Proc) Close() error {
+	_ = p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(procGrace):
+	}
+	return p.s.Close()
+}
+
+// Start runs script through bash on the host (as root, through sudo -n for
+// another user) with args as $1..., and leaves it running: the caller
+// talks to it through Stdin and Stdout. Its stderr ends up in Wait's error.
+func (n *Node) Start(ctx context.Context, script string, args ...string) (*Proc, error) {
+	q := []string{"bash", "-c", quote(script), "lockcheck"}
+	for _, a := range args {
+		q = append(q, quote(a))
+	}
+	line := strings.Join(q, " ")
+	if n.cfg.User != "root" {
+		line = "sudo -n " + line
+	}
+	s, err := n.session(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: ssh: %w", n.Name, err)
+	}
+	in, err := s.StdinPipe()
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: ssh: %w", n.Name, err)
+	}
+	out, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: ssh: %w", n.Name, err)
+	}
+	var errBuf lockedBuffer
+	s.Stderr = &errBuf
+	if err := s.Start(line); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: start a script: %w", n.Name, err)
+	}
+	p := &Proc{stdin: in, stdout: out, s: s, done: make(chan struct{})}
+	go func() {
+		err := s.Wait()
+		if msg := strings.TrimSpace(errBuf.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", cmp.Or(err, errors.New("stderr")), msg)
+		}
+		p.err = err
+		close(p.done)
+	}()
+	return p, nil
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/sshnode"
@@ -110,6 +112,7 @@ func TestHostsOverSSH(t *testing.T) {
 			}
 			if row.withSSH {
 				leaveFaults(ctx, t, env)
+				twoUsers(ctx, t, x, env)
 			}
 			rt := runner.Defaults()
 			rt.Recipe, err = runner.LookupRecipe(row.lock)
@@ -164,6 +167,45 @@ func TestHostsOverSSH(t *testing.T) {
 			t.Errorf("%s: state %q (%v), want running", h, st, err)
 		}
 		n.Close()
+	}
+}
+
+// twoUsers: with the hosts cut off from CQL by a leftover partition, the
+// lease is taken over SSH; a second user who names one of the hosts is
+// refused with the holder's name; a holder whose SSH connection dies (its
+// process killed) holds nothing a moment later.
+func twoUsers(ctx context.Context, t *testing.T, x runner.External, env *runner.ExternalEnv) {
+	t.Helper()
+	lease, err := exclusive.Take(ctx, env.Lease(), exclusive.NoWait(true))
+	if err != nil {
+		t.Fatalf("take the hosts behind a partition: %v", err)
+	}
+	one := x
+	one.Hosts = x.Hosts[:1]
+	other, err := runner.OpenExternal(ctx, one, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy *exclusive.BusyError
+	if _, err := exclusive.Take(ctx, other.Lease(), exclusive.NoWait(true)); !errors.As(err, &busy) || !busy.Holder.Same(exclusive.Self()) {
+		t.Errorf("a second user of %s: %v; want refused, naming this process", one.Hosts[0], err)
+	}
+	lease.Release()
+	if _, err := exclusive.Take(ctx, other.Lease(), exclusive.NoWait(true)); err != nil {
+		t.Fatalf("%s after the release: %v", one.Hosts[0], err)
+	}
+	other.Close() // the holder's connection dies without a release
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		l, err := exclusive.Take(ctx, env.Lease(), exclusive.NoWait(true))
+		if err == nil {
+			l.Release()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15 s after its holder's connection died, the lease: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

@@ -144,7 +144,7 @@ func NoLostIncrements(t *testing.T, s *gocql.Session, ks, name string, clients, 
 }
 
 func increment(ctx context.Context, s *gocql.Session, ks string, l workload.Lock, name, owner string) error {
-	g, err := l.Acquire(ctx, name, owner)
+	g, err := acquire(ctx, l, name, owner)
 	if err != nil {
 		return err
 	}
@@ -157,6 +157,24 @@ func increment(ctx context.Context, s *gocql.Session, ks string, l workload.Lock
 		return err
 	}
 	return Release(ctx, l, g)
+}
+
+// acquire retries an acquire whose outcome is unknown (contending Paxos
+// rounds, a proposal accepted by fewer than a quorum): it may have applied,
+// so the owner's hold is released first, as a client that lost the answer
+// would, before it asks again.
+func acquire(ctx context.Context, l workload.Lock, name, owner string) (workload.Grant, error) {
+	var err error
+	for range 5 {
+		var g workload.Grant
+		if g, err = l.Acquire(ctx, name, owner); !errors.Is(err, workload.ErrUnknown) {
+			return g, err
+		}
+		if rerr := Release(ctx, l, workload.Grant{Lock: name, Owner: owner}); rerr != nil && !errors.Is(rerr, workload.ErrNotHeld) {
+			return workload.Grant{}, fmt.Errorf("after an unknown acquire (%w), release: %w", err, rerr)
+		}
+	}
+	return workload.Grant{}, err
 }
 
 // Release retries a release whose outcome is unknown (contending Paxos
