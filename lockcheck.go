@@ -260,6 +260,14 @@ func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.Pa
 // a comparison of client clocks, as ShedLock's.
 func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true } }
 
+// WithSkew bounds client-clock's skew: drawn log-uniform in [min, max)
+// (--skew-min, --skew-max; default 1s..30s). A lock whose expiry a skew
+// defeats only past its TTL, and whose large skews lock everyone out for as
+// long, shows its flaw more often in a band just above the TTL.
+func WithSkew(min, max time.Duration) Option {
+	return func(c *config) { c.test.SkewMin, c.test.SkewMax = min, max }
+}
+
 // WithPinClients sends client i's queries through node i mod nodes alone
 // instead of the token-aware replica all clients share (--pin-clients): the
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.

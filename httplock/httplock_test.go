@@ -118,7 +118,8 @@ func TestAcquireFailsOrUnknown(t *testing.T) {
 		}
 	}
 	held := reply(409, `{"error":"held by another owner","holder":"x"}`)
-	const answered = 30 * time.Second
+	// retried: long enough for a loaded machine's first answers.
+	const answered, retried = 30 * time.Second, 3 * time.Second
 	for _, tc := range []struct {
 		name  string
 		steps []http.HandlerFunc
@@ -129,11 +130,11 @@ func TestAcquireFailsOrUnknown(t *testing.T) {
 		// never turns its answer into a time-out.
 		deadline time.Duration
 	}{
-		{"held to the end", repeat(held, 1000), history.Fail, "held by another", time.Second},
+		{"held to the end", repeat(held, 1000), history.Fail, "held by another", retried},
 		{"refused", []http.HandlerFunc{reply(400, `{"error":"bad ttl"}`)}, history.Fail, "bad ttl", answered},
-		{"5xx", repeat(reply(500, `oops`), 1000), history.Info, "500 oops", time.Second},
+		{"5xx", repeat(reply(500, `oops`), 1000), history.Info, "500 oops", retried},
 		{"time-out", []http.HandlerFunc{slow}, history.Info, "deadline exceeded", time.Second},
-		{"5xx then held", append([]http.HandlerFunc{reply(503, ``)}, repeat(held, 1000)...), history.Info, "503", time.Second},
+		{"5xx then held", append([]http.HandlerFunc{reply(503, ``)}, repeat(held, 1000)...), history.Info, "503", retried},
 		{"granted, body unreadable", []http.HandlerFunc{reply(201, `{"token":"seven"}`)}, history.Info, "not a grant", answered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ const ClientClock = history.KindClientClock
 
 var clientClockKind = Kind{
 	Name: ClientClock, Scope: ScopeClient, Color: "#edc948",
-	Doc: "Sets one contender's clock behind (1 s to 30 s by default; ahead with run --skew-ahead), stepped between two of its operations; a lock " +
+	Doc: "Sets one contender's clock behind (1 s to 30 s by default, run --skew-min and --skew-max; ahead with run --skew-ahead), stepped between two of its operations; a lock " +
 		"with its own process gets the step too (workload.ClockSetter).",
 	StartValue: history.ClientClockStart{Client: 3, Offset: "-5.658s"}, StopValue: history.ClientClockStop{Client: 3},
 	New: func() Injector { return &clientClock{} },

@@ -867,3 +867,79 @@ func TestStopWaitsLongerForRestarts(t *testing.T) {
 		}
 	}
 }
+
+// endingRun is a node on which the run ends (its context is cancelled)
+// while the nemesis reads its unsynced counts or while it is cut, as when
+// docker execs take seconds on a loaded machine.
+type endingRun struct {
+	*fakeNode
+	inCounts, inCut func()
+}
+
+func (e endingRun) Unsynced(ctx context.Context) (int64, int, error) {
+	e.inCounts()
+	return e.fakeNode.Unsynced(ctx)
+}
+
+func (e endingRun) PowerOff(ctx context.Context) error {
+	e.inCut()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return e.fakeNode.PowerOff(ctx)
+}
+
+// A cut the run's end interrupts is finished and recorded (its lost adds
+// have a cause in the history); a run that ends before the cut cuts
+// nothing and records nothing.
+func TestRackPowerLossAtTheRunsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		endInCut  bool
+		wantLines int
+		wantCut   bool
+	}{
+		{"run ends while cutting", true, 1, true},
+		{"run ends before the cut", false, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, fs := fakeCluster(3)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			noop := func() {}
+			for i := range ts {
+				in := endingRun{fakeNode: fs[i], inCounts: cancel, inCut: noop}
+				if tc.endInCut {
+					in.inCounts, in.inCut = noop, cancel
+				}
+				ts[i].Node = in
+			}
+			rec := &memRec{}
+			n, err := New(ts, rec, WithKinds(RackPowerLoss), WithSeed(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop, err := n.kinds[0].Start(ctx, &n.env, time.Second)
+			if tc.wantCut != (err == nil) {
+				t.Fatalf("Start: %v", err)
+			}
+			if got := len(rec.all()); got != tc.wantLines {
+				t.Errorf("%d start lines, want %d: %+v", got, tc.wantLines, rec.all())
+			}
+			for _, f := range fs {
+				if f.killed != tc.wantCut {
+					t.Errorf("%s cut %v, want %v", f.name, f.killed, tc.wantCut)
+				}
+			}
+			if stop == nil {
+				return
+			}
+			if err := stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if ops := rec.all(); len(ops) != 2 || ops[1].F != history.StopF(RackPowerLoss) {
+				t.Errorf("after stop: %+v", ops)
+			}
+		})
+	}
+}

@@ -72,12 +72,23 @@ func cutPower(ctx context.Context, e *Env, kind string, targets []Target) (Stop,
 			}
 		}
 	}
+	// The run may end while the counts are read (docker execs take seconds
+	// on a loaded machine): then nothing was cut and nothing is recorded.
+	// Once the first kill is sent the cut has taken effect, so it finishes
+	// and its line is written even if the run ends meanwhile: a cut the
+	// run's end interrupted was dealt unrecorded (its lost adds blamed on
+	// no fault).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
 	errs := parallel(targets, func(t Target) error {
 		p, ok := t.Node.(PowerNode)
 		if !ok {
 			return fmt.Errorf("node %s: no power to cut", t.Name)
 		}
-		return p.PowerOff(ctx)
+		return p.PowerOff(pctx)
 	})
 	restart := func(ctx context.Context) error {
 		return errors.Join(parallel(targets, func(t Target) error { return t.Node.Restart(ctx) })...)

@@ -98,6 +98,9 @@ func (t Test) Validate() error {
 	if t.TTL < time.Second {
 		bad("ttl must be at least 1s, got %v", t.TTL)
 	}
+	if (t.SkewMin != 0 || t.SkewMax != 0) && (t.SkewMin <= 0 || t.SkewMax < t.SkewMin) {
+		bad("skew bounds must be 0 < skew-min <= skew-max, got %v and %v", t.SkewMin, t.SkewMax)
+	}
 	if t.Quiet < 0 || t.PauseExtra < 0 {
 		bad("quiet and pause-extra must not be negative, got %v and %v", t.Quiet, t.PauseExtra)
 	}

@@ -60,8 +60,11 @@ type Test struct {
 	TTL        time.Duration // the lease recipes' TTL
 	PauseExtra time.Duration // a paused holder stalls its lease plus this
 	// SkewAhead: client-clock sets the contender's clock ahead, not behind.
-	SkewAhead   bool
-	HealTimeout time.Duration
+	SkewAhead bool
+	// SkewMin and SkewMax bound client-clock's skew (log-uniform); zero:
+	// the nemesis's default, 1s..30s.
+	SkewMin, SkewMax time.Duration
+	HealTimeout      time.Duration
 	// PinClients sends every query of client i through node i mod nodes
 	// (`run --pin-clients`) instead of the token-aware replica every client
 	// shares: clients then read through different coordinators, which the
@@ -244,6 +247,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if t.DCLocal {
 		meta.Config["consistency"] = "local"
 	}
+	if t.SkewMax > 0 {
+		meta.Config["skew"] = t.SkewMin.String() + ".." + t.SkewMax.String()
+	}
 	if t.Schedule != nil {
 		// The schedule dealt is kept beside the history: a replay of a
 		// replay, or a shrink, starts from it.
@@ -372,6 +378,9 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	nemOpts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
 	if t.Schedule != nil {
 		nemOpts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
+	}
+	if t.SkewMax > 0 {
+		nemOpts = append(nemOpts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax))
 	}
 	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),

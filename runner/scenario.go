@@ -39,11 +39,14 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	t.Time, t.Interval, t.Seed = row.Time, row.Interval, row.RunSeed(run)
 	t.Clients, t.Locks, t.Quiet = row.ClientCount(), row.LockCount(), scenario.Quiet
 	t.PinClients, t.DCLocal = row.Pin, row.DCLocal
-	if row.Schedule != nil {
+	// A shrunk row's empty schedule is a flaw that needs no fault: the run
+	// deals none (row.Faults is empty too).
+	if row.Schedule != nil && len(row.Schedule.Steps) > 0 {
 		s := *row.Schedule
 		t.Schedule, t.Nemesis = &s, s.Kinds()
 	}
 	t.SkewAhead = row.SkewAhead
+	t.SkewMin, t.SkewMax = row.SkewMin, row.SkewMax
 	if err := t.Validate(); err != nil {
 		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
 	}

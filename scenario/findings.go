@@ -49,10 +49,17 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s. Asserted: %s (%s tier).\n\n",
 			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), objectWord(r)), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
-		if r.Schedule != nil {
+		if r.Schedule != nil && len(r.Schedule.Steps) == 0 {
+			fmt.Fprintf(&b, "\nIts schedule is empty: the flaw needs no fault (`run --nemesis none`); shrunk from %s in clients and time.\n", r.Schedule.Source)
+		}
+		if r.Schedule != nil && len(r.Schedule.Steps) > 0 {
 			b.WriteString("\nIts schedule, dealt as written (`run --schedule` takes the same steps as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
 			for _, st := range r.Schedule.Steps {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", st.Kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), st.Value)
+				value := "-" // a kind without parameters (rack-power-loss)
+				if len(st.Value) > 0 {
+					value = "`" + string(st.Value) + "`"
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", st.Kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), value)
 			}
 		}
 		if len(byRow[r.Name]) > 0 {

@@ -264,6 +264,9 @@ func RunCommand(r Row) string {
 	if r.SkewAhead {
 		b.WriteString(" --skew-ahead")
 	}
+	if r.SkewMax > 0 {
+		fmt.Fprintf(&b, " --skew-min %s --skew-max %s", r.SkewMin, r.SkewMax)
+	}
 	if r.ClientCount() != DefaultClients {
 		fmt.Fprintf(&b, " --clients %d", r.ClientCount())
 	}

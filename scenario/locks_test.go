@@ -76,6 +76,11 @@ func TestRunCommand(t *testing.T) {
 	if got, want := RunCommand(r), "lockcheck run --lock-cmd 'plugins/java-locks/run shedlock' --name shedlock --promise fenced --nemesis client-clock --interval 2s --workload leader --locks 4 --time 30s --quiet 3s --seed 9"; got != want {
 		t.Errorf("RunCommand = %q\nwant          %q", got, want)
 	}
+	r = Row{Name: "astyanax/client-clock-ahead", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientClock},
+		SkewAhead: true, SkewMin: 4 * time.Second, SkewMax: 10 * time.Second, Time: 20 * time.Second, Interval: 3 * time.Second, Seed: 6533}
+	if got, want := RunCommand(r), "lockcheck run --lock-cmd 'plugins/java-locks/run astyanax' --name astyanax --nemesis client-clock --interval 3s --skew-ahead --skew-min 4s --skew-max 10s --time 20s --quiet 3s --seed 6533"; got != want {
+		t.Errorf("RunCommand = %q\nwant          %q", got, want)
+	}
 }
 
 // TestLocksPage renders docs/locks.md from the catalogue, the rows and the

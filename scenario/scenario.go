@@ -176,13 +176,18 @@ type Row struct {
 	DCLocal bool
 	// Schedule, when set, is dealt instead of drawn faults: a shrunk
 	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
-	// Faults are then its kinds, and the name ends in "/shrunk".
+	// Faults are then its kinds, and the name ends in "/shrunk". A schedule
+	// without steps is a flaw that needs no fault (the shrink's "no fault
+	// is needed"): the row runs with none, shrunk in clients and time.
 	Schedule *nemesis.Schedule
 	Clients  int // 0: DefaultClients
 	Locks    int // 0: DefaultLocks
 	// SkewAhead sets client-clock's contender ahead instead of behind
 	// (run --skew-ahead); the row's faults name it client-clock-ahead.
 	SkewAhead bool
+	// SkewMin and SkewMax bound client-clock's skew (run --skew-min,
+	// --skew-max); zero: the default, 1s..30s.
+	SkewMin, SkewMax time.Duration
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -330,8 +335,13 @@ func (r Row) Check() error {
 		}
 	}
 	if r.Schedule != nil {
-		if err := r.Schedule.Validate(); err != nil {
-			bad("%v", err)
+		if len(r.Schedule.Steps) > 0 {
+			if err := r.Schedule.Validate(); err != nil {
+				bad("%v", err)
+			}
+		}
+		if len(r.Schedule.Steps) == 0 && strings.TrimSpace(r.Schedule.Source) == "" {
+			bad("an empty schedule names its source (the run it was shrunk from): the docs show only that")
 		}
 		if !slices.Equal(r.Schedule.Kinds(), r.Faults) {
 			bad("faults %v: want the schedule's kinds %v", r.Faults, r.Schedule.Kinds())
@@ -342,6 +352,12 @@ func (r Row) Check() error {
 	}
 	if r.SkewAhead && !slices.Contains(r.Faults, nemesis.ClientClock) {
 		bad("skew ahead without %s: it sets that fault's direction", nemesis.ClientClock)
+	}
+	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) {
+		bad("skew bounds without %s: they bound that fault's skew", nemesis.ClientClock)
+	}
+	if (r.SkewMin != 0 || r.SkewMax != 0) && (r.SkewMin <= 0 || r.SkewMax < r.SkewMin) {
+		bad("skew bounds %v..%v: want 0 < min <= max", r.SkewMin, r.SkewMax)
 	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")

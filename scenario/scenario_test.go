@@ -60,6 +60,19 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientClock, For: nemesis.Duration(s)}}}
 		}, "want the schedule's kinds [client-clock]"},
 		{"schedule longer than the row", func(r *Row) { r.Name, r.Schedule, r.Time = "lease/client-pause/shrunk", &pauseSchedule, 3*s }, "after the row's time"},
+		{"skew bounds without client-clock", func(r *Row) { r.SkewMin, r.SkewMax = 4*s, 8*s }, "skew bounds without client-clock"},
+		{"skew bounds reversed", func(r *Row) {
+			r.Name, r.Faults, r.SkewMin, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s, 4*s
+		}, "want 0 < min <= max"},
+		{"skew bounds without a minimum", func(r *Row) {
+			r.Name, r.Faults, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s
+		}, "want 0 < min <= max"},
+		{"empty schedule with faults", func(r *Row) {
+			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Source: "lease/client-pause, seed 1"}
+		}, "want the schedule's kinds []"},
+		{"empty schedule without its source", func(r *Row) {
+			r.Name, r.Faults, r.Schedule = "lease/none/shrunk", nil, &nemesis.Schedule{}
+		}, "an empty schedule names its source"},
 		{"promise of a recipe", func(r *Row) { r.Promise = history.PromiseFenced }, "without a command"},
 		{"plug-in with a bad name", func(r *Row) { r.Command, r.Recipe, r.Name = "plugins/x/run", "X_lock", "X_lock/client-pause" }, "a plug-in's name"},
 		{"plug-in outside the repository", func(r *Row) { r.Command = "/usr/bin/lock" }, "a path inside the repository"},
@@ -81,6 +94,16 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 func TestPluginRowChecks(t *testing.T) {
 	r := good()
 	r.Command, r.Recipe, r.Promise, r.Name = "plugins/shedlock/run --x", "shedlock", history.PromiseMutex, "shedlock/client-pause"
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A flaw that needs no fault shrinks to an empty schedule: the row runs
+// with none and keeps its /shrunk name.
+func TestEmptyScheduleRowChecks(t *testing.T) {
+	r := good()
+	r.Name, r.Faults, r.Schedule = "lease/none/shrunk", nil, &nemesis.Schedule{Source: "lease/none, seed 1"}
 	if err := r.Check(); err != nil {
 		t.Fatal(err)
 	}

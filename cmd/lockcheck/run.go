@@ -61,6 +61,8 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
 	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
+	fs.DurationVar(&t.SkewMin, "skew-min", 0, "client-clock: the smallest skew (with --skew-max; default 1s)")
+	fs.DurationVar(&t.SkewMax, "skew-max", 0, "client-clock: the largest skew (with --skew-min; default 30s)")
 	fs.BoolVar(&t.NoWait, "no-wait", false, "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free")
 	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
 	fs.BoolVar(&t.DCLocal, "dc-local", false, "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM (recipes "+strings.Join(runner.DCLocalRecipes(), ", ")+"); on a cluster of several data centres clients are placed in them round-robin either way")
@@ -119,6 +121,9 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.SkewAhead {
 		opts = append(opts, lockcheck.WithSkewAhead())
+	}
+	if t.SkewMin != 0 || t.SkewMax != 0 {
+		opts = append(opts, lockcheck.WithSkew(t.SkewMin, t.SkewMax))
 	}
 	if t.NoWait {
 		opts = append(opts, lockcheck.WithNoWait())

@@ -58,9 +58,9 @@ final class AstyanaxRowLock implements Lock {
         SimpleStatement.newInstance(
                 "CREATE TABLE IF NOT EXISTS " + t + " (key text, column1 text, value bigint, PRIMARY KEY (key, column1))")
             .setTimeout(Duration.ofMillis(Math.max(1000, deadline - Lock.now()))));
-    write = session.prepare("INSERT INTO " + t + " (key, column1, value) VALUES (?, ?, ?)");
-    read = session.prepare("SELECT column1, value FROM " + t + " WHERE key = ? AND column1 >= ? AND column1 <= ?");
-    delete = session.prepare("DELETE FROM " + t + " WHERE key = ? AND column1 IN ?");
+    write = Lock.prepare(session, deadline, "INSERT INTO " + t + " (key, column1, value) VALUES (?, ?, ?)");
+    read = Lock.prepare(session, deadline, "SELECT column1, value FROM " + t + " WHERE key = ? AND column1 >= ? AND column1 <= ?");
+    delete = Lock.prepare(session, deadline, "DELETE FROM " + t + " WHERE key = ? AND column1 IN ?");
   }
 
   @Override

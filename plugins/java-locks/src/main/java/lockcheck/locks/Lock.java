@@ -1,6 +1,9 @@
 package lockcheck.locks;
 
 import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.DriverTimeoutException;
+import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import java.time.Duration;
 
 /**
@@ -37,6 +40,26 @@ interface Lock {
   long renew(String name, String owner, long deadline) throws Unknown, Failed;
 
   void release(String name, String owner, long deadline) throws Unknown, Failed;
+
+  /**
+   * Prepares a lock's statement during setup, retrying the driver's request time-out (2 s, which
+   * a prepare takes whatever the statement says) until the setup's deadline: on a loaded test
+   * cluster a prepare right after CREATE TABLE can outlast it, and a prepare changes no data, so
+   * a retry is safe. The locks' own requests keep the driver's defaults.
+   */
+  static PreparedStatement prepare(CqlSession session, long deadline, SimpleStatement statement) {
+    while (true) {
+      try {
+        return session.prepare(statement);
+      } catch (DriverTimeoutException e) {
+        if (now() + 2000 > deadline) throw e;
+      }
+    }
+  }
+
+  static PreparedStatement prepare(CqlSession session, long deadline, String query) {
+    return prepare(session, deadline, SimpleStatement.newInstance(query));
+  }
 
   static long now() {
     return System.nanoTime() / 1_000_000;

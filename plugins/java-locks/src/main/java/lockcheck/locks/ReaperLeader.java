@@ -81,7 +81,7 @@ final class ReaperLeader implements Lock {
             .setTimeout(Duration.ofMillis(Math.max(1000, deadline - Lock.now()))));
     String ks = keyspace + ".";
     take =
-        session.prepare(
+        Lock.prepare(session, deadline,
             SimpleStatement.builder(
                     "INSERT INTO " + ks + "leader(leader_id, reaper_instance_id,"
                         + "reaper_instance_host, last_heartbeat)"
@@ -89,14 +89,14 @@ final class ReaperLeader implements Lock {
                 .setConsistencyLevel(ConsistencyLevel.QUORUM)
                 .build());
     renew =
-        session.prepare(
+        Lock.prepare(session, deadline,
             SimpleStatement.builder(
                     "UPDATE " + ks + "leader USING TTL ? SET reaper_instance_id = ?, reaper_instance_host = ?,"
                         + " last_heartbeat = toTimestamp(now()) WHERE leader_id = ? IF reaper_instance_id = ?")
                 .setConsistencyLevel(ConsistencyLevel.QUORUM)
                 .build());
     release =
-        session.prepare(
+        Lock.prepare(session, deadline,
             SimpleStatement.builder("DELETE FROM " + ks + "leader WHERE leader_id = ? IF reaper_instance_id = ?")
                 .setConsistencyLevel(ConsistencyLevel.QUORUM)
                 .build());

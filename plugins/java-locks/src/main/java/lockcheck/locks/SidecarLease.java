@@ -63,12 +63,12 @@ final class SidecarLease implements Lock {
                     keyspace, table))
             .setTimeout(Duration.ofMillis(Math.max(1000, deadline - Lock.now()))));
     claim =
-        session.prepare(
+        Lock.prepare(session, deadline,
             String.format(
                 "INSERT INTO %s.%s (name,owner) VALUES ('cluster_lease_holder',?) " + "IF NOT EXISTS USING TTL %d",
                 keyspace, table, ttlSeconds));
     extend =
-        session.prepare(
+        Lock.prepare(session, deadline,
             String.format(
                 "UPDATE %s.%s USING TTL %d SET owner = ? " + "WHERE name = 'cluster_lease_holder' IF owner = ?",
                 keyspace, table, ttlSeconds));
