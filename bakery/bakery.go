@@ -179,15 +179,10 @@ func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error 
 	if err != nil {
 		return fmt.Errorf("bakery schema: %w", err)
 	}
-	for _, q := range []string{
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.bakery_choosing (lock text, client text, choosing boolean, PRIMARY KEY ((lock), client))`,
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.bakery_numbers (lock text, client text, number bigint, PRIMARY KEY ((lock), client))`,
-	} {
-		if err := s.Query(q).ExecContext(ctx); err != nil {
-			return fmt.Errorf("bakery schema: %w", err)
-		}
-	}
-	return s.AwaitSchemaAgreement(ctx)
+	return recipe.CreateTables(ctx, s, "bakery schema",
+		`CREATE TABLE IF NOT EXISTS `+ks+`.bakery_choosing (lock text, client text, choosing boolean, PRIMARY KEY ((lock), client))`,
+		`CREATE TABLE IF NOT EXISTS `+ks+`.bakery_numbers (lock text, client text, number bigint, PRIMARY KEY ((lock), client))`,
+	)
 }
 
 func (b *Bakery) exec(ctx context.Context, stmt string, args ...any) error {

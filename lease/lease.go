@@ -138,12 +138,7 @@ func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error 
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.leases_racy (name text PRIMARY KEY, owner text, value text) WITH default_time_to_live = 180`,
 		`CREATE TABLE IF NOT EXISTS ` + ks + `.leadership_election ("group" text PRIMARY KEY, leader_id text)`,
 	}
-	for _, q := range stmts {
-		if err := s.Query(q).ExecContext(ctx); err != nil {
-			return fmt.Errorf("lease schema: %w", err)
-		}
-	}
-	return s.AwaitSchemaAgreement(ctx)
+	return recipe.CreateTables(ctx, s, "lease schema", stmts...)
 }
 
 // Fenced tells whether grants carry fencing tokens.

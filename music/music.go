@@ -139,16 +139,11 @@ func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error 
 	if err != nil {
 		return fmt.Errorf("music schema: %w", err)
 	}
-	for _, q := range []string{
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.music_seq (key text, ref bigint, guard bigint, owner text, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
-		`CREATE TABLE IF NOT EXISTS ` + ks + `.music_values (key text PRIMARY KEY, value text)`,
-	} {
-		if err := s.Query(q).ExecContext(ctx); err != nil {
-			return fmt.Errorf("music schema: %w", err)
-		}
-	}
-	return s.AwaitSchemaAgreement(ctx)
+	return recipe.CreateTables(ctx, s, "music schema",
+		`CREATE TABLE IF NOT EXISTS `+ks+`.music_locks (key text, ref timeuuid, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
+		`CREATE TABLE IF NOT EXISTS `+ks+`.music_seq (key text, ref bigint, guard bigint, owner text, PRIMARY KEY ((key), ref)) WITH CLUSTERING ORDER BY (ref ASC)`,
+		`CREATE TABLE IF NOT EXISTS `+ks+`.music_values (key text PRIMARY KEY, value text)`,
+	)
 }
 
 // CreateLockRef appends a new ref to key's queue. An error wrapping

@@ -826,6 +826,48 @@ func TestPowerLoss(t *testing.T) {
 	}
 }
 
+// deadlineInjector starts a fault whose stop records how long its context
+// gives it.
+type deadlineInjector struct{ left time.Duration }
+
+func (d *deadlineInjector) Start(context.Context, *Env, time.Duration) (Stop, error) {
+	return func(ctx context.Context) error {
+		if dl, ok := ctx.Deadline(); ok {
+			d.left = time.Until(dl)
+		}
+		return nil
+	}, nil
+}
+
+func (d *deadlineInjector) Reset(context.Context, *Env, Target) (bool, error) { return false, nil }
+
+// A stop that restarts nodes is given longer than one that does not: a
+// killed node of a slow-starting release must get back before the stop
+// gives up, even when the run is over.
+func TestStopWaitsLongerForRestarts(t *testing.T) {
+	ts, _ := fakeCluster(3)
+	n, err := New(ts, &memRec{}, WithKinds(Partition))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, restarts := range []bool{false, true} {
+		inj := &deadlineInjector{}
+		k := fault{Kind: &Kind{Name: "test", Restarts: restarts}, Injector: inj}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the run is over: the stop still gets its own time
+		if _, err := n.deal(ctx, k, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := 2 * time.Minute
+		if restarts {
+			want = 6 * time.Minute
+		}
+		if inj.left <= want-time.Minute || inj.left > want {
+			t.Errorf("restarts %t: the stop had %v, want about %v", restarts, inj.left, want)
+		}
+	}
+}
+
 // endingRun is a node on which the run ends (its context is cancelled)
 // while the nemesis reads its unsynced counts or while it is cut, as when
 // docker execs take seconds on a loaded machine.

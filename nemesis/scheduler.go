@@ -109,7 +109,7 @@ func (n *Nemesis) deal(ctx context.Context, kind fault, hold time.Duration, step
 	sleep(ctx, hold)
 	// The stop runs to completion even when the run is over, so that its
 	// line is recorded.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait(kind))
 	err = stop(sctx)
 	cancel()
 	n.setActive(kind.Name, false)
@@ -118,6 +118,22 @@ func (n *Nemesis) deal(ctx context.Context, kind fault, hold time.Duration, step
 		return true, err
 	}
 	return true, nil
+}
+
+// Bounds of one fault's stop. A kind that restarts nodes waits for them to
+// serve CQL again: a Cassandra 4.1 node killed on the 2-core machine at
+// load 45 took over 2 minutes to come back (its start is slower than 5.0's),
+// and a stop cut short leaves the node down for the rest of the run.
+const (
+	stopTimeout        = 2 * time.Minute
+	restartStopTimeout = 6 * time.Minute
+)
+
+func stopWait(k fault) time.Duration {
+	if k.Restarts {
+		return restartStopTimeout
+	}
+	return stopTimeout
 }
 
 func restarts(k fault) int {

@@ -25,10 +25,7 @@ func CreateSchema(ctx context.Context, s *gocql.Session, keyspace string) error 
 	if err != nil {
 		return err
 	}
-	if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + t + ` (key text PRIMARY KEY, value bigint)`).ExecContext(ctx); err != nil {
-		return fmt.Errorf("register schema: %w", err)
-	}
-	return s.AwaitSchemaAgreement(ctx)
+	return recipe.CreateTables(ctx, s, "register schema", `CREATE TABLE IF NOT EXISTS `+t+` (key text PRIMARY KEY, value bigint)`)
 }
 
 // Register is a workload.Register on one session.

@@ -747,3 +747,37 @@ var registerRows = []Row{
 }
 
 func init() { Rows = append(Rows, registerRows...) }
+
+// The locks on Cassandra 4.x (issue 23): one fenced recipe under every
+// node fault and the published lease's known flaw, on 4.1 (Paxos v1 and
+// v2) and 4.0, so that a lock's verdict on 4.x stands beside its
+// register's on the same cluster (the register rows above).
+var lockRows4x = []Row{
+	{
+		Name: "c4.1/lease-fenced/node-faults", Recipe: "lease-fenced", Faults: NodeFaults, Cluster: c41, Time: 60 * s, Interval: 2 * s, Seed: 23100,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Cassandra 4.1, Paxos v1: the fenced lease under every node fault, as on 5.0: grants and tokens are LWTs, the resource refuses an older token.",
+	},
+	{
+		Name: "c4.1/lease/client-pause", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Cluster: c41, Time: 20 * s, Interval: 3 * s, Seed: 23101,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "The published lease's flaw does not depend on the release: a holder stalled past its TTL writes after the next holder's adds (lost-add).",
+	},
+	{
+		Name: "v2-c4.1/lease-fenced/node-faults", Recipe: "lease-fenced", Faults: NodeFaults, Cluster: c41v2, Time: 60 * s, Interval: 2 * s, Seed: 23102,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Cassandra 4.1, Paxos v2 (its first release): the fenced lease under every node fault.",
+	},
+	{
+		Name: "c4.0/lease-fenced/node-faults", Recipe: "lease-fenced", Faults: NodeFaults, Cluster: c40, Time: 60 * s, Interval: 2 * s, Seed: 23103,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Cassandra 4.0 (Paxos v1 only): the fenced lease under every node fault.",
+	},
+	{
+		Name: "c4.0/lease/client-pause", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Cluster: c40, Time: 20 * s, Interval: 3 * s, Seed: 23104,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "The published lease's flaw on 4.0: a holder stalled past its TTL writes after the next holder's adds (lost-add).",
+	},
+}
+
+func init() { Rows = append(Rows, lockRows4x...) }

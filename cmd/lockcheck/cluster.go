@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/exclusive"
@@ -22,7 +23,7 @@ import (
 const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
   up      start a Cassandra cluster and leave it running for later commands
           [--name lockcheck] [--nodes 3] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--commitlog-sync periodic|batch]
-          [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub]
+          [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub] [--timeout 4m]
           [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version, faults, and who holds the cluster  [--name lockcheck]
   heal    take the cluster, heal what killed runs left, wait until healthy  [--name lockcheck] [--force] [--no-wait]
@@ -95,6 +96,7 @@ type upFlags struct {
 	name, version, paxos, sync, heap, image, subnet, sshKey string
 	nodes, rf, dcs, spares                                  int
 	lazy, skipRepair                                        bool
+	timeout                                                 time.Duration
 }
 
 func newUpFlags() (*flag.FlagSet, *upFlags) {
@@ -113,6 +115,7 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	fs.StringVar(&f.image, "image", "", "run this local image instead of building lockcheck's own")
 	fs.StringVar(&f.subnet, "subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
 	fs.StringVar(&f.sshKey, "ssh-authorized-key", "", "public key file: run sshd in every node, root login with this key (for --hosts --ssh-*)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "how long to wait for the cluster to become healthy (default 4m; a loaded machine, or 4.x's slower start, may need more)")
 	fs.BoolVar(&f.lazy, "lazyfs", false, "keep every node's data on lockcheck-lazyfs, which loses unsynced writes when a power-loss fault cuts the node")
 	return fs, f
 }
@@ -166,6 +169,14 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// Bad input is rejected before anything touches Docker.
 	if err := cluster.ValidateOptions(opts...); err != nil {
 		return err
+	}
+	if f.timeout < 0 {
+		return fmt.Errorf("%w: --timeout must not be negative, got %v", cluster.ErrBadOption, f.timeout)
+	}
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
 	}
 	log := slog.Default()
 	// A cluster of this name already running is kept when it matches the

@@ -31,6 +31,7 @@ func TestClusterBadInput(t *testing.T) {
 		{"bad heap", []string{"up", "--heap", "lots"}, "heap"},
 		{"rf above nodes", []string{"up", "--nodes", "2", "--rf", "3"}, "replication factor"},
 		{"bad subnet", []string{"up", "--subnet", "10.0.0.0/30"}, "subnet"},
+		{"negative timeout", []string{"up", "--timeout", "-1m"}, "--timeout must not be negative"},
 		{"bad name", []string{"up", "--name", "Bad Name"}, "Bad Name"},
 		{"bad name as --cluster", []string{"up", "--cluster", "Bad Name"}, "Bad Name"},
 		{"stray argument", []string{"up", "now"}, `unexpected argument "now"`},
