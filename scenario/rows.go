@@ -40,7 +40,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "lease/client-pause", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 1001,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "A holder stalled between its read and its write past its TTL: another client takes the lease and adds, " +
 			"then the stale write lands and the other's acknowledged add is lost (lost-add, 10-90 per run).",
 	},
@@ -57,7 +57,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "music/client-clock", Recipe: "music", Faults: []string{nemesis.ClientClock}, Time: 30 * s, Interval: 3 * s, Seed: 1004,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "A contender whose clock is 1-30 s behind makes a time-UUID ref that sorts before the holder's, " +
 			"finds itself on top and enters while the holder is inside (overlapping-holds).",
 	},
@@ -71,7 +71,7 @@ var Rows = []Row{
 		// restart included, fits in 90 s even at load 25-30 (60 s did not:
 		// 3 of 5 kinds at load 27).
 		Name: "lease-fenced/node-faults", Recipe: "lease-fenced", Faults: NodeFaults, Time: 90 * s, Interval: 2 * s, Seed: 1006,
-		Want: checker.Valid, Tier: Quick,
+		Want: checker.Valid, Tier: Full,
 		Mechanism: "Kills and restarts dominate the schedule; LWT timeouts become unknown outcomes (info) and fencing holds. " +
 			"An add acknowledged after its own lease ended while nobody else held is a late-write finding, not a failure.",
 	},
@@ -87,7 +87,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "bakery/client-clock", Recipe: "bakery", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 1009,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "The published bakery's flaw (Lamport's bakery over Cassandra cells at QUORUM, client timestamps): a contender's clock stepped back between its operations writes its new choosing and number cells " +
 			"under its own older tombstones (last write wins on client timestamps), so the others miss its ticket and enter while it holds, even at QUORUM.",
 	},
@@ -105,7 +105,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "lease/coord-clock", Recipe: "lease", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 1012,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "The published lease (IF NOT EXISTS USING TTL) under node clock skew: the coordinator serving a contender runs ahead by more than a lease has left, " +
 			"so its IF NOT EXISTS finds the holder's lease expired and grants it again (overlapping-holds).",
 	},
@@ -116,7 +116,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "lease/client-pause/leader", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 1014,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "Leaders keep terms of seconds by heartbeats (lease's Renew); a leader paused past its lease writes on after the next leader took over.",
 	},
 	{
@@ -131,7 +131,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "election/none/leader", Recipe: "election", Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 1017,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "The published leader election: leaders keep their term by claiming again, and as published a re-claim does not refresh the TTL: " +
 			"the claim expires under a leader that still leads, no fault needed.",
 	},
@@ -249,7 +249,7 @@ var Rows = []Row{
 			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
 			{Kind: nemesis.ClientPause, At: nemesis.Duration(9 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
 		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "Two stalls of the next holder, 4.7 s each (its 1.7 s lease plus 3 s), 2 s and 9 s into the run: each time another " +
 			"client takes the expired lease and adds, and the stalled holder's read-modify-write lands over it (stale-holder-write, lost-add).",
 	},
@@ -260,7 +260,7 @@ var Rows = []Row{
 		Schedule: &nemesis.Schedule{Source: "music/client-clock, seed 1004, shrunk", Steps: []nemesis.Step{
 			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(2162 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-23.038s"}`)},
 		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "Client 3's clock set 23 s behind at its next rest, 2 s into the run: its next time-UUID ref sorts before the holder's, " +
 			"it finds itself on top and enters while the holder is inside (overlapping-holds), within seconds.",
 	},
@@ -274,7 +274,7 @@ var Rows = []Row{
 			{Kind: nemesis.CoordClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n1"}, Value: []byte(`{"node":"n1","offset":"+5.756s"}`)},
 			{Kind: nemesis.CoordClock, At: nemesis.Duration(8 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n2"}, Value: []byte(`{"node":"n2","offset":"+5.756s"}`)},
 		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "A coordinator's clock 5.8 s ahead, more than a 3 s lease has left: an IF NOT EXISTS through it finds the holder's row " +
 			"already expired and grants the lock again before the holder's deadline (overlapping-holds).",
 	},
@@ -286,7 +286,7 @@ var Rows = []Row{
 		Schedule: &nemesis.Schedule{Source: "bakery/client-clock, seed 1009, shrunk", Steps: []nemesis.Step{
 			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(737 * time.Millisecond), Value: []byte(`{"client":0,"offset":"-1.188s"}`)},
 		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "Client 0's clock set 1.2 s behind at its next rest, 2 s into the run, with one other contender: its new choosing and " +
 			"number cells land under its own older tombstones, the other misses its ticket and enters while it holds (overlapping-holds, lost-add).",
 	},
@@ -299,7 +299,7 @@ var Rows = []Row{
 		Schedule: &nemesis.Schedule{Source: "lease/client-pause/leader, seed 1014, shrunk", Steps: []nemesis.Step{
 			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(4700 * time.Millisecond), Value: []byte(`{"ms":4700}`)},
 		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "The leader stalled 4.7 s, longer than its lease, 2 s into the run: the next leader takes over and writes, and the " +
 			"stalled leader resumes and writes as leader on top of it (stale-holder-write, lost-add).",
 	},
@@ -333,7 +333,7 @@ var Rows = []Row{
 		// election/none/leader needs no fault: the shrink is in clients
 		// and time (lockcheck shrink refuses a run without fault events).
 		Schedule: &nemesis.Schedule{Source: "election/none/leader, seed 1017"},
-		Want:     checker.Invalid, Unsafe: true, Tier: Full,
+		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "No fault, two clients: the leader's re-claim does not refresh its claim's TTL, so the claim expires one TTL after " +
 			"the grant while the leader still leads and heartbeats; the other client claims it and both lead (overlapping-holds, lost-add).",
 	},
