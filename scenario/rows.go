@@ -158,7 +158,7 @@ var Rows = []Row{
 	// (batch).
 	{
 		Name: "periodic/lease-fenced/rack-power-loss", Recipe: "lease-fenced", Faults: []string{nemesis.RackPowerLoss}, Cluster: periodic, Time: 30 * s, Interval: 4 * s, Seed: 4000,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "Every replica forgets the commitlog's unsynced tail at once, so nothing is left to repair from: acknowledged adds are lost " +
 			"and the fencing counter goes back, so tokens are issued again and the resource, reset the same way, accepts them.",
 	},
@@ -347,7 +347,7 @@ var Rows = []Row{
 		Schedule: &nemesis.Schedule{Source: "periodic/lease-fenced/rack-power-loss, seed 4000, one cut", Steps: []nemesis.Step{
 			{Kind: nemesis.RackPowerLoss, At: nemesis.Duration(2 * s), For: nemesis.Duration(2 * s)},
 		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "One cut of every node's power 2 s into the run, for 2 s: every replica forgets the commitlog's unsynced tail " +
 			"(synced every 10 s) at once, so the adds acknowledged in it are lost and the fencing counter goes back " +
 			"(lost-add, token-not-increasing, stale-holder-write).",

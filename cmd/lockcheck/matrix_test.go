@@ -41,7 +41,7 @@ func TestMatrixList(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[1], "periodic/lease-fenced/rack-power-loss  quick  invalid >= 9/10") {
+	if len(lines) != 5 || !strings.HasPrefix(lines[1], "periodic/lease-fenced/rack-power-loss  full   invalid >= 9/10") {
 		t.Errorf("--list --rows '*rack-power-loss':\n%s\nwant a header and the 4 rack-power-loss rows", stdout.String())
 	}
 	stdout.Reset()
