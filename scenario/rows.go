@@ -93,8 +93,12 @@ var Rows = []Row{
 	},
 	{
 		// A window catches bakery-one about 7 times in 10: 2-3 windows per run.
+		// Every rate on record is from a loaded machine (load 24-56); in
+		// make test's rehearsal at load about 4 (2026-11-24) a run with three
+		// cuts dealt was valid, so the row is full tier until it is measured
+		// on a quiet machine.
 		Name: "bakery-one/coord-partition", Recipe: "bakery-one", Faults: []string{nemesis.CoordPartition}, Pin: true, Time: 25 * s, Interval: 2 * s, Seed: 1010,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "Clients pinned to coordinators and one coordinator's writes kept from the others: its tickets, written at ONE, reach no other replica, " +
 			"and the others' reads at ONE miss them, so they enter without waiting (overlapping-holds, lost-add).",
 	},
