@@ -49,9 +49,19 @@ func TestVersions(t *testing.T) {
 			if got := c.Version().Cassandra; got != v.Cassandra {
 				t.Errorf("Version() = %s, want %s", got, v.Cassandra)
 			}
-			st, err := c.Status(ctx)
-			if err != nil {
-				t.Fatal(err)
+			// Status gives each node 10 s to say its version; a 4.x node
+			// just up on a loaded machine may take longer (make test's
+			// rehearsal, 2026-11-24): ask again, for up to 2 minutes.
+			var st []cluster.NodeStatus
+			for deadline := time.Now().Add(2 * time.Minute); ; {
+				var err error
+				if st, err = c.Status(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if len(st) != 1 || st[0].Version != "" || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Second)
 			}
 			if len(st) != 1 || st[0].State != "UN" || st[0].Version != v.Cassandra {
 				t.Fatalf("status %+v, want one UN node of %s", st, v.Cassandra)
