@@ -52,7 +52,7 @@ func New[L, O any](t testing.TB, newLock func(*gocql.Session, ...O) (L, error), 
 // ErrNotHeld. It returns both grants and how long b waited after the release.
 func Handover(t *testing.T, a, b workload.Lock, name string) (ga, gb workload.Grant, wait time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ga, err := a.Acquire(ctx, name, "a")
 	if err != nil {
@@ -61,9 +61,10 @@ func Handover(t *testing.T, a, b workload.Lock, name string) (ga, gb workload.Gr
 	// b gives up while a holds. On a loaded machine one Paxos round can
 	// outlast b's deadline, and an attempt cut off in flight is rightly
 	// unknown; so b tries again, and one of three tries must end in a
-	// definite ErrNotAcquired.
+	// definite ErrNotAcquired. Three tries of 5 s stay inside a 30 s TTL
+	// (make test's rehearsal saw three 3 s tries all cut off).
 	for try := 1; ; try++ {
-		short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
+		short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
 		_, err = b.Acquire(short, name, "b")
 		cancelShort()
 		if errors.Is(err, workload.ErrNotAcquired) && !errors.Is(err, workload.ErrUnknown) {
