@@ -17,9 +17,10 @@ import (
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 )
 
-// versionsUnderTest are the release lines TestVersions starts: 4.1 (the
-// one most users run) by default, every line but the shared cluster's
-// under LOCKCHECK_FULL=1, or the comma list LOCKCHECK_VERSIONS names.
+// versionsUnderTest are the release lines TestVersions starts: every line
+// but the shared cluster's under LOCKCHECK_FULL=1, or the comma list
+// LOCKCHECK_VERSIONS names; none in make test, whose 20 minutes a 4.x
+// node's start beside the other stream (up to 4 min here) does not fit.
 func versionsUnderTest() []string {
 	if v := os.Getenv("LOCKCHECK_VERSIONS"); v != "" {
 		return strings.Split(v, ",")
@@ -27,7 +28,7 @@ func versionsUnderTest() []string {
 	if os.Getenv("LOCKCHECK_FULL") == "1" {
 		return slices.DeleteFunc(cluster.Versions(), func(v string) bool { return v == cluster.DefaultVersion })
 	}
-	return []string{"4.1"}
+	return nil
 }
 
 // TestVersions starts a one-node cluster of each release line on its own
@@ -36,6 +37,9 @@ func versionsUnderTest() []string {
 // under the line's newest Paxos, and a libfaketime clock offset the JVM sees
 // (bullseye's libfaketime is older than bookworm's).
 func TestVersions(t *testing.T) {
+	if len(versionsUnderTest()) == 0 {
+		t.Skip("set LOCKCHECK_FULL=1 or LOCKCHECK_VERSIONS=4.1 to start the other release lines")
+	}
 	for _, name := range versionsUnderTest() {
 		t.Run(name, func(t *testing.T) {
 			v, err := cluster.LookupVersion(name)

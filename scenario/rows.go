@@ -351,7 +351,7 @@ var Rows = []Row{
 		Schedule: &nemesis.Schedule{Source: "periodic/lease-fenced/rack-power-loss, seed 4000, one cut", Steps: []nemesis.Step{
 			{Kind: nemesis.RackPowerLoss, At: nemesis.Duration(2 * s), For: nemesis.Duration(2 * s)},
 		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "One cut of every node's power 2 s into the run, for 2 s: every replica forgets the commitlog's unsynced tail " +
 			"(synced every 10 s) at once, so the adds acknowledged in it are lost and the fencing counter goes back " +
 			"(lost-add, token-not-increasing, stale-holder-write).",
