@@ -255,9 +255,9 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Exec runs cmd on the host (as root, through sudo -n for another user) and
-// returns its combined output; a non-zero exit status is an error.
-func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
+// commandLine quotes cmd for the host's shell, as root (through sudo -n
+// for another user).
+func (n *Node) commandLine(cmd []string) string {
 	q := make([]string, len(cmd))
 	for i, a := range cmd {
 		q[i] = quote(a)
@@ -266,6 +266,13 @@ func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
 	if n.cfg.User != "root" {
 		line = "sudo -n " + line
 	}
+	return line
+}
+
+// Exec runs cmd on the host (as root, through sudo -n for another user) and
+// returns its combined output; a non-zero exit status is an error.
+func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
+	line := n.commandLine(cmd)
 	s, err := n.session(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%s: ssh: %w", n.Name, err)
@@ -577,14 +584,7 @@ func (p *Proc) Close() error {
 // another user) with args as $1..., and leaves it running: the caller
 // talks to it through Stdin and Stdout. Its stderr ends up in Wait's error.
 func (n *Node) Start(ctx context.Context, script string, args ...string) (*Proc, error) {
-	q := []string{"bash", "-c", quote(script), "lockcheck"}
-	for _, a := range args {
-		q = append(q, quote(a))
-	}
-	line := strings.Join(q, " ")
-	if n.cfg.User != "root" {
-		line = "sudo -n " + line
-	}
+	line := n.commandLine(append([]string{"bash", "-c", script, "lockcheck"}, args...))
 	s, err := n.session(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: ssh: %w", n.Name, err)
