@@ -260,8 +260,9 @@ func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.Pa
 // a comparison of client clocks, as ShedLock's.
 func WithSkewAhead() Option { return func(c *config) { c.test.SkewAhead = true } }
 
-// WithSkew bounds client-clock's skew: drawn log-uniform in [min, max)
-// (--skew-min, --skew-max; default 1s..30s). A lock whose expiry a skew
+// WithSkew bounds client-clock's skew, drawn log-uniform in [min, max)
+// (--skew-min, --skew-max; default 1s..30s), and coord-clock's ahead, drawn
+// uniform in [min, max] (default: the TTL plus 1-3 s). A lock whose expiry a skew
 // defeats only past its TTL, and whose large skews lock everyone out for as
 // long, shows its flaw more often in a band just above the TTL.
 func WithSkew(min, max time.Duration) Option {

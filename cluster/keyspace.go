@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -58,6 +59,41 @@ func createKeyspace(ctx context.Context, s *gocql.Session, ks string, rf int, pe
 	q := fmt.Sprintf(`CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s`, ks, repl)
 	if err := s.Query(q).ExecContext(ctx); err != nil {
 		return fmt.Errorf("create keyspace %s: %w", ks, err)
+	}
+	return nil
+}
+
+// CheckLocalDC refuses a local data centre the cluster does not have, and
+// an existing keyspace that keeps no replica in it: LOCAL_SERIAL and
+// LOCAL_QUORUM there would fail every operation as unavailable, a set-up
+// error that would otherwise look like a run of failures. The data centres
+// are the ones the session's contact node knows (itself and its peers).
+func CheckLocalDC(ctx context.Context, s *gocql.Session, ks, dc string) error {
+	dcs := map[string]bool{}
+	for _, q := range []string{`SELECT data_center FROM system.local`, `SELECT data_center FROM system.peers`} {
+		it := s.Query(q).Consistency(gocql.One).IterContext(ctx)
+		var name string
+		for it.Scan(&name) {
+			dcs[name] = true
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("data centres of the cluster: %w", err)
+		}
+	}
+	if !dcs[dc] {
+		return fmt.Errorf("--dc %s: the cluster's data centres are %s", dc, strings.Join(slices.Sorted(maps.Keys(dcs)), ", "))
+	}
+	var repl map[string]string
+	err := s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, ks).Consistency(gocql.One).ScanContext(ctx, &repl)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return nil // created in dc by CreateKeyspace
+	case err != nil:
+		return fmt.Errorf("replication of keyspace %s: %w", ks, err)
+	}
+	if strings.HasSuffix(repl["class"], "NetworkTopologyStrategy") && (repl[dc] == "" || repl[dc] == "0") {
+		delete(repl, "class")
+		return fmt.Errorf("--dc %s: keyspace %s keeps no replica there (its replication: %v)", dc, ks, repl)
 	}
 	return nil
 }

@@ -45,11 +45,11 @@ func TestAimedKindsNeedPins(t *testing.T) {
 
 // startOne starts one fault of kind k on fake nodes and returns its start
 // line's value, the nodes and the stop.
-func startOne(t *testing.T, k string, seed int64, cl *fakeClients) (map[string]json.RawMessage, []*fakeNode, Stop, *memRec) {
+func startOne(t *testing.T, k string, seed int64, cl *fakeClients, opts ...Option) (map[string]json.RawMessage, []*fakeNode, Stop, *memRec) {
 	t.Helper()
 	ts, fs := fakeCluster(3)
 	rec := &memRec{}
-	n, err := New(ts, rec, WithKinds(k), WithSeed(seed), WithClients(cl), WithPins(testPins), WithGateway("10.0.0.1"), WithLeaseTTL(2*time.Second))
+	n, err := New(ts, rec, append([]Option{WithKinds(k), WithSeed(seed), WithClients(cl), WithPins(testPins), WithGateway("10.0.0.1"), WithLeaseTTL(2 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +156,41 @@ func TestCoordClockSkewsAContendersCoordinatorPastTheLease(t *testing.T) {
 		if ops := rec.all(); ops[len(ops)-1].F != history.StopF(CoordClock) {
 			t.Errorf("seed %d: last line %s", seed, ops[len(ops)-1].F)
 		}
+	}
+}
+
+// Given bounds, coord-clock's ahead is drawn between them, not from the
+// lease TTL: a lock whose cell outlives its lease needs a skew past the cell.
+func TestCoordClockSkewBounds(t *testing.T) {
+	lo, hi := 7*time.Second, 9*time.Second
+	var offsets []time.Duration
+	for seed := range int64(8) {
+		cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
+		v, fs, stop, _ := startOne(t, CoordClock, seed, cl, WithCoordSkew(lo, hi))
+		var offset, node string
+		json.Unmarshal(v["offset"], &offset)
+		json.Unmarshal(v["node"], &node)
+		d, err := time.ParseDuration(offset)
+		if err != nil || d < lo || d > hi {
+			t.Errorf("seed %d: offset %q, want %v..%v", seed, offset, lo, hi)
+		}
+		for _, f := range fs {
+			if f.name == node && f.offset != d {
+				t.Errorf("seed %d: %s set %v, recorded %v", seed, f.name, f.offset, d)
+			}
+		}
+		offsets = append(offsets, d)
+		if err := stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slices.Min(offsets) == slices.Max(offsets) {
+		t.Errorf("offsets over 8 seeds all %v: not drawn", offsets[0])
+	}
+	ts, _ := fakeCluster(3)
+	_, err := New(ts, &memRec{}, WithKinds(CoordClock), WithPins(testPins), WithCoordSkew(9*time.Second, 7*time.Second))
+	if err == nil || !strings.Contains(err.Error(), "coord-clock skew") {
+		t.Errorf("reversed coord-clock skew bounds: %v, want refused", err)
 	}
 }
 

@@ -22,7 +22,7 @@ const CoordClock = history.KindCoordClock
 var coordClockKind = Kind{
 	Name: CoordClock, Scope: ScopeNode, Color: "#9c755f",
 	Doc: "Moves the clock of a coordinator serving contenders (and, where one can, no holder) ahead by more than the " +
-		"lease TTL: an IF NOT EXISTS through it finds a held lease already expired.",
+		"lease TTL (the TTL plus 1-3 s, or --skew-min..--skew-max): an IF NOT EXISTS through it finds a held lease already expired.",
 	Needs:      []Capability{CapClock},
 	Pins:       true,
 	StartValue: history.CoordClockStart{Clients: []int{2}, Holders: []int{0}, Lease: "3s", Node: "n3", Offset: "+4.997s"},
@@ -36,6 +36,9 @@ func (c *coordClock) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, 
 	// Seconds, not minutes: Cassandra's timestamps stay ahead after the
 	// reset until real time catches up (DEVELOPERS.md).
 	ahead := e.LeaseTTL + time.Second + time.Duration(e.Sched.Int64N(int64(2*time.Second)))
+	if e.CoordSkewMax > 0 {
+		ahead = e.CoordSkewMin + time.Duration(e.Sched.Int64N(int64(e.CoordSkewMax-e.CoordSkewMin)+1))
+	}
 	ahead = ahead.Round(time.Millisecond)
 	nodes, groups := coordGroups(e)
 	holders := []int{}

@@ -90,6 +90,9 @@ type Env struct {
 
 	PauseExtra       time.Duration // client-pause: stall past the lease by this
 	SkewMin, SkewMax time.Duration // client-clock: the skew's bounds
+	// CoordSkewMin and CoordSkewMax bound coord-clock's ahead (uniform);
+	// zero: the lease TTL plus 1-3 s.
+	CoordSkewMin, CoordSkewMax time.Duration
 	// SkewAhead: client-clock sets the contender's clock ahead instead of
 	// behind (a lock whose expiry is a comparison of client clocks fails
 	// when a contender's clock runs ahead).
@@ -183,6 +186,14 @@ func WithClientSkew(min, max time.Duration) Option {
 	return func(n *Nemesis) { n.env.SkewMin, n.env.SkewMax = min, max }
 }
 
+// WithCoordSkew bounds coord-clock's ahead: uniform in [min, max] instead
+// of the lease TTL plus 1-3 s. A lock whose cell lives longer than the lease
+// it promises (caslock's TTL is twice its timeout) needs a skew past the
+// cell's life, not the lease's.
+func WithCoordSkew(min, max time.Duration) Option {
+	return func(n *Nemesis) { n.env.CoordSkewMin, n.env.CoordSkewMax = min, max }
+}
+
 // WithClientSkewAhead makes client-clock set the contender's clock ahead
 // by the skew instead of behind.
 func WithClientSkewAhead(ahead bool) Option {
@@ -274,6 +285,9 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	e := &n.env
 	if n.interval <= 0 || e.SkewMin <= 0 || e.SkewMax < e.SkewMin {
 		return nil, errors.New("nemesis: interval and skews must be positive")
+	}
+	if (e.CoordSkewMin != 0 || e.CoordSkewMax != 0) && (e.CoordSkewMin <= 0 || e.CoordSkewMax < e.CoordSkewMin) {
+		return nil, fmt.Errorf("nemesis: coord-clock skew %v..%v: want 0 < min <= max", e.CoordSkewMin, e.CoordSkewMax)
 	}
 	if e.LossMin <= 0 || e.LossMax < e.LossMin || e.LossMax > 1 {
 		return nil, fmt.Errorf("nemesis: loss probabilities %g..%g: want 0 < min <= max <= 1", e.LossMin, e.LossMax)

@@ -217,7 +217,7 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 			continue
 		}
 		for _, w := range faults {
-			if w.Kind != r.fault || (w.End < a.Start && !r.lasting) || (a.End != checker.Never && w.Start > a.End) {
+			if w.Kind != r.fault || (effectEnd(w) < a.Start && !r.lasting) || (a.End != checker.Never && w.Start > a.End) {
 				continue
 			}
 			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) {

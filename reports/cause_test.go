@@ -46,8 +46,10 @@ func TestLikelyCause(t *testing.T) {
 		{"aimed partition", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("coord-partition", 0, 100, `{"node":"n3","clients":[2],"others":{"n2":[1,4],"n1":[0,3]},"grudge":{}}`)},
 			"node n3, the coordinator of client 2, could not reach n1 (clients 0, 3), n2 (clients 1, 4) (coord-partition): a write at a weak consistency level (ONE)"},
-		{"aimed clock over before the anomaly explains nothing", checker.Anomaly{Kind: checker.KindOverlap, Start: 200, End: 300},
+		{"aimed clock over, and its offset, before the anomaly explains nothing", checker.Anomaly{Kind: checker.KindOverlap, Start: 6e9, End: 6e9 + 100},
 			[]faultView{window("coord-clock", 0, 100, `{"node":"n2","clients":[1],"offset":"+5s","lease":"3s"}`)}, ""},
+		{"aimed clock over, within its offset: still ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 200, End: 300},
+			[]faultView{window("coord-clock", 0, 100, `{"node":"n2","clients":[1],"offset":"+5s","lease":"3s"}`)}, "node n2, the coordinator of client 1, ran 5.0 s ahead"},
 		{"a partition: mechanism not known, nothing said", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("partition", 0, 100, `{"grudge":{}}`)}, ""},
 		{"a power loss explains a stale token accepted after the nodes came back", checker.Anomaly{Kind: checker.KindStaleWrite, Start: 200, End: 210, Processes: []int{7, 1}},
@@ -146,6 +148,17 @@ func TestCauseFromTimeline(t *testing.T) {
 		}}
 	coordClock := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(1000), End: ms(5000),
 		Value: json.RawMessage(`{"node":"n2","clients":[2],"offset":"+4s","lease":"3s"}`)}}
+	// Process 1 is granted at 3 s (deadline 6 s), process 2 at 4 s: after a
+	// coord-clock window that ended at 2.5 s, within its 4 s offset.
+	late := checker.Anomaly{Kind: checker.KindOverlap, Lock: "l", Processes: []int{1, 2}, Start: ms(4000), End: ms(4100),
+		Ops: []history.Op{
+			op(1, 3000, 1, history.Invoke, history.FAcquire), op(2, 3100, 1, history.OK, history.FAcquire, lease(3000)),
+			op(5, 3900, 2, history.Invoke, history.FAcquire), op(6, 4000, 2, history.OK, history.FAcquire, lease(3000)),
+		}}
+	clockWindow := func(offset string) faultView {
+		return faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(500), End: ms(2500),
+			Value: json.RawMessage(`{"node":"n2","clients":[2],"offset":"` + offset + `","lease":"3s"}`)}}
+	}
 	pause1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(500), End: ms(6000), Starts: 1,
 		Value: json.RawMessage(`{"client":1,"process":1,"lock":"l","ms":5500}`)}}
 	heartbeatFail := &causeTimeline{ops: append(slices.Clone(renewed.Ops),
@@ -177,6 +190,10 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"before its own deadline", noFault}, []string{"stalled", "stood still"}},
 		{"early expiry under a skewed coordinator", overlap, []faultView{coordClock}, nil,
 			[]string{"skewed coordinator: node n2, the coordinator of client 2, ran 4.0 s ahead"}, []string{noFault}},
+		{"a skewed coordinator acts ahead after its reset", late, []faultView{clockWindow("+4s")}, nil,
+			[]string{"skewed coordinator: node n2", "1.5 s before this grant", "monotonic"}, []string{noFault}},
+		{"a skew reset longer ago than its offset", late, []faultView{clockWindow("+400ms")}, nil,
+			[]string{noFault}, []string{"skewed coordinator"}},
 		{"a renewed lease sets the deadline", renewed, nil, nil,
 			[]string{"0.5 s before process 1's deadline (4.000s: its renew invoked at 1.000s plus its 3000 ms lease)"}, nil},
 		{"a failed heartbeat", renewed, nil, heartbeatFail,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -69,10 +70,10 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 	var why []string
 	for _, w := range faults {
 		lasting := slices.ContainsFunc(causeRules, func(r causeRule) bool { return r.fault == w.Kind && r.lasting })
-		if w.Start > a.Start || (w.End < g.inv.Time && !lasting) {
+		if w.Start > a.Start || (effectEnd(w) < g.inv.Time && !lasting) {
 			continue
 		}
-		if m := serverMechanism(w); m != "" && !slices.Contains(why, m) {
+		if m := serverMechanism(w, a.Start); m != "" && !slices.Contains(why, m) {
 			why = append(why, m)
 		}
 	}
@@ -86,14 +87,35 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 	return s + "; " + strings.Join(why, "; "), true
 }
 
+// effectEnd is when a window stops acting on the server: its end, except
+// for coord-clock, whose node hands out timestamps from its forward clock
+// until real time catches up with the last one (Cassandra keeps them
+// monotonic), up to the offset after the reset.
+func effectEnd(w faultView) int64 {
+	if w.Kind == history.KindCoordClock {
+		if v, ok := decode[history.CoordClockStart](w.Value); ok {
+			if d, err := time.ParseDuration(strings.TrimPrefix(v.Offset, "+")); err == nil && d > 0 {
+				return w.End + d.Nanoseconds()
+			}
+		}
+	}
+	return w.End
+}
+
 // serverMechanism is how a fault window makes the server expire a lease
-// early, in words, or "" when its kind does not.
-func serverMechanism(w faultView) string {
+// early, at an anomaly starting at at, in words, or "" when its kind does
+// not.
+func serverMechanism(w faultView, at int64) string {
 	switch w.Kind {
 	case history.KindCoordClock:
 		if v, ok := decode[history.CoordClockStart](w.Value); ok && v.Node != "" {
-			return fmt.Sprintf("skewed coordinator: node %s, the coordinator of %s, ran %s ahead (coord-clock, %s – %s)",
+			s := fmt.Sprintf("skewed coordinator: node %s, the coordinator of %s, ran %s ahead (coord-clock, %s – %s)",
 				v.Node, clientList(v.Clients), secondsText(v.Offset), secs(w.Start), secs(w.End))
+			if at > w.End && at <= effectEnd(w) {
+				s += fmt.Sprintf(", %.1f s before this grant; its Paxos timestamps stay ahead after the reset until real time "+
+					"catches up with them (Cassandra keeps them monotonic), so it still acts ahead", float64(at-w.End)/1e9)
+			}
+			return s
 		}
 	case history.KindClock:
 		if v, ok := decode[history.ClockStart](w.Value); ok && len(v.Offsets) > 0 {

@@ -260,13 +260,20 @@ func (e *ExternalEnv) hostsConfig(keyspace, pin string) cluster.HostsConfig {
 }
 
 // Session opens a session in the keyspace, creating the keyspace first if
-// it is missing (SimpleStrategy, or NetworkTopologyStrategy in --dc).
+// it is missing (SimpleStrategy, or NetworkTopologyStrategy in --dc); a --dc
+// the cluster lacks, or one the user's keyspace keeps no replica in, is
+// refused.
 func (e *ExternalEnv) Session(ctx context.Context) (*gocql.Session, error) {
 	s, err := cluster.ConnectHosts(ctx, e.hostsConfig("", ""))
 	if err != nil {
 		return nil, err
 	}
-	err = cluster.CreateKeyspace(ctx, s, e.cfg.Keyspace, e.cfg.RF, e.cfg.DC)
+	if e.cfg.DC != "" {
+		err = cluster.CheckLocalDC(ctx, s, e.cfg.Keyspace, e.cfg.DC)
+	}
+	if err == nil {
+		err = cluster.CreateKeyspace(ctx, s, e.cfg.Keyspace, e.cfg.RF, e.cfg.DC)
+	}
 	s.Close()
 	if err != nil {
 		return nil, err

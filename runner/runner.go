@@ -61,8 +61,9 @@ type Test struct {
 	PauseExtra time.Duration // a paused holder stalls its lease plus this
 	// SkewAhead: client-clock sets the contender's clock ahead, not behind.
 	SkewAhead bool
-	// SkewMin and SkewMax bound client-clock's skew (log-uniform); zero:
-	// the nemesis's default, 1s..30s.
+	// SkewMin and SkewMax bound client-clock's skew (log-uniform) and
+	// coord-clock's ahead (uniform); zero: the nemesis's defaults, 1s..30s
+	// and the lease TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
 	HealTimeout      time.Duration
 	// PinClients sends every query of client i through node i mod nodes
@@ -380,7 +381,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		nemOpts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
 	}
 	if t.SkewMax > 0 {
-		nemOpts = append(nemOpts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax))
+		nemOpts = append(nemOpts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
 	}
 	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),

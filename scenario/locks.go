@@ -98,7 +98,9 @@ var Catalogue = []Lock{
 		Missing: "Sidecar's driver 3 is replaced by the DataStax Java driver 4 (the statements, consistency levels and error " +
 			"handling are Sidecar's). SidecarLeaseSchema is followed at 5a98c3faf33f and SidecarLeaseDatabaseAccessor at " +
 			"2ee05f276c5c (the versions stored; at those the extend carries `USING TTL`). The run's TTL replaces 120 s and " +
-			"the claim is polled, not run every 30 s; `'cluster_lease_holder'` is a literal, so a run has one lease.",
+			"the claim is polled, not run every 30 s; `'cluster_lease_holder'` is a literal, so a run has one lease. A claim " +
+			"that throws leaves the task's owner unknown (null, Sidecar's indeterminate lease): an acquire that gives up " +
+			"after one is answered unknown, since the claim may have applied.",
 	},
 	{
 		Name: "Cassandra Reaper's leader election", Recipe: "reaper",
@@ -169,7 +171,8 @@ var Catalogue = []Lock{
 		Fix: "Fence: keep a counter in the row bumped by the locking LWT, hand it to the holder, and make the protected " +
 			"writes conditional on it.",
 		Advice: "Finish the work well within `timeout` and never across a stall you cannot bound (GC, swap, a VM " +
-			"paused); where a late write would do harm, fence it.",
+			"paused); where a late write would do harm, fence it. Keep the nodes' clocks in step: a coordinator ahead by " +
+			"more than twice the timeout, less the hold's age, grants a held row again.",
 		Missing: "Not on the Go module proxy, so re-expressed, not imported; one row per lock (caslock can lock " +
 			"several at once), and the caller's deadline ends the retry loop, where caslock retries without end.",
 	},

@@ -387,13 +387,27 @@ var Rows = []Row{
 		Mechanism: "A killed replica leaves a quorum of two: attempts in flight end unknown and the rest go on.",
 	},
 	{
-		// 20 s caught it in 5 of 10 runs: the fault's skew (the TTL plus 1-3 s)
-		// only sometimes outruns the cell, which lives twice the TTL.
-		Name: "caslock/coord-clock", Recipe: "caslock", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 80 * s, Interval: 3 * s, Seed: 6405,
+		// With the fault's default skew (the 3 s timeout plus 1-3 s) 20 s
+		// caught it in 5 of 10 runs (2026-11-24): the cell lives twice the
+		// timeout, 6 s, and a cycle's hold lasts tens of milliseconds, so
+		// only skews past about 5 s (frac(grant second) + skew + hold age >=
+		// 6 s) could see a holder's cell expired; the five valid runs drew
+		// none past 5.1 s, or drew one while no holder's cell was young
+		// enough. The row skews past the cell's life instead (its TTL plus
+		// 1-3 s, as the default is the lease's TTL plus 1-3 s): every
+		// attempt through the skewed coordinator then finds any cell
+		// expired. A window still misses when the skewed contender, which
+		// now wins every attempt, re-acquires at once after each release and
+		// no other client holds during its attempts (4 of 10 windows caught
+		// in three 20 s tries): 40 s gives about seven windows, and was
+		// caught 10 of 10 (2026-11-24, load 9-29, 6-15 anomalies a run).
+		Name: "caslock/coord-clock", Recipe: "caslock", Faults: []string{nemesis.CoordClock}, Pin: true, SkewMin: 7 * s, SkewMax: 9 * s,
+		Time: 40 * s, Interval: 3 * s, Seed: 6405,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "A contender's coordinator running ahead by more than the cell has left (the cell lives twice the timeout; the skew is the timeout " +
-			"plus 1-3 s, plus up to a second of whole-second expiry) reads the holder's \"[lock]\" cell as expired, so IF \"[lock]\" = null applies " +
-			"and the row is granted twice (overlapping-holds of tens of milliseconds); doubling the TTL narrows the window, it does not close it.",
+		Mechanism: "caslock's cell lives twice its timeout (6 s for 3 s): a contender's coordinator running 7-9 s ahead reads the holder's " +
+			"\"[lock]\" cell as expired, so IF \"[lock]\" = null applies and the row is granted twice (overlapping-holds of tens of " +
+			"milliseconds). A skew between the timeout and twice it catches only a hold older than twice the timeout less the skew: " +
+			"doubling the TTL narrows the window, it does not close it.",
 	},
 	{
 		Name: "temporal-shard/none", Recipe: "temporal-shard", Time: 20 * s, Interval: 3 * s, Seed: 6410,
@@ -538,10 +552,18 @@ var Rows = []Row{
 		// plus the TTL, so the others' coordinators see it live for the
 		// offset longer and lock them out; the contender's first claim must
 		// land inside another's hold. In the valid run (seed 6521, offsets
-		// +5.1 s and +4.1 s) the first claim was granted as the holder's
-		// release returned; in the second (+4.1 s on n1) the contenders'
-		// claims through n1 were refused with a row and no owner in it
-		// ("lease held by null"), which is not explained yet.
+		// +5.1 s, +4.1 s, +5.5 s; run again 2026-11-24, valid again) each
+		// first claim was granted in the gap between the holder's release
+		// (Sidecar's writes nothing) and its next extend, so no hold
+		// overlapped. Its refusals "lease held by null" were Sidecar's own
+		// "owner is unknown": the claim task sets its leaseholder to null
+		// when a claim throws (there, CAS write time-outs under contention,
+		// CASWriteUnknown and WriteTimeout at SERIAL, each followed for
+		// about a second by the driver's "No connection was available" on
+		// the pinned coordinator), not a row without an owner. The adapter
+		// answered those acquires as refused; a claim that threw may have
+		// applied, so it now answers unknown, as the ShedLock and Reaper
+		// adapters do.
 		Mechanism: "The lease is a TTL the coordinator expires: a contender's coordinator running ahead by more than the lease has " +
 			"left finds the row expired, and INSERT ... IF NOT EXISTS grants it again (overlapping-holds). The row that claim " +
 			"writes expires by the skewed clock, locking the others out for the offset: about one chance per fault.",

@@ -185,8 +185,9 @@ type Row struct {
 	// SkewAhead sets client-clock's contender ahead instead of behind
 	// (run --skew-ahead); the row's faults name it client-clock-ahead.
 	SkewAhead bool
-	// SkewMin and SkewMax bound client-clock's skew (run --skew-min,
-	// --skew-max); zero: the default, 1s..30s.
+	// SkewMin and SkewMax bound client-clock's skew and coord-clock's
+	// ahead (run --skew-min, --skew-max); zero: the defaults, 1s..30s and
+	// the TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
@@ -353,8 +354,8 @@ func (r Row) Check() error {
 	if r.SkewAhead && !slices.Contains(r.Faults, nemesis.ClientClock) {
 		bad("skew ahead without %s: it sets that fault's direction", nemesis.ClientClock)
 	}
-	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) {
-		bad("skew bounds without %s: they bound that fault's skew", nemesis.ClientClock)
+	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) && !slices.Contains(r.Faults, nemesis.CoordClock) {
+		bad("skew bounds without %s or %s: they bound those faults' skew", nemesis.ClientClock, nemesis.CoordClock)
 	}
 	if (r.SkewMin != 0 || r.SkewMax != 0) && (r.SkewMin <= 0 || r.SkewMax < r.SkewMin) {
 		bad("skew bounds %v..%v: want 0 < min <= max", r.SkewMin, r.SkewMax)

@@ -60,7 +60,7 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientClock, For: nemesis.Duration(s)}}}
 		}, "want the schedule's kinds [client-clock]"},
 		{"schedule longer than the row", func(r *Row) { r.Name, r.Schedule, r.Time = "lease/client-pause/shrunk", &pauseSchedule, 3*s }, "after the row's time"},
-		{"skew bounds without client-clock", func(r *Row) { r.SkewMin, r.SkewMax = 4*s, 8*s }, "skew bounds without client-clock"},
+		{"skew bounds without client-clock", func(r *Row) { r.SkewMin, r.SkewMax = 4*s, 8*s }, "skew bounds without client-clock or coord-clock"},
 		{"skew bounds reversed", func(r *Row) {
 			r.Name, r.Faults, r.SkewMin, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s, 4*s
 		}, "want 0 < min <= max"},

@@ -49,6 +49,12 @@ final class SidecarLease implements Lock {
   /** The task's memory: who holds (as last resolved) and when we last claimed or extended. */
   private String currentLeaseholder;
   private Instant leaseTime;
+  /**
+   * The last claim or extend that threw (Sidecar's "owner is unknown", null in its task's
+   * field): a claim that threw may have been applied, so an acquire that gives up after one is
+   * unknown, not refused.
+   */
+  private RuntimeException lastError;
 
   @Override
   public void setup(CqlSession session, String keyspace, Duration ttl, long deadline) {
@@ -84,6 +90,7 @@ final class SidecarLease implements Lock {
    * is unknown (a consistency error, no host, a result with no owner column, anything else).
    */
   private String leaseAction(PreparedStatement st, long deadline) {
+    lastError = null;
     try {
       ResultSet rs =
           session.execute(
@@ -94,8 +101,10 @@ final class SidecarLease implements Lock {
       Row r = rs.one();
       return r.getString("owner"); // no owner column (the row expired): IllegalArgumentException
     } catch (QueryConsistencyException | AllNodesFailedException | IllegalArgumentException e) {
+      lastError = e;
       System.err.println("sidecar: unable to resolve the lease owner: " + e);
     } catch (RuntimeException e) {
+      lastError = e;
       System.err.println("sidecar: unable to resolve the lease owner (unexpected): " + e);
     }
     return null;
@@ -133,15 +142,19 @@ final class SidecarLease implements Lock {
 
   @Override
   public long acquire(String name, String owner, long deadline) throws Unknown, Failed {
+    RuntimeException error = null; // a claim that threw: it may have taken the lease
     long poll = 5;
     while (true) {
       long end = runClaimProcess(deadline);
       if (end > Lock.now()) return end;
+      if (lastError != null) error = lastError;
       long left = deadline - Lock.now();
       if (left <= 100) break;
       Lock.sleep(Math.min(ThreadLocalRandom.current().nextLong(poll) + 1, left - 100));
       poll = Math.min(poll * 2, 250);
     }
+    // The task's owner is null after a claim that threw: unknown, not a row without an owner.
+    if (error != null) throw new Unknown("gave up after a claim that threw: " + error);
     throw new Failed("lease held by " + currentLeaseholder);
   }
 
@@ -150,6 +163,7 @@ final class SidecarLease implements Lock {
     if (!hostId.equals(currentLeaseholder)) throw new Failed("not the leaseholder");
     long end = runClaimProcess(deadline);
     if (end > Lock.now()) return end;
+    if (lastError != null) throw new Unknown("extend threw past the lease's end: " + lastError);
     throw new Failed("lease lost to " + currentLeaseholder);
   }
 
