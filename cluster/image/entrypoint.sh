@@ -52,6 +52,19 @@ for f in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.
   if [ -f "$f" ]; then FAKETIME_SO=$f; break; fi
 done
 [ -n "$FAKETIME_SO" ] || fail "libfaketimeMT.so.1 not found: the image needs libfaketime"
+# The monotonic clock stays real: FAKETIME_DONT_FAKE_MONOTONIC and
+# FAKETIME_FORCE_MONOTONIC_FIX=0 (libfaketime 0.9.10, bookworm: the 5.0
+# and 6.0 images). libfaketime 0.9.8 (bullseye: the 4.x images)
+# has no FORCE_MONOTONIC_FIX, and there DONT_FAKE_MONOTONIC makes its
+# pthread_cond_timedwait wrapper return at once: every JVM thread with a
+# timed wait spins (three idle 4.1 nodes took the machine's 2 cores, and 8
+# to 11 minutes to start). 0.9.8 is given neither: Java 11 reads the
+# monotonic clock through a clock_gettime it looked up in librt itself, which
+# the preload does not reach: System.nanoTime stayed real with an offset of
+# +3600 s (measured). The variable's name in the library tells the versions
+# apart.
+FAKETIME_MONO="FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0"
+grep -q FAKETIME_FORCE_MONOTONIC_FIX "$FAKETIME_SO" || FAKETIME_MONO=
 command -v iptables >/dev/null 2>&1 || fail "iptables not found: the image needs iptables"
 command -v java >/dev/null 2>&1 || fail "java not found on PATH: the image needs Java (11 for Cassandra 4.x, 17 for 5.0)"
 
@@ -129,13 +142,12 @@ NODE_OPTS=
 echo $$ > /run/cassandra.pid
 
 # Options files hold one flag a line; comments and blank lines are skipped.
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086
 exec env \
   LD_PRELOAD="$FAKETIME_SO" \
   FAKETIME_TIMESTAMP_FILE="$FAKETIME_FILE" \
   FAKETIME_NO_CACHE=1 \
-  FAKETIME_DONT_FAKE_MONOTONIC=1 \
-  FAKETIME_FORCE_MONOTONIC_FIX=0 \
+  $FAKETIME_MONO \
   java \
   $(grep -E '^-' "$CONF/jvm.options") $NODE_OPTS \
   "-Xms$HEAP" "-Xmx$HEAP" \
