@@ -34,6 +34,9 @@ after its rows unless it was already running.
   --tier T         quick, full or all (default quick; all with --rows)
   --repeat N       runs per row (default 1); a known-unsafe row must be
                    invalid in at least 9 of 10, a safe row valid in every run
+  --first N        the first run's number (default 0): run i has the row's
+                   seed plus i, so batches (--first 0, then --first 5 with
+                   --repeat 5) never run a seed twice
   --cluster NAME   the shared cluster (default lockcheck)
   --store DIR      where runs are stored (default store)
   --record FILE    append each row's measured rate as a JSON line
@@ -44,7 +47,7 @@ Exit status: 0 every row met its expectation, 1 a row missed it, 2 an error.`
 // matrixFlags are `lockcheck matrix`'s flags.
 type matrixFlags struct {
 	pattern, tier, name, store, record string
-	repeat                             int
+	repeat, first                      int
 	list                               bool
 }
 
@@ -54,6 +57,7 @@ func newMatrixFlags() (*flag.FlagSet, *matrixFlags) {
 	fs.StringVar(&f.pattern, "rows", "", "row name pattern (glob or regular expression)")
 	fs.StringVar(&f.tier, "tier", "", "quick, full or all")
 	fs.IntVar(&f.repeat, "repeat", 1, "runs per row")
+	fs.IntVar(&f.first, "first", 0, "the first run's number (its seed is the row's plus it)")
 	fs.StringVar(&f.name, "cluster", cluster.DefaultName, "the shared cluster's name")
 	fs.StringVar(&f.store, "store", runner.Defaults().Store, "store directory")
 	fs.StringVar(&f.record, "record", "", "append measured rates (JSON lines) to this file")
@@ -91,6 +95,9 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *repeat < 1 {
 		return bad("--repeat must be at least 1, got %d", *repeat)
+	}
+	if f.first < 0 {
+		return bad("--first must be at least 0, got %d", f.first)
 	}
 	if *list {
 		return listRows(stdout, rows)
@@ -140,7 +147,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		env := runner.ClusterEnv{Cluster: c}
 		for _, row := range g.Rows {
-			res, err := runRow(ctx, env, row, *repeat, *store, log, stderr)
+			res, err := runRow(ctx, env, row, f.first, *repeat, *store, log, stderr)
 			results = append(results, res.Result)
 			if err != nil {
 				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
@@ -236,9 +243,9 @@ type rowRuns struct {
 	firsts []time.Duration
 }
 
-// runRow runs the row repeat times (seeds row.RunSeed(0..)) and tallies
-// the verdicts; it stops early when ctx ends.
-func runRow(ctx context.Context, env runner.Env, row scenario.Row, repeat int, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
+// runRow runs the row repeat times (seeds row.RunSeed(first..)) and
+// tallies the verdicts; it stops early when ctx ends.
+func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat int, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
 	res := rowRuns{Result: scenario.Result{Row: row}}
 	var errs []error
 	for r := range repeat {
@@ -246,7 +253,7 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, repeat int, s
 			break
 		}
 		res.loads = appendLoad(res.loads)
-		tc, err := runner.ScenarioTest(row, r)
+		tc, err := runner.ScenarioTest(row, first+r)
 		if err != nil {
 			return res, err
 		}

@@ -21,6 +21,7 @@ func TestMatrixRejectsBadInput(t *testing.T) {
 	}{
 		{[]string{"--tier", "slow"}, `tier "slow": want quick, full or all`},
 		{[]string{"--repeat", "0"}, "--repeat must be at least 1, got 0"},
+		{[]string{"--first", "-1"}, "--first must be at least 0, got -1"},
 		{[]string{"--rows", "no-such-row"}, `no row of tier all matches --rows "no-such-row"`},
 		{[]string{"--rows", "music-seq/node-faults", "--tier", "quick"}, "no row of tier quick matches"},
 		{[]string{"--cluster", "Bad_Name", "--rows", "racy"}, "--cluster: "},
