@@ -194,6 +194,15 @@ var Rows = []Row{
 			"grants the lock and bumps the fencing counter on its own, so one token is granted in both data centres (token-not-increasing).",
 	},
 	{
+		Name: "4n-2dc/lease-fenced/none/dc-local", Recipe: "lease-fenced", Cluster: twoDCs, DCLocal: true,
+		Time: 30 * s, Interval: 5 * s, Seed: 22003,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "No fault: each data centre's LOCAL_SERIAL round sees only its own replicas, and a commit reaches the other data " +
+			"centre after its own LOCAL_QUORUM, so contenders in both data centres hold the lock at once (9-43 overlapping holds a " +
+			"run) and the fenced resource's conditional read-modify-write, also at LOCAL_SERIAL, lets a write from one data centre " +
+			"overwrite an add acknowledged in the other (lost-add, 1-8 a run). Tokens still grew in grant order: the check that fails is the resource's.",
+	},
+	{
 		Name: "4n-2dc/lease-fenced/dc-partition", Recipe: "lease-fenced", Faults: []string{nemesis.DCPartition}, Cluster: twoDCs,
 		Time: 30 * s, Interval: 5 * s, Seed: 22002,
 		Want: checker.Valid, Tier: Full,
