@@ -250,9 +250,16 @@ func clientList(cs []int) string {
 
 // secondsText writes a Go duration such as "+4.512s" as "4.5 s".
 func secondsText(d string) string {
-	v, err := time.ParseDuration(strings.TrimPrefix(d, "+"))
-	if err != nil {
+	v, ok := offsetOf(d)
+	if !ok {
 		return d
 	}
 	return fmt.Sprintf("%.1f s", v.Seconds())
+}
+
+// offsetOf reads a recorded clock offset, a Go duration with an optional
+// sign ("+4.512s").
+func offsetOf(d string) (time.Duration, bool) {
+	v, err := time.ParseDuration(strings.TrimPrefix(d, "+"))
+	return v, err == nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -94,7 +93,7 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 func effectEnd(w faultView) int64 {
 	if w.Kind == history.KindCoordClock {
 		if v, ok := decode[history.CoordClockStart](w.Value); ok {
-			if d, err := time.ParseDuration(strings.TrimPrefix(v.Offset, "+")); err == nil && d > 0 {
+			if d, ok := offsetOf(v.Offset); ok && d > 0 {
 				return w.End + d.Nanoseconds()
 			}
 		}
