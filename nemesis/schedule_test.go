@@ -192,3 +192,46 @@ func TestClientClockStartsWhenItSteps(t *testing.T) {
 		}
 	}
 }
+
+// An overlapping step starts inside the window before it (a coordinator
+// cut during a bootstrap); a plain step after them waits for both to end.
+// The history's schedule marks the overlap again, so that a replay deals
+// it the same way.
+func TestScheduleOverlap(t *testing.T) {
+	ms := func(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
+	s := Schedule{Steps: []Step{
+		{Kind: Pause, At: ms(10), For: ms(200), Nodes: []string{"n2"}},
+		{Kind: Kill, At: ms(40), For: ms(30), Overlap: true, Nodes: []string{"n3"}},
+		{Kind: ClientPause, At: ms(50), For: ms(10)},
+	}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ops := runNemesis(t, 600*time.Millisecond, WithSchedule(s))
+	at := map[string]int64{}
+	for _, op := range ops {
+		at[op.F] = op.Time
+	}
+	if !(at[history.StartF(Kill)] < at[history.StopF(Pause)] && at[history.StopF(Kill)] < at[history.StopF(Pause)]) {
+		t.Errorf("the overlapping kill was not dealt inside the pause: %v", at)
+	}
+	if at[history.StartF(ClientPause)] < at[history.StopF(Pause)] {
+		t.Errorf("the plain step started before the windows before it ended: %v", at)
+	}
+	got, err := ScheduleFromHistory(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Steps) != 3 || got.Steps[0].Overlap || !got.Steps[1].Overlap || got.Steps[2].Overlap {
+		t.Errorf("schedule from the history: %+v", got.Steps)
+	}
+	for name, bad := range map[string][]Step{
+		"first step overlaps": {{Kind: Kill, For: ms(10), Overlap: true}},
+		"overlaps its own kind": {{Kind: Kill, For: ms(100)},
+			{Kind: Kill, At: ms(50), For: ms(10), Overlap: true}},
+	} {
+		if err := (Schedule{Steps: bad}).Validate(); err == nil {
+			t.Errorf("%s: valid", name)
+		}
+	}
+}
