@@ -153,10 +153,10 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
 				code = exitError
 			}
-			// A run that broke (its set-up failed) is tallied unknown and
-			// the rate is still recorded: dropping the row's line would
-			// lose the other runs' verdicts.
-			if rec != nil && res.Tally.Runs == *repeat {
+			if rec != nil && !recordable(res.Tally, *repeat, err) {
+				fmt.Fprintf(stderr, "lockcheck matrix: --record: %s not recorded: no run gave a verdict\n", row.Name)
+			}
+			if rec != nil && recordable(res.Tally, *repeat, err) {
 				if err := writeRate(rec, row, res); err != nil {
 					fmt.Fprintf(stderr, "lockcheck matrix: --record: %v\n", err)
 					code = exitError
@@ -180,6 +180,16 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		code = exitInvalid
 	}
 	return code
+}
+
+// recordable says whether a row's runs make a rate worth a line: all of
+// them were dealt (an interrupted row is not a rate). A run that broke (its
+// set-up failed) is tallied unknown and the rate is still recorded, since
+// dropping the line would lose the other runs' verdicts; but when runs
+// broke and none gave a verdict, a line of unknowns would read as a
+// measured rate of a row nothing was learnt about.
+func recordable(t scenario.Tally, repeat int, runErr error) bool {
+	return t.Runs == repeat && (runErr == nil || t.Valid+t.Invalid > 0)
 }
 
 func listRows(w io.Writer, rows []scenario.Row) int {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -85,5 +86,27 @@ func TestWriteRate(t *testing.T) {
 	}
 	if err := scenario.CheckRates(scenario.Rows, rates); err != nil {
 		t.Error(err)
+	}
+}
+
+// A row is recorded when all its runs were dealt, broken ones counted
+// unknown, unless runs broke and not one gave a verdict.
+func TestRecordable(t *testing.T) {
+	broke := errors.New("run 1: reports: mkdir store: not a directory")
+	for _, tc := range []struct {
+		name  string
+		tally scenario.Tally
+		err   error
+		want  bool
+	}{
+		{"every run judged", scenario.Tally{Runs: 3, Invalid: 2, Valid: 1}, nil, true},
+		{"one run broke", scenario.Tally{Runs: 3, Invalid: 2, Unknown: 1}, broke, true},
+		{"unknown verdicts, nothing broke", scenario.Tally{Runs: 3, Unknown: 3}, nil, true},
+		{"every run broke", scenario.Tally{Runs: 3, Unknown: 3}, broke, false},
+		{"interrupted", scenario.Tally{Runs: 2, Invalid: 2}, nil, false},
+	} {
+		if got := recordable(tc.tally, 3, tc.err); got != tc.want {
+			t.Errorf("%s: recordable = %t, want %t", tc.name, got, tc.want)
+		}
 	}
 }
