@@ -333,8 +333,8 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 				"| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 			for _, r := range lrows {
 				measured, anomalies := "not measured", "-"
-				if rt, ok := latestAt(r, byRow[r.Name]); ok {
-					measured = fmt.Sprintf("%d/%d invalid%s (%s)", rt.Invalid, rt.Runs, unknown(rt), rt.Date)
+				if rt, batches, ok := Measured(r, byRow[r.Name]); ok {
+					measured = measuredCell(rt, batches, " invalid")
 					if rt.Anomalies != "" {
 						anomalies = rt.Anomalies
 						if len(rt.Kinds) > 0 {

@@ -251,12 +251,14 @@ type rowRuns struct {
 	loads []float64
 	// firsts are the invalid runs' times to their first anomaly.
 	firsts []time.Duration
+	// first is the number of the first run (--first).
+	first int
 }
 
 // runRow runs the row repeat times (seeds row.RunSeed(first..)) and
 // tallies the verdicts; it stops early when ctx ends.
 func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat int, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
-	res := rowRuns{Result: scenario.Result{Row: row}}
+	res := rowRuns{Result: scenario.Result{Row: row}, first: first}
 	var errs []error
 	for r := range repeat {
 		if ctx.Err() != nil {
@@ -316,7 +318,7 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 	rt := scenario.Rate{
 		Row: row.Name, Time: scenario.Duration(row.Time), Interval: scenario.Duration(row.Interval),
 		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown,
-		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(),
+		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(), First: res.first,
 	}
 	rt.Anomalies, rt.Kinds = res.Tally.AnomalyRange()
 	if len(res.loads) > 0 {

@@ -60,7 +60,7 @@ func TestWriteRate(t *testing.T) {
 	if !ok {
 		t.Fatal("no row bakery-one/coord-partition")
 	}
-	res := rowRuns{Result: scenario.Result{Row: row}, loads: []float64{12.4, 30.6, 18}}
+	res := rowRuns{Result: scenario.Result{Row: row}, loads: []float64{12.4, 30.6, 18}, first: 5}
 	for i, v := range []checker.Verdict{checker.Invalid, checker.Invalid, checker.Unknown} {
 		res.Tally.Add(row, v, map[string]int{"coord-partition": 1})
 		res.Tally.Saw(slices.Repeat([]checker.Anomaly{{Kind: "lost-add"}, {Kind: "overlapping-holds"}}, 3-i))
@@ -78,7 +78,7 @@ func TestWriteRate(t *testing.T) {
 	}
 	rt := rates[0]
 	if rt.Row != row.Name || rt.Runs != 3 || rt.Invalid != 2 || rt.Unknown != 1 || rt.Load != "12-31" ||
-		time.Duration(rt.Time) != row.Time || time.Duration(rt.Interval) != row.Interval || rt.Cores < 1 {
+		time.Duration(rt.Time) != row.Time || time.Duration(rt.Interval) != row.Interval || rt.Cores < 1 || rt.First != 5 {
 		t.Errorf("rate %+v does not carry the row's runs", rt)
 	}
 	if rt.Anomalies != "2-6" || !slices.Equal(rt.Kinds, []string{"lost-add", "overlapping-holds"}) {
