@@ -715,30 +715,23 @@ var Rows = []Row{
 	// published lease; the full rows above keep the drawn faults. Two
 	// clients: five JVMs starting at once took 13 s of a 45 s run at load
 	// 15, and a stall needs only a holder and one contender.
-	{
-		Name: "shedlock/client-pause/shrunk", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientPause}, Clients: 2, Time: 10 * s, Interval: 3 * s, Seed: 6540,
-		Schedule: javaLockStall,
-		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "A holder stalled 4.7 s, past lockAtMostFor (3 s), 2 s into the run: the next instance's UPDATE ... IF lockUntil < now takes the expired lock and adds, then the stalled holder's write lands over it (lost-add, stale-holder-write).",
-	},
-	{
-		Name: "sidecar/client-pause/shrunk", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientPause}, Clients: 2, Time: 10 * s, Interval: 3 * s, Seed: 6541,
-		Schedule: javaLockStall,
-		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "A holder stalled 4.7 s, past the TTL (3 s), 2 s into the run: the row expires, another instance claims the lease and adds, then the stalled holder's write lands over it (lost-add, stale-holder-write).",
-	},
-	{
-		Name: "reaper/client-pause/shrunk", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientPause}, Clients: 2, Time: 10 * s, Interval: 3 * s, Seed: 6542,
-		Schedule: javaLockStall,
-		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "A holder stalled 4.7 s, past the TTL (3 s), 2 s into the run: the row expires, another instance takes the lock and adds, then the stalled holder's write lands over it (lost-add, stale-holder-write).",
-	},
-	{
-		Name: "astyanax/client-pause/shrunk", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientPause}, Clients: 2, Time: 10 * s, Interval: 3 * s, Seed: 6543,
-		Schedule: javaLockStall,
-		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "A holder stalled 4.7 s, past the lock timeout (3 s), 2 s into the run: its column counts as stale, a contender takes the lock and adds, then the stalled holder's write lands over it (lost-add, stale-holder-write).",
-	},
+	javaStallRow("shedlock", 6540, "lockAtMostFor", "the next instance's UPDATE ... IF lockUntil < now takes the expired lock"),
+	javaStallRow("sidecar", 6541, "the TTL", "the row expires, another instance claims the lease"),
+	javaStallRow("reaper", 6542, "the TTL", "the row expires, another instance takes the lock"),
+	javaStallRow("astyanax", 6543, "the lock timeout", "its column counts as stale, a contender takes the lock"),
+}
+
+// javaStallRow is a Java lock's quick row: javaLockStall dealt to two
+// clients of plugins/java-locks; lease names what the stall outlasts, and
+// taken how the next holder gets the lock.
+func javaStallRow(lock string, seed int64, lease, taken string) Row {
+	return Row{
+		Name: lock + "/client-pause/shrunk", Recipe: lock, Command: "plugins/java-locks/run " + lock, Faults: []string{nemesis.ClientPause},
+		Clients: 2, Time: 10 * s, Interval: 3 * s, Seed: seed, Schedule: javaLockStall,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "A holder stalled 4.7 s, past " + lease + " (3 s), 2 s into the run: " + taken +
+			" and adds, then the stalled holder's write lands over it (lost-add, stale-holder-write).",
+	}
 }
 
 // javaLockStall is the Java locks' quick schedule: written by hand from
