@@ -258,11 +258,8 @@ var Rows = []Row{
 		// From the schedule of a lease/client-pause run (seed 1001, two
 		// stalls), moved to the start; `lockcheck shrink` of that run then
 		// found one stall and 9 s enough (2 of 2 tries).
-		Schedule: &nemesis.Schedule{Source: "lease/client-pause, seed 1001", Steps: []nemesis.Step{
-			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
-			{Kind: nemesis.ClientPause, At: nemesis.Duration(9 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
-		}},
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Schedule: leaseStalls,
+		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "Two stalls of the next holder, 4.7 s each (its 1.7 s lease plus 3 s), 2 s and 9 s into the run: each time another " +
 			"client takes the expired lease and adds, and the stalled holder's read-modify-write lands over it (stale-holder-write, lost-add).",
 	},
@@ -855,3 +852,33 @@ var lockRows4x = []Row{
 }
 
 func init() { Rows = append(Rows, lockRows4x...) }
+
+// leaseStalls is lease/client-pause/shrunk's schedule: two stalls of the
+// next holder past its lease.
+var leaseStalls = &nemesis.Schedule{Source: "lease/client-pause, seed 1001", Steps: []nemesis.Step{
+	{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+	{Kind: nemesis.ClientPause, At: nemesis.Duration(9 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
+}}
+
+// The quick row of each older release line (issue 23), in make test's
+// second stream: the published lease's shrunk stalls on one node of 4.0 and
+// of 4.1, so that every release's image, start, schema, LWT and TTL are
+// exercised by the tests and the flaw is caught there as on 5.0. One node
+// starts in a third of three's time; the node faults need three, and their
+// rows (above) are the full tier.
+var versionQuickRows = []Row{
+	{
+		Name: "1n-c4.1/lease/client-pause/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Cluster: Cluster{Nodes: 1, Version: "4.1"},
+		Time: 16 * s, Interval: 3 * s, Seed: 23200, Schedule: leaseStalls,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "lease/client-pause/shrunk on Cassandra 4.1: a holder stalled past its lease writes over the next holder's adds (stale-holder-write, lost-add).",
+	},
+	{
+		Name: "1n-c4.0/lease/client-pause/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Cluster: Cluster{Nodes: 1, Version: "4.0"},
+		Time: 16 * s, Interval: 3 * s, Seed: 23201, Schedule: leaseStalls,
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "lease/client-pause/shrunk on Cassandra 4.0: a holder stalled past its lease writes over the next holder's adds (stale-holder-write, lost-add).",
+	},
+}
+
+func init() { Rows = append(Rows, versionQuickRows...) }
