@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -224,6 +225,24 @@ func TestScheduleOverlap(t *testing.T) {
 	}
 	if len(got.Steps) != 3 || got.Steps[0].Overlap || !got.Steps[1].Overlap || got.Steps[2].Overlap {
 		t.Errorf("schedule from the history: %+v", got.Steps)
+	}
+	// Windows pushed late by a plain step that waited (the client pause
+	// waits for the long pause) still keep one window of a kind at a time:
+	// the last kill, due inside the one before it by then, waits for it.
+	ops = runNemesis(t, 900*time.Millisecond, WithSchedule(Schedule{Steps: []Step{
+		{Kind: Pause, At: ms(0), For: ms(200), Nodes: []string{"n1"}},
+		{Kind: ClientPause, At: ms(20), For: ms(10)},
+		{Kind: Kill, At: ms(30), For: ms(100), Overlap: true, Nodes: []string{"n2"}},
+		{Kind: Kill, At: ms(140), For: ms(10), Overlap: true, Nodes: []string{"n3"}},
+	}}))
+	var kills []string
+	for _, op := range ops {
+		if k, _, ok := history.FaultEvent(op.F); ok && k == Kill {
+			kills = append(kills, op.F+" "+op.Node)
+		}
+	}
+	if want := []string{"start-kill n2", "stop-kill n2", "start-kill n3", "stop-kill n3"}; !slices.Equal(kills, want) {
+		t.Errorf("kill windows %v, want %v", kills, want)
 	}
 	for name, bad := range map[string][]Step{
 		"first step overlaps": {{Kind: Kill, For: ms(10), Overlap: true}},

@@ -72,6 +72,10 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 		mu   sync.Mutex
 		errs []error
 		open sync.WaitGroup
+		// A kind keeps one window at a time (its stop undoes the
+		// whole of it: one iptables chain), even when the windows
+		// before an overlapping step ran late.
+		ofKind = map[string]*sync.WaitGroup{}
 	)
 	addErr := func(err error) {
 		mu.Lock()
@@ -87,7 +91,12 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 	start := time.Now()
 	for i := range n.schedule.Steps {
 		st := &n.schedule.Steps[i]
-		if !st.Overlap {
+		if ofKind[st.Kind] == nil {
+			ofKind[st.Kind] = &sync.WaitGroup{}
+		}
+		if st.Overlap {
+			ofKind[st.Kind].Wait()
+		} else {
 			open.Wait()
 		}
 		if !sleep(ctx, time.Until(start.Add(st.At.D()))) {
@@ -104,9 +113,12 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 			addErr(err)
 		}
 		if stop != nil {
+			own := ofKind[st.Kind]
 			open.Add(1)
+			own.Add(1)
 			go func() {
 				defer open.Done()
+				defer own.Done()
 				if err := n.end(ctx, kind, st.For.D(), stop); err != nil {
 					addErr(err)
 				}
