@@ -232,7 +232,7 @@ var Rows = []Row{
 		Name: "4n-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spare,
 		Time: 150 * s, Interval: 10 * s, Seed: 22100,
 		Want: checker.Valid, Tier: Full,
-		Mechanism: "Two range movements a window (a spare bootstraps and decommissions; a member decommissions and bootstraps back from empty data) while the clients take the lock: LWTs slow and some end unknown while ranges stream; fencing holds. Paxos v1 does not repair Paxos state on a topology change (CEP-14); losing a grant needs a proposal accepted and not committed on the replica that leaves, which this schedule did not produce. A leaving coordinator refuses requests as it shuts down ("Server is shutting down"): a release refused so released nothing, and the holder's next acquire renews its lease with the same token (no regression).",
+		Mechanism: "Two range movements a window (a spare bootstraps and decommissions; a member decommissions and bootstraps back from empty data) while the clients take the lock: LWTs slow and some end unknown while ranges stream; fencing holds. Paxos v1 does not repair Paxos state on a topology change (CEP-14); losing a grant needs a proposal accepted and not committed on the replica that leaves, which this schedule did not produce. A leaving coordinator refuses requests as it shuts down (\"Server is shutting down\"): a release refused so released nothing, and the holder's next acquire renews its lease with the same token (no regression).",
 	},
 	{
 		Name: "4n-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spare,
