@@ -281,9 +281,10 @@ func TestReadRatesRefusesBadLines(t *testing.T) {
 		{Row: "gone/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Date: "2026-11-23", Cores: 2},
 		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Invalid: 2, Date: "2026-11-23", Cores: 2},
 		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Date: "yesterday", Cores: 2},
+		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 2, NoFault: 3, Date: "2026-11-23", Cores: 2},
 	}
 	err := CheckRates(Rows, bad)
-	for _, want := range []string{`no row "gone/none"`, "2 invalid and 0 unknown of 1 runs", `date "yesterday"`} {
+	for _, want := range []string{`no row "gone/none"`, "2 invalid and 0 unknown of 1 runs", `date "yesterday"`, "3 runs without a fault kind of 2 runs"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("CheckRates = %v, want %q", err, want)
 		}
