@@ -242,9 +242,14 @@ func RowsOf(l Lock, rows []Row) []Row {
 	return out
 }
 
-// RunCommand is the `lockcheck run` command line that reproduces one run
-// of the row (run 0's seed): the row as flags.
+// RunCommand is the command line that reproduces one run of the row (run
+// 0's seed): the row as `lockcheck run` flags; a row whose faults are a
+// schedule dealt as written runs as itself (`lockcheck matrix`), since
+// flags would draw faults instead.
 func RunCommand(r Row) string {
+	if r.Schedule != nil && len(r.Schedule.Steps) > 0 {
+		return fmt.Sprintf("lockcheck matrix --rows '%s'", r.Name)
+	}
 	var b strings.Builder
 	b.WriteString("lockcheck run")
 	if r.Command != "" {
@@ -294,7 +299,8 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 		"commit it follows). Every verdict below is an asserted scenario row ([findings.md](findings.md)): a\n" +
 		"known-unsafe row must be caught in at least 9 of 10 runs, a safe row valid in every run. \"Measured\" is\n" +
 		"the last catch rate recorded at the row's settings (`lockcheck matrix --rows NAME --repeat N --record\n" +
-		"scenario/rates.jsonl`), with the anomalies the checker reported per run and their kinds\n" +
+		"scenario/rates.jsonl`, earlier batches of other seeds added in), with the anomalies the checker\n" +
+		"reported per run and their kinds\n" +
 		"([checkers.md](checkers.md)). The faults are those of [faults.md](faults.md); the shared cluster is\n" +
 		"3 nodes, Paxos v1, commitlog periodic.\n\n")
 	byRow := map[string][]Rate{}
@@ -333,8 +339,8 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 				"| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 			for _, r := range lrows {
 				measured, anomalies := "not measured", "-"
-				if rt, ok := latestAt(r, byRow[r.Name]); ok {
-					measured = fmt.Sprintf("%d/%d invalid%s (%s)", rt.Invalid, rt.Runs, unknown(rt), rt.Date)
+				if rt, batches, ok := Measured(r, byRow[r.Name]); ok {
+					measured = measuredCell(rt, batches, " invalid")
 					if rt.Anomalies != "" {
 						anomalies = rt.Anomalies
 						if len(rt.Kinds) > 0 {

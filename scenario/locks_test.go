@@ -81,6 +81,11 @@ func TestRunCommand(t *testing.T) {
 	if got, want := RunCommand(r), "lockcheck run --lock-cmd 'plugins/java-locks/run astyanax' --name astyanax --nemesis client-clock --interval 3s --skew-ahead --skew-min 4s --skew-max 10s --time 20s --quiet 3s --seed 6533"; got != want {
 		t.Errorf("RunCommand = %q\nwant          %q", got, want)
 	}
+	// A scheduled row: flags would draw its faults, so the row itself runs.
+	r, _ = Lookup("shedlock/client-pause/shrunk")
+	if got, want := RunCommand(r), "lockcheck matrix --rows 'shedlock/client-pause/shrunk'"; got != want {
+		t.Errorf("RunCommand = %q\nwant          %q", got, want)
+	}
 }
 
 // TestLocksPage renders docs/locks.md from the catalogue, the rows and the

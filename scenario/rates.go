@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -44,6 +45,9 @@ type Rate struct {
 	// recorded.
 	Anomalies string   `json:"anomalies,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
+	// First is the number of the batch's first run (`matrix --first`): the
+	// runs had the row's seed plus First, First+1, ... (0 when absent).
+	First int `json:"first,omitempty"`
 }
 
 // Duration is a time.Duration written as Go spells it ("20s").
@@ -69,6 +73,76 @@ func (r Rate) At(row Row) bool {
 		return false
 	}
 	return len(row.Faults) == 0 || time.Duration(r.Interval) == row.Interval
+}
+
+// Measured is the rate a row's docs show: the latest line measured at the
+// row's settings, with the earlier lines at those settings that ran other
+// seeds (batches of `matrix --first`) added in. An earlier line whose runs
+// overlap one already counted measured the same seeds again, before: it
+// and everything older are superseded. Date, cores and the first anomaly
+// are the latest line's; loads and anomaly ranges span the batches; kinds
+// are their union; Batches says how many lines were pooled.
+func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
+	var taken [][2]int // [first, first+runs) of every pooled line
+	for i := len(rates) - 1; i >= 0; i-- {
+		b := rates[i]
+		if b.Row != row.Name || !b.At(row) {
+			continue
+		}
+		span := [2]int{b.First, b.First + b.Runs}
+		if slices.ContainsFunc(taken, func(t [2]int) bool { return span[0] < t[1] && t[0] < span[1] }) {
+			break
+		}
+		taken = append(taken, span)
+		if !ok {
+			rt, ok = b, true
+			rt.Kinds = slices.Clone(b.Kinds)
+			continue
+		}
+		rt.Runs += b.Runs
+		rt.Invalid += b.Invalid
+		rt.Unknown += b.Unknown
+		rt.NoFault += b.NoFault
+		rt.First = min(rt.First, b.First)
+		rt.Load = spanRanges(rt.Load, b.Load)
+		rt.Anomalies = spanRanges(rt.Anomalies, b.Anomalies)
+		for _, k := range b.Kinds {
+			if !slices.Contains(rt.Kinds, k) {
+				rt.Kinds = append(rt.Kinds, k)
+			}
+		}
+		slices.Sort(rt.Kinds)
+	}
+	return rt, len(taken), ok
+}
+
+// spanRanges is the range covering two ranges written "a-b" or "a"; where
+// one is not such a range ("idle", unrecorded), the other, or a when both
+// are words.
+func spanRanges(a, b string) string {
+	lo1, hi1, ok1 := parseRange(a)
+	lo2, hi2, ok2 := parseRange(b)
+	switch {
+	case ok1 && ok2:
+		lo, hi := min(lo1, lo2), max(hi1, hi2)
+		if lo == hi {
+			return strconv.Itoa(lo)
+		}
+		return fmt.Sprintf("%d-%d", lo, hi)
+	case ok2:
+		return b
+	}
+	return a
+}
+
+func parseRange(s string) (lo, hi int, ok bool) {
+	l, h, found := strings.Cut(s, "-")
+	if !found {
+		h = l
+	}
+	lo, err1 := strconv.Atoi(l)
+	hi, err2 := strconv.Atoi(h)
+	return lo, hi, err1 == nil && err2 == nil && lo <= hi
 }
 
 //go:embed rates.jsonl

@@ -123,7 +123,7 @@ func (c Cluster) String() string {
 	if paxos == "" {
 		paxos = "v1"
 	}
-	s := fmt.Sprintf("%d nodes, Paxos %s", nodes, paxos)
+	s := fmt.Sprintf("%s, Paxos %s", plural(nodes, "node"), paxos)
 	if c.LazyFS {
 		s += ", lazyfs, commitlog " + c.commitlog()
 	} else if c.commitlog() != "periodic" {

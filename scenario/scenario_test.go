@@ -303,6 +303,53 @@ func TestRateAt(t *testing.T) {
 	}
 }
 
+// Batches of other seeds pool into the rate the docs show; a line that ran
+// seeds again is an older measurement and ends the pool; lines at other
+// settings or of other rows never count.
+func TestMeasuredPoolsBatches(t *testing.T) {
+	r := good() // 20 s, interval 3 s, with faults
+	line := func(first, runs, invalid int, load, anomalies string, kinds ...string) Rate {
+		return Rate{Row: r.Name, Time: Duration(r.Time), Interval: Duration(r.Interval), Runs: runs, Invalid: invalid,
+			First: first, Date: "2026-11-24", Cores: 2, Load: load, Anomalies: anomalies, Kinds: kinds}
+	}
+	other := line(0, 50, 50, "1", "9")
+	other.Row = "another/row"
+	elsewhere := line(20, 10, 0, "1", "0")
+	elsewhere.Time = Duration(99 * time.Second)
+	for _, tc := range []struct {
+		name                   string
+		rates                  []Rate
+		runs, invalid, batches int
+		load, anomalies, kinds string
+	}{
+		{"one line", []Rate{line(0, 10, 9, "3-5", "0-4", "lost-add")}, 10, 9, 1, "3-5", "0-4", "lost-add"},
+		{"two batches", []Rate{line(0, 13, 12, "11-20", "1-3", "lost-add"), line(13, 7, 7, "4", "2-8", "overlapping-holds")},
+			20, 19, 2, "4-20", "1-8", "lost-add,overlapping-holds"},
+		{"a re-measure supersedes", []Rate{line(0, 10, 3, "9", "0-1"), line(10, 5, 5, "9", "1"), line(5, 10, 10, "2", "4-6")},
+			10, 10, 1, "2", "4-6", ""},
+		{"a batch beside a re-measure pools", []Rate{line(0, 10, 3, "9", "0-1"), line(10, 5, 5, "9", "1"), line(0, 10, 10, "2", "4-6")},
+			15, 15, 2, "2-9", "1-6", ""},
+		{"other rows and settings do not count", []Rate{line(0, 5, 5, "idle", "1-2"), other, elsewhere, line(5, 5, 4, "7-9", "0-3")},
+			10, 9, 2, "7-9", "0-3", ""},
+	} {
+		rt, batches, ok := Measured(r, tc.rates)
+		if !ok || rt.Runs != tc.runs || rt.Invalid != tc.invalid || batches != tc.batches || rt.Load != tc.load ||
+			rt.Anomalies != tc.anomalies || strings.Join(rt.Kinds, ",") != tc.kinds {
+			t.Errorf("%s: %d/%d in %d batches, load %q, anomalies %q, kinds %v; want %d/%d in %d, %q, %q, %s",
+				tc.name, rt.Invalid, rt.Runs, batches, rt.Load, rt.Anomalies, rt.Kinds, tc.invalid, tc.runs, tc.batches, tc.load, tc.anomalies, tc.kinds)
+		}
+	}
+	// Runs without a verdict or without every fault kind pool as runs do.
+	a, b := line(0, 6, 0, "1", "0"), line(6, 6, 0, "1", "0")
+	a.Unknown, b.NoFault = 1, 1
+	if rt, _, _ := Measured(r, []Rate{a, b}); rt.Runs != 12 || rt.Unknown != 1 || rt.NoFault != 1 {
+		t.Errorf("pooled %d runs, %d unknown, %d without a fault kind; want 12, 1, 1", rt.Runs, rt.Unknown, rt.NoFault)
+	}
+	if _, _, ok := Measured(r, []Rate{other, elsewhere}); ok {
+		t.Error("a row with no line at its settings has no measured rate")
+	}
+}
+
 // TestFindingsPage renders docs/findings.md from the rows and the rates and
 // compares it with the committed page: the verdicts the docs claim are the
 // verdicts the tests assert. -update rewrites the page.

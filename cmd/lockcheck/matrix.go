@@ -153,10 +153,10 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
 				code = exitError
 			}
-			// A run that broke (its set-up failed) is tallied unknown and
-			// the rate is still recorded: dropping the row's line would
-			// lose the other runs' verdicts.
-			if rec != nil && res.Tally.Runs == *repeat {
+			if rec != nil && !recordable(res.Tally, *repeat, err) {
+				fmt.Fprintf(stderr, "lockcheck matrix: --record: %s not recorded: no run gave a verdict\n", row.Name)
+			}
+			if rec != nil && recordable(res.Tally, *repeat, err) {
 				if err := writeRate(rec, row, res); err != nil {
 					fmt.Fprintf(stderr, "lockcheck matrix: --record: %v\n", err)
 					code = exitError
@@ -180,6 +180,16 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		code = exitInvalid
 	}
 	return code
+}
+
+// recordable says whether a row's runs make a rate worth a line: all of
+// them were dealt (an interrupted row is not a rate). A run that broke (its
+// set-up failed) is tallied unknown and the rate is still recorded, since
+// dropping the line would lose the other runs' verdicts; but when runs
+// broke and none gave a verdict, a line of unknowns would read as a
+// measured rate of a row nothing was learnt about.
+func recordable(t scenario.Tally, repeat int, runErr error) bool {
+	return t.Runs == repeat && (runErr == nil || t.Valid+t.Invalid > 0)
 }
 
 func listRows(w io.Writer, rows []scenario.Row) int {
@@ -241,12 +251,14 @@ type rowRuns struct {
 	loads []float64
 	// firsts are the invalid runs' times to their first anomaly.
 	firsts []time.Duration
+	// first is the number of the first run (--first).
+	first int
 }
 
 // runRow runs the row repeat times (seeds row.RunSeed(first..)) and
 // tallies the verdicts; it stops early when ctx ends.
 func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat int, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
-	res := rowRuns{Result: scenario.Result{Row: row}}
+	res := rowRuns{Result: scenario.Result{Row: row}, first: first}
 	var errs []error
 	for r := range repeat {
 		if ctx.Err() != nil {
@@ -306,7 +318,7 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 	rt := scenario.Rate{
 		Row: row.Name, Time: scenario.Duration(row.Time), Interval: scenario.Duration(row.Interval),
 		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown, NoFault: res.Tally.NoFault,
-		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(),
+		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(), First: res.first,
 	}
 	rt.Anomalies, rt.Kinds = res.Tally.AnomalyRange()
 	if len(res.loads) > 0 {

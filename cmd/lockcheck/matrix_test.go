@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func TestWriteRate(t *testing.T) {
 	if !ok {
 		t.Fatal("no row bakery-one/coord-partition")
 	}
-	res := rowRuns{Result: scenario.Result{Row: row}, loads: []float64{12.4, 30.6, 18}}
+	res := rowRuns{Result: scenario.Result{Row: row}, loads: []float64{12.4, 30.6, 18}, first: 5}
 	for i, v := range []checker.Verdict{checker.Invalid, checker.Invalid, checker.Unknown} {
 		res.Tally.Add(row, v, map[string]int{"coord-partition": 1})
 		res.Tally.Saw(slices.Repeat([]checker.Anomaly{{Kind: "lost-add"}, {Kind: "overlapping-holds"}}, 3-i))
@@ -80,7 +81,7 @@ func TestWriteRate(t *testing.T) {
 	}
 	rt := rates[0]
 	if rt.Row != row.Name || rt.Runs != 4 || rt.Invalid != 2 || rt.Unknown != 1 || rt.NoFault != 1 || rt.Load != "12-31" ||
-		time.Duration(rt.Time) != row.Time || time.Duration(rt.Interval) != row.Interval || rt.Cores < 1 {
+		time.Duration(rt.Time) != row.Time || time.Duration(rt.Interval) != row.Interval || rt.Cores < 1 || rt.First != 5 {
 		t.Errorf("rate %+v does not carry the row's runs", rt)
 	}
 	if rt.Anomalies != "2-6" || !slices.Equal(rt.Kinds, []string{"lost-add", "overlapping-holds"}) {
@@ -88,5 +89,27 @@ func TestWriteRate(t *testing.T) {
 	}
 	if err := scenario.CheckRates(scenario.Rows, rates); err != nil {
 		t.Error(err)
+	}
+}
+
+// A row is recorded when all its runs were dealt, broken ones counted
+// unknown, unless runs broke and not one gave a verdict.
+func TestRecordable(t *testing.T) {
+	broke := errors.New("run 1: reports: mkdir store: not a directory")
+	for _, tc := range []struct {
+		name  string
+		tally scenario.Tally
+		err   error
+		want  bool
+	}{
+		{"every run judged", scenario.Tally{Runs: 3, Invalid: 2, Valid: 1}, nil, true},
+		{"one run broke", scenario.Tally{Runs: 3, Invalid: 2, Unknown: 1}, broke, true},
+		{"unknown verdicts, nothing broke", scenario.Tally{Runs: 3, Unknown: 3}, nil, true},
+		{"every run broke", scenario.Tally{Runs: 3, Unknown: 3}, broke, false},
+		{"interrupted", scenario.Tally{Runs: 2, Invalid: 2}, nil, false},
+	} {
+		if got := recordable(tc.tally, 3, tc.err); got != tc.want {
+			t.Errorf("%s: recordable = %t, want %t", tc.name, got, tc.want)
+		}
 	}
 }
