@@ -528,7 +528,24 @@ var Rows = []Row{
 		Name: "sidecar/none", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Time: 20 * s, Interval: 3 * s, Seed: 6510,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "One LWT per claim decides; the holder's extend (UPDATE ... USING TTL IF owner = ?) keeps it; Sidecar has no " +
-			"release, so the next holder waits out the TTL.",
+			"release, so the next holder waits out the TTL. Not safe under load: at load 31-42 one run of five was invalid " +
+			"with no fault (an extend timed out under Paxos contention, the holder kept its lease by its own reckoning " +
+			"past the row's whole-second expiry and another instance claimed it), which sidecar/coord-partition makes certain.",
+	},
+	{
+		Name: "sidecar/coord-partition", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.CoordPartition}, Pin: true,
+		Time: 60 * s, Interval: 3 * s, Seed: 6591,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		// Found from sidecar/none's invalid run (2026-11-24, seed 6510 at
+		// load 31-42): its report named the whole-second expiry, the
+		// plug-in's stderr the extend that threw just before. In 20 s
+		// (about three cuts) it was caught in 5 of the first 8 runs: the
+		// cut must fall on the holder's coordinator as it extends; 60 s
+		// deals about ten.
+		Mechanism: "The holder's coordinator is cut: its extend throws, and Sidecar keeps the lease until its own reckoning " +
+			"(the last reply's instant plus the TTL) runs out. Cassandra expires the row in whole seconds from the replica's " +
+			"write, up to a second and the reply's latency sooner, so an instance on the other side claims it while the " +
+			"holder still writes (overlapping-holds, stale-holder-write, lost-add).",
 	},
 	{
 		Name: "sidecar/client-pause", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientPause}, Time: 20 * s, Interval: 3 * s, Seed: 6511,

@@ -196,8 +196,8 @@ type Row struct {
 	// known-unsafe row, checker.Valid for a safe one.
 	Want checker.Verdict
 	// Unsafe rows are known-unsafe: the assertion is a catch rate, invalid
-	// in at least 9 of 10 runs (a single run must be invalid). Safe rows
-	// must be valid in every run.
+	// in at least 9 of 10 runs (make test's single pass: one of up to three
+	// runs). Safe rows must be valid in every run.
 	Unsafe bool
 	Tier   Tier
 	// Mechanism says in a sentence or two why the lock fails or holds here.
