@@ -614,7 +614,7 @@ var Rows = []Row{
 		// Found from sidecar/none's invalid run (2026-11-24, seed 6510 at
 		// load 31-42): its report named the whole-second expiry, the
 		// plug-in's stderr the extend that threw just before. In 20 s
-		// (about three cuts) it was caught in 5 of the first 8 runs: the
+		// (about three cuts) it was caught in 7 of 10 runs: the
 		// cut must fall on the holder's coordinator as it extends; 60 s
 		// deals about ten.
 		Mechanism: "The holder's coordinator is cut: its extend throws, and Sidecar keeps the lease until its own reckoning " +
