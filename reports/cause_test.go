@@ -159,6 +159,14 @@ func TestCauseFromTimeline(t *testing.T) {
 		return faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(500), End: ms(2500),
 			Value: json.RawMessage(`{"node":"n2","clients":[2],"offset":"` + offset + `","lease":"3s"}`)}}
 	}
+	// n1 serves clients 0 and 3: not processes 1 and 2 of overlap, when
+	// they are their clients' first processes (5 clients).
+	cutN1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordPartition, Start: ms(500), End: ms(3000),
+		Value: json.RawMessage(`{"node":"n1","clients":[0,3],"others":{"n2":[1,4],"n3":[2]},"grudge":{}}`)}}
+	cutN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordPartition, Start: ms(500), End: ms(3000),
+		Value: json.RawMessage(`{"node":"n2","clients":[1,4],"others":{"n1":[0,3],"n3":[2]},"grudge":{}}`)}}
+	clockN1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(500), End: ms(3000),
+		Value: json.RawMessage(`{"node":"n1","clients":[0,3],"offset":"+4s","lease":"3s"}`)}}
 	pause1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(500), End: ms(6000), Starts: 1,
 		Value: json.RawMessage(`{"client":1,"process":1,"lock":"l","ms":5500}`)}}
 	heartbeatFail := &causeTimeline{ops: append(slices.Clone(renewed.Ops),
@@ -190,6 +198,16 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"before its own deadline", noFault}, []string{"stalled", "stood still"}},
 		{"early expiry under a skewed coordinator", overlap, []faultView{coordClock}, nil,
 			[]string{"skewed coordinator: node n2, the coordinator of client 2, ran 4.0 s ahead"}, []string{noFault}},
+		{"a coordinator cut elsewhere is not named", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, clients: 5},
+			[]string{"before its own deadline", noFault}, []string{"cut coordinator"}},
+		{"a coordinator cut elsewhere, a replacement process: possible", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, clients: 2},
+			[]string{"cut coordinator: node n1"}, []string{noFault}},
+		{"the cut coordinator of one of them", overlap, []faultView{cutN2}, &causeTimeline{ops: overlap.Ops, clients: 5},
+			[]string{"cut coordinator: node n2"}, []string{noFault}},
+		{"the skewed coordinator of one of them", overlap, []faultView{coordClock}, &causeTimeline{ops: overlap.Ops, clients: 5},
+			[]string{"skewed coordinator: node n2"}, []string{noFault}},
+		{"a skewed coordinator elsewhere is not named", overlap, []faultView{clockN1}, &causeTimeline{ops: overlap.Ops, clients: 5},
+			[]string{noFault}, []string{"skewed coordinator"}},
 		{"a skewed coordinator acts ahead after its reset", late, []faultView{clockWindow("+4s")}, nil,
 			[]string{"skewed coordinator: node n2", "1.5 s before this grant", "monotonic"}, []string{noFault}},
 		{"a skew reset longer ago than its offset", late, []faultView{clockWindow("+400ms")}, nil,

@@ -23,6 +23,42 @@ const noFault = "no fault explains this"
 // history's operations, in order.
 type causeTimeline struct {
 	ops []history.Op
+	// clients is the run's client count (meta's config), 0 when unknown.
+	// Client c's first process is c; a replacement process gets a new
+	// number the history does not tie to its client.
+	clients int
+}
+
+// pinnedTo is the clients pinned to the coordinator a window aims at
+// (coord-partition, coord-clock).
+func pinnedTo(w faultView) ([]int, bool) {
+	switch w.Kind {
+	case history.KindCoordPartition:
+		v, ok := decode[history.CoordPartitionStart](w.Value)
+		return v.Clients, ok
+	case history.KindCoordClock:
+		v, ok := decode[history.CoordClockStart](w.Value)
+		return v.Clients, ok
+	}
+	return nil, false
+}
+
+// aimedElsewhere says whether a window aimed at one coordinator (coord-
+// partition, coord-clock: its clients pinned there) served neither of the
+// anomaly's processes: both are clients' first processes, known to be
+// pinned elsewhere. Its mechanism acts through that coordinator's requests,
+// so the timeline does not support it as this anomaly's cause. A process
+// whose client is unknown (a replacement) leaves the window possible.
+func (tl *causeTimeline) aimedElsewhere(aimed []int, processes ...int) bool {
+	if tl == nil || tl.clients <= 0 {
+		return false
+	}
+	for _, p := range processes {
+		if p < 0 || p >= tl.clients || slices.Contains(aimed, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // grantOf is an ok acquire or renew with a lease, and the invocation its
@@ -72,6 +108,9 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 		if w.Start > a.Start || (effectEnd(w) < g.inv.Time && !lasting) {
 			continue
 		}
+		if aimed, ok := pinnedTo(w); ok && tl.aimedElsewhere(aimed, first, second) {
+			continue
+		}
 		if m := serverMechanism(w, a.Start); m != "" && !slices.Contains(why, m) {
 			why = append(why, m)
 		}
@@ -80,7 +119,7 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 		why = append(why, hb)
 	}
 	if len(why) == 0 {
-		return s + "; " + noFault + ": no fault that moves the server's clock or hides its writes was in effect (a lease the client " +
+		return s + "; " + noFault + ": no fault that moves the server's clock or hides its writes acted on these processes' requests (a lease the client " +
 			"counts with no margin against the server's expiry, which Cassandra keeps in whole seconds, ends on the server first)", true
 	}
 	return s + "; " + strings.Join(why, "; "), true

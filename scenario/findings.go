@@ -152,11 +152,17 @@ func secs(d time.Duration) string {
 	return d.String()
 }
 
+// unknown tells the runs that are neither valid nor invalid evidence: no
+// verdict, or a fault kind of the row never dealt.
 func unknown(rt Rate) string {
-	if rt.Unknown == 0 {
-		return ""
+	s := ""
+	if rt.Unknown > 0 {
+		s += fmt.Sprintf(", %d unknown", rt.Unknown)
 	}
-	return fmt.Sprintf(", %d unknown", rt.Unknown)
+	if rt.NoFault > 0 {
+		s += fmt.Sprintf(", %d without every fault kind", rt.NoFault)
+	}
+	return s
 }
 
 func machine(rt Rate) string {

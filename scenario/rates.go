@@ -27,8 +27,12 @@ type Rate struct {
 	Runs     int      `json:"runs"`
 	Invalid  int      `json:"invalid"`
 	Unknown  int      `json:"unknown,omitempty"`
-	Date     string   `json:"date"` // YYYY-MM-DD, UTC
-	Cores    int      `json:"cores"`
+	// NoFault counts the runs, among Runs, in which a fault kind the row
+	// asks for was never dealt (Tally.NoFault): they show nothing of the
+	// row, whatever their verdict.
+	NoFault int    `json:"no_fault,omitempty"`
+	Date    string `json:"date"` // YYYY-MM-DD, UTC
+	Cores   int    `json:"cores"`
 	// Load is the machine's load average over the runs ("10-30", "idle");
 	// "" when it was not recorded.
 	Load string `json:"load,omitempty"`
@@ -98,6 +102,7 @@ func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
 		rt.Runs += b.Runs
 		rt.Invalid += b.Invalid
 		rt.Unknown += b.Unknown
+		rt.NoFault += b.NoFault
 		rt.First = min(rt.First, b.First)
 		rt.Load = spanRanges(rt.Load, b.Load)
 		rt.Anomalies = spanRanges(rt.Anomalies, b.Anomalies)
@@ -182,6 +187,9 @@ func CheckRates(rows []Row, rates []Rate) error {
 		}
 		if rt.Runs < 1 || rt.Invalid < 0 || rt.Unknown < 0 || rt.Invalid+rt.Unknown > rt.Runs {
 			errs = append(errs, fmt.Errorf("rate %d (%s): %d invalid and %d unknown of %d runs", i+1, rt.Row, rt.Invalid, rt.Unknown, rt.Runs))
+		}
+		if rt.NoFault < 0 || rt.NoFault > rt.Runs {
+			errs = append(errs, fmt.Errorf("rate %d (%s): %d runs without a fault kind of %d runs", i+1, rt.Row, rt.NoFault, rt.Runs))
 		}
 		if _, err := time.Parse(time.DateOnly, rt.Date); err != nil {
 			errs = append(errs, fmt.Errorf("rate %d (%s): date %q: want YYYY-MM-DD", i+1, rt.Row, rt.Date))

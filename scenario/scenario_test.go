@@ -281,9 +281,10 @@ func TestReadRatesRefusesBadLines(t *testing.T) {
 		{Row: "gone/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Date: "2026-11-23", Cores: 2},
 		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Invalid: 2, Date: "2026-11-23", Cores: 2},
 		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 1, Date: "yesterday", Cores: 2},
+		{Row: "racy/none", Time: Duration(time.Second), Interval: Duration(time.Second), Runs: 2, NoFault: 3, Date: "2026-11-23", Cores: 2},
 	}
 	err := CheckRates(Rows, bad)
-	for _, want := range []string{`no row "gone/none"`, "2 invalid and 0 unknown of 1 runs", `date "yesterday"`} {
+	for _, want := range []string{`no row "gone/none"`, "2 invalid and 0 unknown of 1 runs", `date "yesterday"`, "3 runs without a fault kind of 2 runs"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("CheckRates = %v, want %q", err, want)
 		}
@@ -337,6 +338,12 @@ func TestMeasuredPoolsBatches(t *testing.T) {
 			t.Errorf("%s: %d/%d in %d batches, load %q, anomalies %q, kinds %v; want %d/%d in %d, %q, %q, %s",
 				tc.name, rt.Invalid, rt.Runs, batches, rt.Load, rt.Anomalies, rt.Kinds, tc.invalid, tc.runs, tc.batches, tc.load, tc.anomalies, tc.kinds)
 		}
+	}
+	// Runs without a verdict or without every fault kind pool as runs do.
+	a, b := line(0, 6, 0, "1", "0"), line(6, 6, 0, "1", "0")
+	a.Unknown, b.NoFault = 1, 1
+	if rt, _, _ := Measured(r, []Rate{a, b}); rt.Runs != 12 || rt.Unknown != 1 || rt.NoFault != 1 {
+		t.Errorf("pooled %d runs, %d unknown, %d without a fault kind; want 12, 1, 1", rt.Runs, rt.Unknown, rt.NoFault)
 	}
 	if _, _, ok := Measured(r, []Rate{other, elsewhere}); ok {
 		t.Error("a row with no line at its settings has no measured rate")

@@ -37,6 +37,31 @@ FAKETIME_FILE=$CONF/faketime
 
 fail() { echo "lockcheck entrypoint: $*" >&2; exit 78; }
 
+# faketime_mono prints the monotonic-clock settings the libfaketime at $1
+# is given: FAKETIME_DONT_FAKE_MONOTONIC and FAKETIME_FORCE_MONOTONIC_FIX=0
+# when the library knows FORCE_MONOTONIC_FIX (0.9.9 and later: the 5.0 and
+# 6.0 images' 0.9.10), nothing for 0.9.8 (bullseye: the 4.x images), where
+# DONT_FAKE_MONOTONIC makes its pthread_cond_timedwait wrapper return at
+# once and every JVM thread with a timed wait spins (three idle 4.1 nodes
+# took the machine's 2 cores, and 8 to 11 minutes to start). 0.9.8 needs
+# neither: Java 11 reads the monotonic clock through a clock_gettime it
+# looked up in librt itself, which the preload does not reach
+# (System.nanoTime stayed real with the wall clock +3600 s, measured). The
+# variable's name in the library tells the versions apart.
+faketime_mono() {
+  if grep -q FAKETIME_FORCE_MONOTONIC_FIX "$1"; then
+    echo "FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0"
+  fi
+}
+
+# `entrypoint.sh faketime-mono LIB` prints that decision alone, so that it
+# is tested without an image (cluster's TestEntrypointFaketimeMono).
+if [ "${1:-}" = faketime-mono ]; then
+  [ $# -eq 2 ] || fail "usage: entrypoint.sh faketime-mono LIBFAKETIME"
+  faketime_mono "$2"
+  exit 0
+fi
+
 LIB=${LOCKCHECK_LIB:-}
 if [ -z "$LIB" ]; then
   for d in /opt/lockcheck/lib /opt/cassandra/lib /usr/share/cassandra/lib; do
@@ -52,19 +77,8 @@ for f in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.
   if [ -f "$f" ]; then FAKETIME_SO=$f; break; fi
 done
 [ -n "$FAKETIME_SO" ] || fail "libfaketimeMT.so.1 not found: the image needs libfaketime"
-# The monotonic clock stays real: FAKETIME_DONT_FAKE_MONOTONIC and
-# FAKETIME_FORCE_MONOTONIC_FIX=0 (libfaketime 0.9.10, bookworm: the 5.0
-# and 6.0 images). libfaketime 0.9.8 (bullseye: the 4.x images)
-# has no FORCE_MONOTONIC_FIX, and there DONT_FAKE_MONOTONIC makes its
-# pthread_cond_timedwait wrapper return at once: every JVM thread with a
-# timed wait spins (three idle 4.1 nodes took the machine's 2 cores, and 8
-# to 11 minutes to start). 0.9.8 is given neither: Java 11 reads the
-# monotonic clock through a clock_gettime it looked up in librt itself, which
-# the preload does not reach: System.nanoTime stayed real with an offset of
-# +3600 s (measured). The variable's name in the library tells the versions
-# apart.
-FAKETIME_MONO="FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_FORCE_MONOTONIC_FIX=0"
-grep -q FAKETIME_FORCE_MONOTONIC_FIX "$FAKETIME_SO" || FAKETIME_MONO=
+# The monotonic clock stays real (faketime_mono above).
+FAKETIME_MONO=$(faketime_mono "$FAKETIME_SO")
 command -v iptables >/dev/null 2>&1 || fail "iptables not found: the image needs iptables"
 command -v java >/dev/null 2>&1 || fail "java not found on PATH: the image needs Java (11 for Cassandra 4.x, 17 for 5.0)"
 

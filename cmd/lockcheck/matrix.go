@@ -317,7 +317,7 @@ func appendLoad(loads []float64) []float64 {
 func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 	rt := scenario.Rate{
 		Row: row.Name, Time: scenario.Duration(row.Time), Interval: scenario.Duration(row.Interval),
-		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown,
+		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown, NoFault: res.Tally.NoFault,
 		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(), First: res.first,
 	}
 	rt.Anomalies, rt.Kinds = res.Tally.AnomalyRange()

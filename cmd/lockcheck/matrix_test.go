@@ -65,6 +65,9 @@ func TestWriteRate(t *testing.T) {
 		res.Tally.Add(row, v, map[string]int{"coord-partition": 1})
 		res.Tally.Saw(slices.Repeat([]checker.Anomaly{{Kind: "lost-add"}, {Kind: "overlapping-holds"}}, 3-i))
 	}
+	// A run in which the row's fault was never dealt is a run, and is
+	// recorded as one that shows nothing of the row.
+	res.Tally.Add(row, checker.Valid, map[string]int{})
 	var buf bytes.Buffer
 	if err := writeRate(&buf, row, res); err != nil {
 		t.Fatal(err)
@@ -77,7 +80,7 @@ func TestWriteRate(t *testing.T) {
 		t.Fatalf("%d rates, want 1", len(rates))
 	}
 	rt := rates[0]
-	if rt.Row != row.Name || rt.Runs != 3 || rt.Invalid != 2 || rt.Unknown != 1 || rt.Load != "12-31" ||
+	if rt.Row != row.Name || rt.Runs != 4 || rt.Invalid != 2 || rt.Unknown != 1 || rt.NoFault != 1 || rt.Load != "12-31" ||
 		time.Duration(rt.Time) != row.Time || time.Duration(rt.Interval) != row.Interval || rt.Cores < 1 || rt.First != 5 {
 		t.Errorf("rate %+v does not carry the row's runs", rt)
 	}
