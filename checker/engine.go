@@ -504,6 +504,12 @@ func (l *lockSt) complete(c *call) {
 	if c.typ == history.OK && (c.f == history.FAcquire || c.f == history.FRenew) {
 		l.granted(c)
 	}
+	if c.typ == history.Fail && c.f == history.FRelease {
+		// A release that definitely failed released nothing: the holder
+		// still holds what it held (its hold still ends at the release's
+		// invocation for exclusion, which asks less of the lock).
+		l.releaseFailed(c)
+	}
 	l.expire(c.ret)
 	if l.e.holdsOnly {
 		return

@@ -190,6 +190,17 @@ func TestFencedTokensGrowWithGrants(t *testing.T) {
 			h: fenced().grant(0, "l", 0, 1, 1000, 3).grant(0, "l", 2, 3, 1000, 3).release(0, "l", 4, 5).
 				grant(1, "l", 6, 7, 1000, 4).release(1, "l", 8, 9),
 			verdict: Valid},
+		{name: "near miss: the holder's release failed, its re-entrant acquire hands back its own token",
+			// As measured under a decommission: the coordinator refused
+			// the release ("Server is shutting down"), the lease stayed
+			// the holder's, and its next acquire renewed it.
+			h: fenced().grant(0, "l", 0, 1, 1000, 3).op(2, 0, I, "release", "l").op(3, 0, F, "release", "l").
+				grant(0, "l", 4, 5, 1000, 3).release(0, "l", 6, 7).grant(1, "l", 8, 9, 1000, 4).release(1, "l", 10, 11),
+			verdict: Valid},
+		{name: "a holder whose release failed handed its token again after another's grant",
+			h: fenced().grant(0, "l", 0, 1, 10, 3).op(2, 0, I, "release", "l").op(3, 0, F, "release", "l").
+				grant(1, "l", 20, 21, 1000, 4).release(1, "l", 22, 23).grant(0, "l", 24, 25, 1000, 3).release(0, "l", 26, 27),
+			verdict: Invalid, anomalies: "token-not-increasing"},
 		{name: "near miss: the holder re-acquires its token after its lease_ms, nobody else held",
 			h:       fenced().grant(0, "l", 0, 1, 10, 3).grant(0, "l", 12, 13, 1000, 3).release(0, "l", 14, 15),
 			verdict: Valid},

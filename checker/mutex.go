@@ -35,7 +35,7 @@ type holdRec struct {
 	Hold
 	expiry   int64
 	open     bool
-	released bool  // its process invoked a release since it began
+	released bool  // its process invoked a release since it began, which did not definitely fail
 	token    int64 // the fencing token of its latest grant
 	hasToken bool
 	acq, rel *call
@@ -132,6 +132,16 @@ func (l *lockSt) releaseInvoked(c *call) {
 	}
 	if h := l.openHold(c.proc); h != nil {
 		l.closeHold(h, c.inv, "release", c)
+	}
+}
+
+// releaseFailed: the process's latest hold was not released after all, so
+// that its re-entrant acquire handing back the token it holds is no
+// regression (a decommissioning coordinator refuses the release: "Server
+// is shutting down", and the lease stays the holder's).
+func (l *lockSt) releaseFailed(c *call) {
+	if h := c.ps.latest(l); h != nil {
+		h.released = false
 	}
 }
 

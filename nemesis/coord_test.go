@@ -203,3 +203,31 @@ func TestChainNamesFitIptables(t *testing.T) {
 		}
 	}
 }
+
+// A node whose container is stopped (a member out of the ring during a
+// leave window, or killed) takes no part in a cut: the others are cut,
+// the start and the stop succeed.
+func TestCoordPartitionSkipsAStoppedNode(t *testing.T) {
+	ts, fs := fakeCluster(3)
+	fs[1].killed = true // n2
+	n, err := New(ts, &memRec{}, WithKinds(CoordPartition), WithClients(&fakeClients{n: 4, clocks: map[int]time.Duration{}}),
+		WithPins(testPins), WithGateway("10.0.0.1"), WithSchedule(Schedule{Steps: []Step{{Kind: CoordPartition, Value: []byte(`{"node":"n1"}`)}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.env.step = &n.schedule.Steps[0]
+	stop, err := n.kinds[0].Start(context.Background(), &n.env, time.Second)
+	n.env.step = nil
+	if err != nil {
+		t.Fatalf("start with n2 stopped: %v", err)
+	}
+	if rules := fs[2].rules(); len(rules) != 1 {
+		t.Errorf("n3 rules %v, want the cut of n1", rules)
+	}
+	if err := stop(context.Background()); err != nil {
+		t.Errorf("stop with n2 stopped: %v", err)
+	}
+	if len(fs[2].chains) > 0 {
+		t.Errorf("n3 keeps %v after the stop", fs[2].chains)
+	}
+}

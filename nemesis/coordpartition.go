@@ -73,7 +73,7 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 	g := Grudge{}
 	var others []string
 	for _, t := range e.Targets {
-		if t.Name != alone {
+		if t.Name != alone && !stopped(ctx, t) {
 			others = append(others, t.Name)
 			g[t.Name] = []string{alone}
 		}
@@ -156,11 +156,23 @@ func onNodes(e *Env, names []string, f func(Target) error) ([]string, error) {
 	return out, errors.Join(errs...)
 }
 
-// removeChainParallel is removeChain on every node at once.
+// stopped says whether t's container is stopped: a node killed, or out of
+// the ring (a member that decommissioned during a leave window). It has
+// no rules to take a cut (nor to remove: they went with its container),
+// and Cassandra's own messages do not reach it.
+func stopped(ctx context.Context, t Target) bool {
+	st, err := t.Node.State(ctx)
+	return err == nil && st != "running" && st != "paused"
+}
+
+// removeChainParallel is removeChain on every node at once, but a
+// stopped one.
 func removeChainParallel(ctx context.Context, e *Env, c chain) error {
-	names := make([]string, len(e.Targets))
-	for i, t := range e.Targets {
-		names[i] = t.Name
+	var names []string
+	for _, t := range e.Targets {
+		if !stopped(ctx, t) {
+			names = append(names, t.Name)
+		}
 	}
 	_, err := onNodes(e, names, func(t Target) error {
 		_, err := c.remove(ctx, t.Node)

@@ -27,12 +27,16 @@ type Schedule struct {
 
 // Step is one fault of a Schedule. Steps are dealt in order, one at a
 // time, as the scheduler deals them: a step whose time has passed when
-// the one before it ends starts at once.
+// the one before it ends starts at once. An overlapping step does not
+// wait for the windows before it to end: it starts at its time inside
+// them (a coordinator cut during a bootstrap), never inside a window of
+// its own kind.
 type Step struct {
-	Kind  string   `json:"kind"`
-	At    Duration `json:"at"`  // when it takes effect, from the start of the faults
-	For   Duration `json:"for"` // how long the window lasts
-	Nodes []string `json:"nodes,omitempty"`
+	Kind    string   `json:"kind"`
+	At      Duration `json:"at"`  // when it takes effect, from the start of the faults
+	For     Duration `json:"for"` // how long the window lasts
+	Overlap bool     `json:"overlap,omitempty"`
+	Nodes   []string `json:"nodes,omitempty"`
 	// Value is the start line's value (history/fault.go's type of the
 	// kind): the parameters the kind uses instead of its draws. Empty: the
 	// kind draws them as in a run.
@@ -87,8 +91,26 @@ func (s Schedule) Validate() error {
 		if v := bytes.TrimSpace(st.Value); len(v) > 0 && v[0] != '{' {
 			return fmt.Errorf("nemesis: schedule step %d (%s): value is not a JSON object", i+1, st.Kind)
 		}
+		if !st.Overlap {
+			continue
+		}
+		if i == 0 {
+			return fmt.Errorf("nemesis: schedule step 1 (%s): overlaps no window before it", st.Kind)
+		}
+		// A kind keeps one window at a time (its stop undoes all of it).
+		for j, prev := range s.Steps[:i] {
+			if prev.Kind == st.Kind && prev.At+prev.For > st.At {
+				return fmt.Errorf("nemesis: schedule step %d (%s): overlaps step %d, a window of its own kind", i+1, st.Kind, j+1)
+			}
+		}
 	}
 	return nil
+}
+
+// Overlapping says whether a step of the schedule overlaps the windows
+// before it.
+func (s Schedule) Overlapping() bool {
+	return slices.ContainsFunc(s.Steps, func(st Step) bool { return st.Overlap })
 }
 
 // End is when the schedule's last window ends.
@@ -163,6 +185,17 @@ func ScheduleFromHistory(ops []history.Op) (Schedule, error) {
 	}
 	if len(s.Steps) == 0 {
 		return Schedule{}, ErrNoFaults
+	}
+	// A window that started before an earlier one ended overlapped it
+	// (the scheduler deals one at a time otherwise): the replay does too,
+	// unless the earlier one is of its kind (a stop line lost, not two
+	// windows at once).
+	var until Duration
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		own := slices.ContainsFunc(s.Steps[:i], func(p Step) bool { return p.Kind == st.Kind && p.At+p.For > st.At })
+		st.Overlap = i > 0 && st.At < until && !own
+		until = max(until, st.At+st.For)
 	}
 	return s, nil
 }

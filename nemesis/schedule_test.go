@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,6 +190,69 @@ func TestClientClockStartsWhenItSteps(t *testing.T) {
 	for _, op := range rec.all() {
 		if op.F == history.StartF(ClientClock) || op.F == history.StopF(ClientClock) {
 			t.Errorf("%s written for a step that never came", op.F)
+		}
+	}
+}
+
+// An overlapping step starts inside the window before it (a coordinator
+// cut during a bootstrap); a plain step after them waits for both to end.
+// The history's schedule marks the overlap again, so that a replay deals
+// it the same way.
+func TestScheduleOverlap(t *testing.T) {
+	ms := func(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
+	// Wide margins: on a loaded machine the test's timers fire hundreds
+	// of milliseconds late, all at once.
+	s := Schedule{Steps: []Step{
+		{Kind: Pause, At: ms(10), For: ms(1500), Nodes: []string{"n2"}},
+		{Kind: Kill, At: ms(40), For: ms(30), Overlap: true, Nodes: []string{"n3"}},
+		{Kind: ClientPause, At: ms(50), For: ms(10)},
+	}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ops := runNemesis(t, 2500*time.Millisecond, WithSchedule(s))
+	at := map[string]int64{}
+	for _, op := range ops {
+		at[op.F] = op.Time
+	}
+	if at[history.StartF(Kill)] == 0 || at[history.StartF(Kill)] > at[history.StopF(Pause)] {
+		t.Errorf("the overlapping kill was not dealt inside the pause: %v", at)
+	}
+	if at[history.StartF(ClientPause)] < at[history.StopF(Pause)] {
+		t.Errorf("the plain step started before the windows before it ended: %v", at)
+	}
+	got, err := ScheduleFromHistory(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Steps) != 3 || got.Steps[0].Overlap || !got.Steps[1].Overlap || got.Steps[2].Overlap {
+		t.Errorf("schedule from the history: %+v", got.Steps)
+	}
+	// Windows pushed late by a plain step that waited (the client pause
+	// waits for the long pause) still keep one window of a kind at a time:
+	// the last kill, due inside the one before it by then, waits for it.
+	ops = runNemesis(t, 900*time.Millisecond, WithSchedule(Schedule{Steps: []Step{
+		{Kind: Pause, At: ms(0), For: ms(200), Nodes: []string{"n1"}},
+		{Kind: ClientPause, At: ms(20), For: ms(10)},
+		{Kind: Kill, At: ms(30), For: ms(100), Overlap: true, Nodes: []string{"n2"}},
+		{Kind: Kill, At: ms(140), For: ms(10), Overlap: true, Nodes: []string{"n3"}},
+	}}))
+	var kills []string
+	for _, op := range ops {
+		if k, _, ok := history.FaultEvent(op.F); ok && k == Kill {
+			kills = append(kills, op.F+" "+op.Node)
+		}
+	}
+	if want := []string{"start-kill n2", "stop-kill n2", "start-kill n3", "stop-kill n3"}; !slices.Equal(kills, want) {
+		t.Errorf("kill windows %v, want %v", kills, want)
+	}
+	for name, bad := range map[string][]Step{
+		"first step overlaps": {{Kind: Kill, For: ms(10), Overlap: true}},
+		"overlaps its own kind": {{Kind: Kill, For: ms(100)},
+			{Kind: Kill, At: ms(50), For: ms(10), Overlap: true}},
+	} {
+		if err := (Schedule{Steps: bad}).Validate(); err == nil {
+			t.Errorf("%s: valid", name)
 		}
 	}
 }

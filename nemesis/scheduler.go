@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -62,62 +63,122 @@ func (n *Nemesis) Run(ctx context.Context) error {
 
 // runSchedule deals the schedule's steps in order, each at its offset from
 // the start (at once when that has passed), for its length; then waits
-// for ctx.
+// for ctx. A step waits for every window before it to end, unless it
+// overlaps: then it starts at its time while they are still open (a cut
+// of a coordinator during a bootstrap). Starts stay one at a time, in
+// order; the windows' holds and stops run side by side.
 func (n *Nemesis) runSchedule(ctx context.Context) error {
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		open sync.WaitGroup
+		// A kind keeps one window at a time (its stop undoes the
+		// whole of it: one iptables chain), even when the windows
+		// before an overlapping step ran late.
+		ofKind = map[string]*sync.WaitGroup{}
+	)
+	addErr := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	done := func() error {
+		open.Wait() // every window's stop is recorded before Run returns
+		mu.Lock()
+		defer mu.Unlock()
+		return errors.Join(errs...)
+	}
 	start := time.Now()
 	for i := range n.schedule.Steps {
 		st := &n.schedule.Steps[i]
+		if ofKind[st.Kind] == nil {
+			ofKind[st.Kind] = &sync.WaitGroup{}
+		}
+		if st.Overlap {
+			ofKind[st.Kind].Wait()
+		} else {
+			open.Wait()
+		}
 		if !sleep(ctx, time.Until(start.Add(st.At.D()))) {
-			return errors.Join(errs...)
+			return done()
 		}
 		k := slices.IndexFunc(n.kinds, func(f fault) bool { return f.Name == st.Kind })
 		if k < 0 {
-			return fmt.Errorf("nemesis: schedule step %d: kind %s not set up", i+1, st.Kind)
+			addErr(fmt.Errorf("nemesis: schedule step %d: kind %s not set up", i+1, st.Kind))
+			return done()
 		}
-		if _, err := n.deal(ctx, n.kinds[k], st.For.D(), st); err != nil {
-			errs = append(errs, err)
+		kind := n.kinds[k]
+		stop, err := n.begin(ctx, kind, st.For.D(), st)
+		if err != nil {
+			addErr(err)
+		}
+		if stop != nil {
+			own := ofKind[st.Kind]
+			open.Add(1)
+			own.Add(1)
+			go func() {
+				defer open.Done()
+				defer own.Done()
+				if err := n.end(ctx, kind, st.For.D(), stop); err != nil {
+					addErr(err)
+				}
+			}()
 		}
 		if ctx.Err() != nil {
-			return errors.Join(errs...)
+			return done()
 		}
 	}
 	<-ctx.Done()
-	return errors.Join(errs...)
+	return done()
 }
 
 // deal starts one fault of kind (from step's parameters, or drawn when step
 // is nil), keeps it for hold and stops it. started is false when it did
 // not start (recorded as a failed start: the schedule goes on).
 func (n *Nemesis) deal(ctx context.Context, kind fault, hold time.Duration, step *Step) (started bool, err error) {
+	stop, err := n.begin(ctx, kind, hold, step)
+	if stop == nil {
+		return false, err
+	}
+	return true, n.end(ctx, kind, hold, stop)
+}
+
+// begin starts one fault of kind; a nil stop is a fault that did not
+// start (recorded as a failed start unless the run is over).
+func (n *Nemesis) begin(ctx context.Context, kind fault, hold time.Duration, step *Step) (Stop, error) {
 	n.env.step = step
 	stop, err := kind.Start(ctx, &n.env, hold)
 	n.env.step = nil
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, nil
+			return nil, nil
 		}
 		// A fault that cannot start is logged and recorded, and the
 		// schedule goes on: a run is not lost to one failed docker call.
 		n.env.Log.Warn("nemesis: fault did not start", "kind", kind.Name, "err", err)
 		if rerr := n.env.Record(history.StartFailedF(kind.Name), err.Error(), nil); rerr != nil {
-			return false, rerr
+			return nil, rerr
 		}
-		return false, err
+		return nil, err
 	}
 	n.setActive(kind.Name, true)
+	return stop, nil
+}
+
+// end keeps a started fault for hold and stops it.
+func (n *Nemesis) end(ctx context.Context, kind fault, hold time.Duration, stop Stop) error {
 	sleep(ctx, hold)
 	// The stop runs to completion even when the run is over, so that its
 	// line is recorded.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait(kind))
-	err = stop(sctx)
+	err := stop(sctx)
 	cancel()
 	n.setActive(kind.Name, false)
 	if err != nil {
 		n.env.Log.Warn("nemesis: fault did not stop", "kind", kind.Name, "err", err)
-		return true, err
+		return err
 	}
-	return true, nil
+	return nil
 }
 
 // Bounds of one fault's stop. A kind that restarts nodes waits for them to

@@ -63,7 +63,11 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 				if len(st.Value) > 0 {
 					value = "`" + string(st.Value) + "`"
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", st.Kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), value)
+				kind := st.Kind
+				if st.Overlap {
+					kind += " (overlapping)"
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), value)
 			}
 		}
 		if len(byRow[r.Name]) > 0 {

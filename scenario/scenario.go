@@ -176,7 +176,11 @@ type Row struct {
 	DCLocal bool
 	// Schedule, when set, is dealt instead of drawn faults: a shrunk
 	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
-	// Faults are then its kinds, and the name ends in "/shrunk". A schedule
+	// Faults are then its kinds, and the name ends in "/shrunk"; or a
+	// schedule written to combine kinds whose windows overlap (a
+	// coordinator cut during a range movement, which the drawn scheduler,
+	// one window at a time, never deals): its name ends in "/overlapping".
+	// A schedule
 	// without steps is a flaw that needs no fault (the shrink's "no fault
 	// is needed"): the row runs with none, shrunk in clients and time.
 	Schedule *nemesis.Schedule
@@ -380,7 +384,10 @@ func (r Row) canonicalName() string {
 	if r.DCLocal {
 		name += "/dc-local"
 	}
-	if r.Schedule != nil {
+	switch {
+	case r.Schedule != nil && r.Schedule.Overlapping():
+		name += "/overlapping"
+	case r.Schedule != nil:
 		name += "/shrunk"
 	}
 	return name
