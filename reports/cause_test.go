@@ -91,6 +91,30 @@ func TestLikelyCause(t *testing.T) {
 	}
 }
 
+// A coordinator cut is named for an anomaly only when it served one of its
+// processes, or when one of them is a replacement whose client the history
+// does not record.
+func TestAimedWindowNamedForItsClients(t *testing.T) {
+	cut := []faultView{{FaultWindow: history.FaultWindow{Kind: history.KindCoordPartition, Start: 0, End: 100,
+		Value: json.RawMessage(`{"node":"n3","clients":[2],"others":{"n2":[1,4],"n1":[0,3]},"grudge":{}}`)}}}
+	five := &causeTimeline{clients: 5}
+	for _, tc := range []struct {
+		name      string
+		processes []int
+		named     bool
+	}{
+		{"client 2 is pinned to the cut node", []int{2, 0}, true},
+		{"clients 0 and 1 are pinned elsewhere", []int{0, 1}, false},
+		{"process 7 is a replacement: possible", []int{0, 7}, true},
+	} {
+		a := checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 30, Processes: tc.processes}
+		got := likelyCause(a, cut, five)
+		if named := strings.Contains(got, "node n3, the coordinator of client 2"); named != tc.named {
+			t.Errorf("%s: likelyCause = %q, named %t, want %t", tc.name, got, named, tc.named)
+		}
+	}
+}
+
 // The cause reaches the page: an overlap under a client clock skew.
 func TestReportShowsLikelyCause(t *testing.T) {
 	ops := overlapping()

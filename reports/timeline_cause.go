@@ -44,8 +44,8 @@ func pinnedTo(w faultView) ([]int, bool) {
 }
 
 // aimedElsewhere says whether a window aimed at one coordinator (coord-
-// partition, coord-clock: its clients pinned there) served neither of the
-// anomaly's processes: both are clients' first processes, known to be
+// partition, coord-clock: its clients pinned there) served none of the
+// anomaly's processes: all are clients' first processes, known to be
 // pinned elsewhere. Its mechanism acts through that coordinator's requests,
 // so the timeline does not support it as this anomaly's cause. A process
 // whose client is unknown (a replacement) leaves the window possible.

@@ -153,14 +153,15 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
 				code = exitError
 			}
-			if rec != nil && !recordable(res.Tally, *repeat, err) {
-				fmt.Fprintf(stderr, "lockcheck matrix: --record: %s not recorded: no run gave a verdict\n", row.Name)
-			}
-			if rec != nil && recordable(res.Tally, *repeat, err) {
+			switch {
+			case rec == nil:
+			case recordable(res.Tally, *repeat, err):
 				if err := writeRate(rec, row, res); err != nil {
 					fmt.Fprintf(stderr, "lockcheck matrix: --record: %v\n", err)
 					code = exitError
 				}
+			case res.Tally.Runs == *repeat:
+				fmt.Fprintf(stderr, "lockcheck matrix: --record: %s not recorded: no run gave a verdict\n", row.Name)
 			}
 			if ctx.Err() != nil {
 				break
