@@ -251,6 +251,19 @@ func (d *docker) copyFiles(ctx context.Context, id string, files []file) error {
 	return nil
 }
 
+// logsSince returns a container's output since a time (RFC 3339, as
+// docker inspect gives a container's start), at most 4 MiB of it.
+func (d *docker) logsSince(ctx context.Context, id, since string) string {
+	rc, err := d.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Since: since})
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	stdcopy.StdCopy(&out, &out, io.LimitReader(rc, 4<<20))
+	return out.String()
+}
+
 // logsTail returns the last lines of a container's output, for errors.
 func (d *docker) logsTail(ctx context.Context, id string, lines int) string {
 	rc, err := d.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(lines)})

@@ -17,4 +17,8 @@ var (
 	ErrNoDocker = errors.New("no Docker engine")
 	// ErrMissingTool: a tool the image build needs is not installed.
 	ErrMissingTool = errors.New("missing tool")
+	// ErrMovementFailed: a range movement failed and Cassandra left it
+	// half done (a bootstrap whose streaming failed stays joining); Finish
+	// completes it.
+	ErrMovementFailed = errors.New("range movement failed")
 )

@@ -137,8 +137,41 @@ func (n *Node) bootstrap(ctx context.Context, replace string) error {
 	if _, err := c.d.ContainerStart(ctx, n.ContainerID, client.ContainerStartOptions{}); err != nil {
 		return fmt.Errorf("bootstrap %s: start: %w", n.Name, err)
 	}
-	if err := n.waitRing(ctx, func(e RingEntry, in bool) bool { return in && e.State == "UN" }); err != nil {
-		return fmt.Errorf("bootstrap %s: %w", n.Name, err)
+	return n.joined(ctx)
+}
+
+// joined waits until the ring holds the bootstrapping node UN and it
+// serves CQL, then puts back its own files for a later restart (a
+// member's auto_bootstrap false, no replace flag). A bootstrap that
+// failed (bootstrapFailed) is an error at once, not a wait to the end of
+// ctx: the node would stay joining for ever.
+func (n *Node) joined(ctx context.Context) error {
+	c := n.c
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last error
+	for i := 0; ; i++ {
+		view, err := c.ringView(ctx, n)
+		if err == nil {
+			e, in := view[n.IP]
+			if in && e.State == "UN" {
+				break
+			}
+			last = fmt.Errorf("ring has %s as %q (in the ring: %v)", n.Name, e.State, in)
+		} else {
+			last = err
+		}
+		// The log every few seconds: it is read from the container's start.
+		if i%5 == 4 {
+			if why, failed := n.bootstrapFailed(ctx); failed {
+				return fmt.Errorf("bootstrap %s: %w: %s", n.Name, ErrMovementFailed, why)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bootstrap %s: %w (last: %v)", n.Name, ctx.Err(), last)
+		case <-tick.C:
+		}
 	}
 	for {
 		if err := n.servesCQL(ctx); err == nil {
@@ -150,11 +183,164 @@ func (n *Node) bootstrap(ctx context.Context, replace string) error {
 	}
 	// A member restarts later (kill) as the member it is; a spare keeps
 	// its joining configuration.
-	back := own
+	i := c.index(n)
+	back := nodeConfigs(c.cfg, c.layout)[i]
 	if i < c.cfg.nodes {
 		back.AutoBootstrap = false
 	}
 	return n.writeConfig(ctx, back, "", false)
+}
+
+// What Cassandra logs (StorageService) when a bootstrap's streaming fails,
+// a node it streams from killed: the node stays joining (UJ), serves no
+// CQL, and `nodetool bootstrap resume` streams what is missing. A resume
+// that fails again logs the second line; one that starts, the third.
+const (
+	logStreamFailed  = "Some data streaming failed"
+	logResumeFailed  = "Error during bootstrap"
+	logResumeStarted = "Resuming bootstrap"
+)
+
+// bootstrapFailed says whether the node's bootstrap has failed since its
+// container last started, and why: the container exited (a node it needed
+// to stream from was down when it began: strict range movement refuses to
+// start), or its last bootstrap attempt logged a failed stream.
+func (n *Node) bootstrapFailed(ctx context.Context) (string, bool) {
+	ins, err := n.c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", false
+	}
+	st := ins.Container.State
+	if !st.Running {
+		return fmt.Sprintf("exited with code %d: %s", st.ExitCode, lastLine(n.c.d.logsTail(ctx, n.ContainerID, 5))), true
+	}
+	out := n.c.d.logsSince(ctx, n.ContainerID, st.StartedAt)
+	why := ""
+	for line := range strings.Lines(out) {
+		switch {
+		case strings.Contains(line, logStreamFailed), strings.Contains(line, logResumeFailed):
+			why = strings.TrimSpace(line)
+		case strings.Contains(line, logResumeStarted):
+			why = ""
+		}
+	}
+	return why, why != ""
+}
+
+// wholeWait bounds how long a movement waits for the ring to be whole: a
+// killed node restarts in well under a minute, and a leftover heal's
+// restarts run beside it.
+const wholeWait = 3 * time.Minute
+
+// waitWhole waits until every node in the ring other than skip is up (its
+// state U*), as an operator waits before a range movement: a bootstrap
+// with strict consistency refuses to start without the nodes it streams
+// from, and a stream to or from a dead node fails. It gives up after
+// wholeWait and returns the ring's states then, for the movement to try.
+func (c *Cluster) waitWhole(ctx context.Context, skip *Node) error {
+	wctx, cancel := context.WithTimeout(ctx, wholeWait)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last error
+	for {
+		view, err := c.ringView(wctx, skip)
+		if err == nil {
+			var down []string
+			for ip, e := range view {
+				if (skip == nil || ip != skip.IP) && !strings.HasPrefix(e.State, "U") {
+					down = append(down, ip+" "+e.State)
+				}
+			}
+			if len(down) == 0 {
+				return nil
+			}
+			slices.Sort(down)
+			last = fmt.Errorf("not up: %s", strings.Join(down, ", "))
+		} else {
+			last = err
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("cluster %s: ring not whole: %w (last: %v)", c.cfg.name, wctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitWhole waits until every node in the ring other than n is up
+// (Cluster.waitWhole).
+func (n *Node) WaitWhole(ctx context.Context) error { return n.c.waitWhole(ctx, n) }
+
+// Finish completes a movement of the node that failed, the way an operator
+// would, once the ring is whole again: into the ring (in) or out of it. A
+// bootstrap left joining resumes (nodetool bootstrap resume: it streams
+// what is missing); a node whose bootstrap never began (it exited)
+// bootstraps again from empty data; a decommission left leaving runs again
+// (CASSANDRA-12008: it resumes). It says what it did.
+func (n *Node) Finish(ctx context.Context, in bool) (string, error) {
+	n.c.memberMu.Lock()
+	defer n.c.memberMu.Unlock()
+	if err := n.c.waitWhole(ctx, n); err != nil {
+		n.c.log.Warn("finishing a movement on a ring not whole", "node", n.Name, "err", err)
+	}
+	if in {
+		return n.finishJoin(ctx)
+	}
+	return n.finishLeave(ctx)
+}
+
+func (n *Node) finishJoin(ctx context.Context) (string, error) {
+	view, err := n.c.ringView(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	e, in := view[n.IP]
+	st, _ := n.State(ctx)
+	switch {
+	case in && st == string(container.StateRunning) && e.State == "UN":
+		return "none: it had joined", n.joined(ctx)
+	case in && st == string(container.StateRunning) && e.State == "UJ":
+		if _, failed := n.bootstrapFailed(ctx); !failed {
+			return "none: it was still joining", n.joined(ctx)
+		}
+		if _, err := n.Exec(ctx, binDir+"/nodetool", "bootstrap", "resume"); err != nil {
+			return "nodetool bootstrap resume", fmt.Errorf("bootstrap %s: resume: %w", n.Name, err)
+		}
+		return "nodetool bootstrap resume", n.joined(ctx)
+	default:
+		return "bootstrap again from empty data", n.bootstrap(ctx, "")
+	}
+}
+
+func (n *Node) finishLeave(ctx context.Context) (string, error) {
+	view, err := n.c.ringView(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	st, _ := n.State(ctx)
+	if _, in := view[n.IP]; !in {
+		if st == string(container.StateRunning) {
+			return "none: it had left", n.stop(ctx)
+		}
+		return "none: it had left", nil
+	}
+	how := "nodetool decommission again (it resumes)"
+	if st != string(container.StateRunning) {
+		// Killed while leaving: it starts again as the member it is.
+		if err := n.Restart(ctx); err != nil {
+			return "restart, then decommission again", err
+		}
+		how = "restart, then decommission again"
+	}
+	if err := n.decommission(ctx); err != nil {
+		// One still running refuses a second: let it end.
+		if werr := n.waitRing(ctx, func(_ RingEntry, in bool) bool { return !in }); werr != nil {
+			return how, errors.Join(err, werr)
+		}
+		return "none: its decommission was still running", n.stop(ctx)
+	}
+	return how, nil
 }
 
 // writeConfig writes the node's cassandra.yaml and node.options (and the
@@ -322,14 +508,23 @@ func (c *Cluster) ResetMembership(ctx context.Context) (bool, error) {
 		running, _ := n.State(ctx)
 		switch {
 		case in:
-			// A join the harness left half done finishes first.
+			changed = true
+			// A join the harness left half done, or a bootstrap a killed
+			// node failed, finishes first (a joining node cannot
+			// decommission); so does a decommission that failed.
 			if st != "UN" {
-				if err := n.waitRing(ctx, func(e RingEntry, in bool) bool { return !in || e.State == "UN" }); err != nil {
+				_ = c.waitWhole(ctx, n)
+				if st == "UL" {
+					if _, err := n.finishLeave(ctx); err != nil {
+						errs = append(errs, err)
+					}
+					continue
+				}
+				if _, err := n.finishJoin(ctx); err != nil {
 					errs = append(errs, err)
 					continue
 				}
 			}
-			changed = true
 			if err := n.decommission(ctx); err != nil {
 				errs = append(errs, err)
 			}
@@ -345,8 +540,9 @@ func (c *Cluster) ResetMembership(ctx context.Context) (bool, error) {
 		if in && st != "UL" {
 			continue
 		}
-		if in { // a decommission left running: let it end
-			if err := n.waitRing(ctx, func(_ RingEntry, in bool) bool { return !in }); err != nil {
+		if in { // a decommission left running or failed: let it end, or run it again
+			_ = c.waitWhole(ctx, n)
+			if _, err := n.finishLeave(ctx); err != nil {
 				errs = append(errs, err)
 				continue
 			}

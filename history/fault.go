@@ -338,6 +338,8 @@ type MemberStop struct {
 	Node       string            `json:"node" doc:"as at the start"`
 	Ring       map[string]string `json:"ring" doc:"the ring after: as before when the window ends"`
 	StreamedMS int64             `json:"streamed_ms" doc:"from the start until the first movement's streaming was done (joined: UN; left: out of the ring)"`
+	Resumed    []string          `json:"resumed,omitempty" doc:"each movement that failed (a node it streamed with was killed) and how it was completed: nodetool bootstrap resume, decommission again (it resumes), or a bootstrap again from empty data"`
+	WaitedMS   int64             `json:"waited_ms,omitempty" doc:"how long the movements waited for the ring to be whole (every other node up: a killed one restarted) before each began"`
 }
 
 // Injected is what a run asked of the nemesis and what it dealt: a kind

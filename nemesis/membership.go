@@ -50,6 +50,15 @@ type MemberNode interface {
 	// Remove kills the node and has another member remove it (nodetool
 	// removenode).
 	Remove(ctx context.Context) error
+	// WaitWhole waits (boundedly) until every other node in the ring is
+	// up, as an operator waits before a range movement: a node killed
+	// during the window is back.
+	WaitWhole(ctx context.Context) error
+	// Finish completes a movement of the node that failed (a node it
+	// streamed with was killed): into the ring (in: a bootstrap left
+	// joining resumes) or out of it (a decommission runs again and
+	// resumes). It says how.
+	Finish(ctx context.Context, in bool) (string, error)
 	// ResetMembership brings the ring back to its starting membership
 	// (spares out, members in), whatever a killed harness left.
 	ResetMembership(ctx context.Context) (bool, error)
@@ -121,16 +130,18 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 	if err != nil {
 		return nil, err
 	}
-	var first, second func(context.Context) error
+	var first, second movement
+	join := movement{"bootstrap", m.Join, true, true}
+	decommission := movement{"decommission", m.Decommission, false, true}
 	switch p.kind {
 	case Join:
-		first, second = m.Join, m.Decommission
+		first, second = join, decommission
 	case Leave:
-		first, second = m.Decommission, m.Join
+		first, second = decommission, join
 	case Replace:
-		first = m.Replace
+		first = movement{name: "replace", run: m.Replace}
 	case Remove:
-		first, second = m.Remove, m.Join
+		first, second = movement{name: "removenode", run: m.Remove}, join
 	}
 	ring, err := m.Ring(ctx)
 	if err != nil {
@@ -149,15 +160,15 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), membershipWait)
 		defer cancel()
 		var errs []error
-		errs = append(errs, first(mctx))
+		errs = append(errs, p.move(mctx, e, m, t.Name, first, &v))
 		v.StreamedMS = time.Since(begin).Milliseconds()
 		v.Moved, _ = m.Ring(mctx)
-		if second != nil && errs[0] == nil {
+		if second.run != nil && errs[0] == nil {
 			// The moved ring holds for the rest of the window.
 			if rest := hold - time.Since(begin); rest > 0 {
 				sleep(mctx, rest)
 			}
-			errs = append(errs, second(mctx))
+			errs = append(errs, p.move(mctx, e, m, t.Name, second, &v))
 		}
 		if err := errors.Join(errs...); err != nil {
 			v.Error = err.Error()
@@ -179,6 +190,39 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 		}
 		return errors.Join(err, e.Record(history.StopF(p.kind), v, []string{t.Name}))
 	}, nil
+}
+
+// movement is one range movement of a window: finish says a failed one
+// can be completed by MemberNode.Finish, into the ring (in) or out of it.
+type movement struct {
+	name   string
+	run    func(context.Context) error
+	in     bool
+	finish bool
+}
+
+// move waits for the ring to be whole (a node killed inside the window
+// back up), runs the movement and, when it failed and can be, completes
+// it as an operator would, noting in v what failed and how it was healed:
+// a kill that lands in a stream fails the movement itself (the bootstrap
+// is left joining, the decommission leaving), and no later movement can
+// start until it ends.
+func (p *membership) move(ctx context.Context, e *Env, m MemberNode, node string, mv movement, v *history.MemberStop) error {
+	w := time.Now()
+	if err := m.WaitWhole(ctx); err != nil && e.Log != nil {
+		e.Log.Warn("nemesis: a range movement on a ring not whole", "kind", p.kind, "node", node, "err", err)
+	}
+	v.WaitedMS += time.Since(w).Milliseconds()
+	err := mv.run(ctx)
+	if err == nil || !mv.finish || ctx.Err() != nil {
+		return err
+	}
+	how, ferr := m.Finish(ctx, mv.in)
+	v.Resumed = append(v.Resumed, fmt.Sprintf("%s of %s failed (%v); healed by %s", mv.name, node, err, how))
+	if ferr != nil {
+		return fmt.Errorf("%s: %w; then %s: %w", mv.name, err, how, ferr)
+	}
+	return nil
 }
 
 // Reset brings the whole ring back to its starting membership; on the

@@ -137,3 +137,99 @@ func TestMembershipNeedsASpare(t *testing.T) {
 		t.Errorf("join on nodes without the capability: %v", err)
 	}
 }
+
+// A kill inside a window fails the range movement it lands in (the
+// bootstrap is left joining, the decommission leaving): the window waits
+// for the ring to be whole, completes the movement, says in its stop line
+// what failed and how it was healed, and still ends where it began. When
+// the completion fails too, the stop says so and the reset (the heal
+// after the run, or a leftover heal) brings the ring back.
+func TestMembershipMovementKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kind  string
+		fail  string // the movement a kill fails, as the fake ring names it
+		down  string // a member left down by a kill when the window starts
+		stuck bool   // the completion fails too
+		moves []string
+		how   string
+	}{
+		{name: "bootstrap", kind: Join, fail: "join n4", moves: []string{"join n4", "finish n4", "decommission n4"}, how: "bootstrap of n4 failed"},
+		{name: "decommission", kind: Leave, fail: "decommission NODE", moves: []string{"decommission NODE", "finish NODE", "join NODE"}, how: "decommission of NODE failed"},
+		{name: "source down", kind: Join, down: "n1", moves: []string{"wait n1", "join n4", "decommission n4"}},
+		{name: "stuck", kind: Join, fail: "join n4", stuck: true, moves: []string{"join n4", "finish n4"}, how: "bootstrap of n4 failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, fs := fakeCluster(3)
+			ring := newFakeRing("n1", "n2", "n3")
+			for _, f := range fs {
+				f.ring = ring
+			}
+			spare := &fakeNode{name: "n4", ring: ring}
+			rec := &memRec{}
+			n, err := New(ts, rec, WithKinds(tc.kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The node a leave moves is drawn: name it after the draw.
+			node := "n4"
+			if tc.kind == Leave {
+				node = ts[n.env.Sched.IntN(len(ts))].Name
+				n, _ = New(ts, rec, WithKinds(tc.kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
+			}
+			ring.fail = map[string]bool{}
+			if tc.fail != "" {
+				ring.fail[strings.ReplaceAll(tc.fail, "NODE", node)] = true
+			}
+			ring.stuck = tc.stuck
+			if tc.down != "" {
+				ring.state[tc.down] = "DN"
+			}
+			stop, err := n.kinds[0].Start(context.Background(), &n.env, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			serr := stop(context.Background())
+			if tc.stuck != (serr != nil) {
+				t.Errorf("stop: %v, want an error %v", serr, tc.stuck)
+			}
+			ops := rec.all()
+			if len(ops) != 2 {
+				t.Fatalf("lines %+v, want a start and a stop", ops)
+			}
+			var end history.MemberStop
+			if err := json.Unmarshal(ops[1].Value, &end); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, m := range tc.moves {
+				want = append(want, strings.ReplaceAll(m, "NODE", node))
+			}
+			if !slices.Equal(ring.moves, want) {
+				t.Errorf("movements %v, want %v", ring.moves, want)
+			}
+			switch {
+			case tc.how == "" && len(end.Resumed) != 0:
+				t.Errorf("resumed %q, want nothing", end.Resumed)
+			case tc.how != "" && (len(end.Resumed) != 1 || !strings.Contains(end.Resumed[0], strings.ReplaceAll(tc.how, "NODE", node)) || !strings.Contains(end.Resumed[0], "healed by nodetool")):
+				t.Errorf("resumed %q, want one line saying %q and how it was healed", end.Resumed, tc.how)
+			}
+			before := map[string]string{"n1": "UN", "n2": "UN", "n3": "UN"}
+			if tc.stuck {
+				if end.Error == "" {
+					t.Errorf("stop %+v: no error for a movement left half done", end)
+				}
+				if healed, err := n.kinds[0].Reset(context.Background(), &n.env, ts[0]); !healed || err != nil {
+					t.Errorf("reset after a stuck movement: healed %v, %v", healed, err)
+				}
+				if !maps.Equal(ring.state, before) {
+					t.Errorf("ring %v after the reset, want %v", ring.state, before)
+				}
+				return
+			}
+			if end.Error != "" || !maps.Equal(end.Ring, before) {
+				t.Errorf("stop %+v: want no error and the ring back to %v", end, before)
+			}
+		})
+	}
+}

@@ -44,6 +44,11 @@ type fakeRing struct {
 	state map[string]string
 	start map[string]string
 	moves []string // "join n4", "decommission n4", ...
+	// fail are movements ("join n4") that fail once as a kill fails them:
+	// the node is left joining (UJ) or leaving (UL).
+	fail map[string]bool
+	// stuck: Finish fails too (the heal is left to ResetMembership).
+	stuck bool
 }
 
 func newFakeRing(members ...string) *fakeRing {
@@ -58,6 +63,11 @@ func (r *fakeRing) move(what, node string, in bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.moves = append(r.moves, what+" "+node)
+	if r.fail[what+" "+node] {
+		delete(r.fail, what+" "+node)
+		r.state[node] = map[bool]string{true: "UJ", false: "UL"}[in]
+		return fmt.Errorf("%s %s: streaming failed", what, node)
+	}
 	if in {
 		r.state[node] = "UN"
 	} else {
@@ -77,6 +87,34 @@ func (f *fakeNode) Decommission(context.Context) error {
 }
 func (f *fakeNode) Replace(context.Context) error { return f.ring.move("replace", f.name, true) }
 func (f *fakeNode) Remove(context.Context) error  { return f.ring.move("remove", f.name, false) }
+// WaitWhole brings back a node the test left down, as the kill's restart
+// would, and notes the wait.
+func (f *fakeNode) WaitWhole(context.Context) error {
+	f.ring.mu.Lock()
+	defer f.ring.mu.Unlock()
+	for _, n := range slices.Sorted(maps.Keys(f.ring.state)) {
+		if n != f.name && f.ring.state[n] == "DN" {
+			f.ring.moves = append(f.ring.moves, "wait "+n)
+			f.ring.state[n] = "UN"
+		}
+	}
+	return nil
+}
+func (f *fakeNode) Finish(_ context.Context, in bool) (string, error) {
+	f.ring.mu.Lock()
+	defer f.ring.mu.Unlock()
+	how := map[bool]string{true: "nodetool bootstrap resume", false: "nodetool decommission again"}[in]
+	f.ring.moves = append(f.ring.moves, "finish "+f.name)
+	if f.ring.stuck {
+		return how, errors.New("still streaming")
+	}
+	if in {
+		f.ring.state[f.name] = "UN"
+	} else {
+		delete(f.ring.state, f.name)
+	}
+	return how, nil
+}
 func (f *fakeNode) ResetMembership(context.Context) (bool, error) {
 	f.ring.mu.Lock()
 	defer f.ring.mu.Unlock()

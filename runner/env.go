@@ -64,6 +64,10 @@ type ClusterEnv struct{ *cluster.Cluster }
 
 var _ Env = ClusterEnv{}
 
+// A cluster's node serves the membership kinds (found by assertion at
+// run time, so checked here).
+var _ nemesis.MemberNode = (*cluster.Node)(nil)
+
 // Targets are the cluster's nodes for the nemesis.
 func (e ClusterEnv) Targets() []nemesis.Target {
 	var ts []nemesis.Target
