@@ -87,6 +87,7 @@ func (f *fakeNode) Decommission(context.Context) error {
 }
 func (f *fakeNode) Replace(context.Context) error { return f.ring.move("replace", f.name, true) }
 func (f *fakeNode) Remove(context.Context) error  { return f.ring.move("remove", f.name, false) }
+
 // WaitWhole brings back a node the test left down, as the kill's restart
 // would, and notes the wait.
 func (f *fakeNode) WaitWhole(context.Context) error {
