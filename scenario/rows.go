@@ -321,10 +321,10 @@ var Rows = []Row{
 		Schedule: &membershipKills, Pin: true, Time: 230 * s, Interval: 10 * s, Seed: 22860,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "A coordinator of pinned clients killed (SIGKILL) while the ring holds a moved node: its clients' LWTs in flight " +
-			"end unknown and they fail over to other nodes until it restarts; a proposal it accepted and did not commit stays in its " +
-			"Paxos state, which the next round's prepare on a quorum finds and completes. The range movements wait for the ring to be " +
-			"whole; a kill that lands in a stream fails the movement (nodetool bootstrap resume or decommission again heals it, and the " +
-			"stop line says so). Fencing holds where measured.",
+			"end unknown and their next ones find no host until it is back (pinned clients do not fail over); a proposal it accepted " +
+			"and did not commit stays in its Paxos state, and the next round's prepare on a quorum finds any that a quorum accepted. " +
+			"The range movements wait for the ring to be whole; a kill that lands in a stream fails the movement (nodetool bootstrap " +
+			"resume or decommission again heals it, and the stop line's resumed says so). Fencing holds where measured.",
 	},
 	{
 		Name: "4n-v2-1spare/lease-fenced/join+kill+leave/overlapping", Recipe: "lease-fenced", Faults: membershipKills.Kinds(), Cluster: spareV2,
