@@ -18,19 +18,19 @@ import (
 
 // fakeNode keeps the state the real node would have.
 type fakeNode struct {
-	mu      sync.Mutex
-	name    string
-	chains  map[string][]string // lockcheck's iptables chains -> their rules
-	jumps   []string            // INPUT's jumps, in order
-	others  []string            // rules of INPUT that lockcheck did not add
-	paused  bool
+	mu     sync.Mutex
+	name   string
+	chains map[string][]string // lockcheck's iptables chains -> their rules
+	jumps  []string            // INPUT's jumps, in order
+	others []string            // rules of INPUT that lockcheck did not add
+	paused bool
 	// freezerFails: docker pause fails ("unable to freeze"), as the
 	// cgroup freezer does on a busy machine.
 	freezerFails bool
 	stopped      bool
-	killed  bool
-	offset  time.Duration
-	calls   []string
+	killed       bool
+	offset       time.Duration
+	calls        []string
 	// lazy: the node's data lives on a lazy filesystem holding unsynced
 	// bytes; a power cut drops them.
 	lazy     bool
