@@ -18,16 +18,19 @@ import (
 
 // fakeNode keeps the state the real node would have.
 type fakeNode struct {
-	mu      sync.Mutex
-	name    string
-	chains  map[string][]string // lockcheck's iptables chains -> their rules
-	jumps   []string            // INPUT's jumps, in order
-	others  []string            // rules of INPUT that lockcheck did not add
-	paused  bool
-	stopped bool
-	killed  bool
-	offset  time.Duration
-	calls   []string
+	mu     sync.Mutex
+	name   string
+	chains map[string][]string // lockcheck's iptables chains -> their rules
+	jumps  []string            // INPUT's jumps, in order
+	others []string            // rules of INPUT that lockcheck did not add
+	paused bool
+	// freezerFails: docker pause fails ("unable to freeze"), as the
+	// cgroup freezer does on a busy machine.
+	freezerFails bool
+	stopped      bool
+	killed       bool
+	offset       time.Duration
+	calls        []string
 	// lazy: the node's data lives on a lazy filesystem holding unsynced
 	// bytes; a power cut drops them.
 	lazy     bool
@@ -213,7 +216,7 @@ func (f *fakeNode) set(call string, ok bool, apply func()) error {
 }
 
 func (f *fakeNode) Pause(ctx context.Context) error {
-	return f.set("pause", !f.paused && !f.killed, func() { f.paused = true })
+	return f.set("pause", !f.paused && !f.killed && !f.freezerFails, func() { f.paused = true })
 }
 func (f *fakeNode) Unpause(ctx context.Context) error {
 	return f.set("unpause", f.paused, func() { f.paused = false })
@@ -978,6 +981,77 @@ func TestRackPowerLossAtTheRunsEnd(t *testing.T) {
 			}
 			if ops := rec.all(); len(ops) != 2 || ops[1].F != history.StopF(RackPowerLoss) {
 				t.Errorf("after stop: %+v", ops)
+			}
+		})
+	}
+}
+
+// A drawn container pause the freezer refuses stops the JVM instead and
+// records "jvm"; a pause the schedule asks for by its way is not changed
+// (its failure is recorded).
+func TestPauseFallsBackToTheJVMWhenTheFreezerFails(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sched   *Schedule
+		wantHow string // "" : the start failed
+	}{
+		{"drawn", nil, "jvm"},
+		{"docker asked", &Schedule{Steps: []Step{{Kind: Pause, At: 0, For: Duration(time.Millisecond), Value: []byte(`{"how":"docker"}`)}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, fs := fakeCluster(3)
+			for _, f := range fs {
+				f.freezerFails = true
+			}
+			rec := &memRec{}
+			opts := []Option{WithKinds(Pause), WithInterval(10 * time.Millisecond)}
+			if tc.sched != nil {
+				opts = append(opts, WithSchedule(*tc.sched))
+			}
+			var starts []history.Op
+			// Seeds until a docker pause is drawn (half of them).
+			for seed := int64(1); seed < 20 && len(starts) == 0; seed++ {
+				rec = &memRec{}
+				n, err := New(ts, rec, append(opts, WithSeed(seed))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+				_ = n.Run(ctx)
+				cancel()
+				if err := n.Heal(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				var dockerTried bool
+				for _, f := range fs {
+					dockerTried = dockerTried || slices.Contains(f.calls, "pause")
+				}
+				if !dockerTried {
+					continue
+				}
+				for _, op := range rec.all() {
+					if op.F == history.StartF(Pause) || op.F == history.StartFailedF(Pause) {
+						starts = append(starts, op)
+					}
+				}
+			}
+			if len(starts) == 0 {
+				t.Fatal("no docker pause tried in 19 seeds")
+			}
+			first := starts[0]
+			if tc.wantHow == "" {
+				if first.F != history.StartFailedF(Pause) {
+					t.Fatalf("first start %s %s, want a failed start", first.F, first.Value)
+				}
+				return
+			}
+			if first.F != history.StartF(Pause) || !strings.Contains(string(first.Value), `"how":"`+tc.wantHow+`"`) {
+				t.Fatalf("first start %s %s, want how %s", first.F, first.Value, tc.wantHow)
+			}
+			for _, f := range fs {
+				if err := f.healthy(); err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}

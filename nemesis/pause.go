@@ -16,7 +16,7 @@ const Pause = history.KindPause
 
 var pauseKind = Kind{
 	Name: Pause, Scope: ScopeNode, Color: "#4e79a7",
-	Doc:        "Freezes one node: the whole container (docker pause) or only its JVM (SIGSTOP, like a long GC pause), drawn at random.",
+	Doc:        "Freezes one node: the whole container (docker pause) or only its JVM (SIGSTOP, like a long GC pause), drawn at random; a container pause the cgroup freezer refuses (it can on a busy machine) stops the JVM instead.",
 	Needs:      []Capability{CapSignals},
 	StartValue: history.PauseValue{How: "jvm"}, StopValue: history.PauseValue{How: "jvm"},
 	New: func() Injector { return &pause{} },
@@ -32,12 +32,16 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 	} else if len(ts) > 0 {
 		t = ts[0]
 	}
-	if v, ok := given[history.PauseValue](e); ok && v.How != "" {
+	v, chosen := given[history.PauseValue](e)
+	chosen = chosen && v.How != ""
+	if chosen {
 		jvm = v.How == "jvm"
 	}
-	how := "docker"
-	if jvm {
-		how = "jvm"
+	how := func() string {
+		if jvm {
+			return "jvm"
+		}
+		return "docker"
 	}
 	resume := func(ctx context.Context) error {
 		if jvm {
@@ -45,25 +49,45 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 		}
 		return t.Node.Unpause(ctx)
 	}
-	var err error
-	if jvm {
-		err = t.Node.SignalJVM(ctx, "STOP")
-	} else {
-		err = t.Node.Pause(ctx)
+	freeze := func() error {
+		var err error
+		if jvm {
+			err = t.Node.SignalJVM(ctx, "STOP")
+		} else {
+			err = t.Node.Pause(ctx)
+		}
+		if err != nil {
+			// A pause that failed may have half happened: undo it at
+			// once, best effort.
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = resume(uctx)
+		}
+		return err
+	}
+	err := freeze()
+	if err != nil && !jvm && !chosen && ctx.Err() == nil {
+		// The cgroup freezer times out on a busy machine ("unable to
+		// freeze"): a drawn container pause that fails stops the JVM
+		// instead, so that the run still freezes a node (a run at
+		// load 28 lost its only pause to it) and records what it did.
+		e.Log.Warn("nemesis: docker pause failed, stopping the JVM instead", "node", t.Name, "err", err)
+		jvm = true
+		if jerr := freeze(); jerr != nil {
+			jvm = false
+			err = errors.Join(err, jerr)
+		} else {
+			err = nil
+		}
 	}
 	if err != nil {
-		// A pause that failed (the cgroup freezer can time out on a busy
-		// node) may have half happened: undo it at once, best effort.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = resume(uctx)
-		return nil, fmt.Errorf("nemesis: pause %s (%s): %w", t.Name, how, err)
+		return nil, fmt.Errorf("nemesis: pause %s (%s): %w", t.Name, how(), err)
 	}
-	if err := e.Record(history.StartF(Pause), history.PauseValue{How: how}, []string{t.Name}); err != nil {
+	if err := e.Record(history.StartF(Pause), history.PauseValue{How: how()}, []string{t.Name}); err != nil {
 		return nil, errors.Join(err, resume(context.WithoutCancel(ctx)))
 	}
 	return func(ctx context.Context) error {
-		return errors.Join(resume(ctx), e.Record(history.StopF(Pause), history.PauseValue{How: how}, []string{t.Name}))
+		return errors.Join(resume(ctx), e.Record(history.StopF(Pause), history.PauseValue{How: how()}, []string{t.Name}))
 	}, nil
 }
 

@@ -312,9 +312,12 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 		var unsafe, safe []string
 		for _, r := range RowsOf(l, rows) {
 			name := faultsWords(r)
-			if r.Unsafe {
+			switch n, runs := contradicted(r, byRow[r.Name]); {
+			case r.Unsafe:
 				unsafe = append(unsafe, name)
-			} else {
+			case n > 0:
+				unsafe = append(unsafe, fmt.Sprintf("%s (%d of %d runs)", name, n, runs))
+			default:
 				safe = append(safe, name)
 			}
 		}
@@ -354,7 +357,11 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 			var broke, held []string
 			for _, r := range lrows {
 				line := fmt.Sprintf("- `%s`: %s", r.Name, r.Mechanism)
-				if r.Unsafe {
+				n, runs := contradicted(r, byRow[r.Name])
+				if n > 0 {
+					line = fmt.Sprintf("- `%s`: asserted valid, yet invalid in %d of %d measured runs. %s", r.Name, n, runs, r.Mechanism)
+				}
+				if r.Unsafe || n > 0 {
 					broke = append(broke, line)
 				} else {
 					held = append(held, line)
@@ -385,6 +392,20 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// contradicted counts the invalid runs among a safe row's measured ones:
+// the page must not list a lock as holding where a measurement saw it
+// break, whatever the row asserts.
+func contradicted(r Row, rates []Rate) (invalid, runs int) {
+	if r.Unsafe {
+		return 0, 0
+	}
+	rt, _, ok := Measured(r, rates)
+	if !ok {
+		return 0, 0
+	}
+	return rt.Invalid, rt.Runs
 }
 
 func faultsWords(r Row) string {

@@ -134,3 +134,31 @@ func TestLocksPageRateLine(t *testing.T) {
 		}
 	}
 }
+
+// A safe row whose measured runs include an invalid one is not listed as
+// holding: the summary and the mechanisms put it with the breaks, counted.
+func TestLocksPageContradictedSafeRow(t *testing.T) {
+	l := Catalogue[len(Catalogue)-1]
+	safe := Row{Name: l.Recipe + "/none", Recipe: l.Recipe, Time: 20 * time.Second, Seed: 1, Want: checker.Valid, Tier: Full,
+		Mechanism: "It holds."}
+	held := Row{Name: l.Recipe + "/kill", Recipe: l.Recipe, Faults: []string{nemesis.Kill}, Time: 30 * time.Second,
+		Interval: 3 * time.Second, Seed: 2, Want: checker.Valid, Tier: Full, Mechanism: "It holds too."}
+	rates := []Rate{
+		{Row: safe.Name, Time: Duration(20 * time.Second), Runs: 5, Invalid: 1, Date: "2026-11-24", Cores: 2},
+		{Row: held.Name, Time: Duration(30 * time.Second), Interval: Duration(3 * time.Second), Runs: 5, Date: "2026-11-24", Cores: 2},
+	}
+	var buf bytes.Buffer
+	if err := WriteCatalogue(&buf, []Lock{l}, []Row{safe, held}, rates); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{
+		"| re-expression | no fault (1 of 5 runs) | kill |",
+		"**How it breaks.**\n\n- `" + safe.Name + "`: asserted valid, yet invalid in 1 of 5 measured runs. It holds.",
+		"**Why it holds.**\n\n- `" + held.Name + "`: It holds too.",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page:\n%s\nwant %q", page, want)
+		}
+	}
+}
