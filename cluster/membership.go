@@ -214,9 +214,16 @@ func (n *Node) bootstrapFailed(ctx context.Context) (string, bool) {
 	if !st.Running {
 		return fmt.Sprintf("exited with code %d: %s", st.ExitCode, lastLine(n.c.d.logsTail(ctx, n.ContainerID, 5))), true
 	}
-	out := n.c.d.logsSince(ctx, n.ContainerID, st.StartedAt)
+	why := bootstrapFailure(n.c.d.logsSince(ctx, n.ContainerID, st.StartedAt))
+	return why, why != ""
+}
+
+// bootstrapFailure is the line of a node's log that says its last
+// bootstrap attempt failed, or "" when none did (or a resume began after
+// it).
+func bootstrapFailure(log string) string {
 	why := ""
-	for line := range strings.Lines(out) {
+	for line := range strings.Lines(log) {
 		switch {
 		case strings.Contains(line, logStreamFailed), strings.Contains(line, logResumeFailed):
 			why = strings.TrimSpace(line)
@@ -224,7 +231,7 @@ func (n *Node) bootstrapFailed(ctx context.Context) (string, bool) {
 			why = ""
 		}
 	}
-	return why, why != ""
+	return why
 }
 
 // wholeWait bounds how long a movement waits for the ring to be whole: a
