@@ -66,8 +66,11 @@ type MemberNode interface {
 
 // membershipWait bounds one window's movements: a bootstrap and a
 // decommission each wait out the ring delay and stream; on a loaded
-// machine a node's start alone takes a minute.
-const membershipWait = 6 * time.Minute
+// machine a node's start alone takes a minute, and a movement waits for a
+// killed node's restart (2 minutes at load 30) and may run twice when a
+// kill failed it. The stop's own bound (restartStopTimeout after the
+// hold) ends a window that takes longer; the heal finishes it.
+const membershipWait = 8 * time.Minute
 
 func memberKind(name, color, doc string, start history.MemberStart, newInj func() Injector) Kind {
 	return Kind{
@@ -162,7 +165,7 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 		var errs []error
 		errs = append(errs, p.move(mctx, e, m, t.Name, first, &v))
 		v.StreamedMS = time.Since(begin).Milliseconds()
-		v.Moved, _ = m.Ring(mctx)
+		v.Moved = ringNow(ctx, m)
 		if second.run != nil && errs[0] == nil {
 			// The moved ring holds for the rest of the window.
 			if rest := hold - time.Since(begin); rest > 0 {
@@ -173,7 +176,7 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 		if err := errors.Join(errs...); err != nil {
 			v.Error = err.Error()
 		}
-		v.Ring, _ = m.Ring(mctx)
+		v.Ring = ringNow(ctx, m)
 		v.MS = time.Since(begin).Milliseconds()
 	}()
 	return func(ctx context.Context) error {
@@ -190,6 +193,16 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 		}
 		return errors.Join(err, e.Record(history.StopF(p.kind), v, []string{t.Name}))
 	}, nil
+}
+
+// ringNow is the ring for a stop line, read with time of its own: the
+// movements' time may be spent (a window that outlasted membershipWait
+// still says where the ring stood).
+func ringNow(ctx context.Context, m MemberNode) map[string]string {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	ring, _ := m.Ring(rctx)
+	return ring
 }
 
 // movement is one range movement of a window: finish says a failed one
