@@ -31,17 +31,7 @@ func TestMembershipWindows(t *testing.T) {
 		{Remove, []string{"remove", "join"}, without},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			ts, fs := fakeCluster(3)
-			ring := newFakeRing("n1", "n2", "n3")
-			for _, f := range fs {
-				f.ring = ring
-			}
-			spare := &fakeNode{name: "n4", ring: ring}
-			rec := &memRec{}
-			n, err := New(ts, rec, WithKinds(tc.kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			n, ring, _, rec := memberNemesis(t, tc.kind)
 			stop, err := n.kinds[0].Start(context.Background(), &n.env, 10*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +72,7 @@ func TestMembershipWindows(t *testing.T) {
 				t.Errorf("stop %+v on node %q", end, ops[0].Node)
 			}
 			// The reset finds the ring as it started: nothing to undo.
-			if healed, err := n.kinds[0].Reset(context.Background(), &n.env, ts[0]); healed || err != nil {
+			if healed, err := n.kinds[0].Reset(context.Background(), &n.env, n.env.Targets[0]); healed || err != nil {
 				t.Errorf("reset after the window: healed %v, %v", healed, err)
 			}
 		})
@@ -160,22 +150,12 @@ func TestMembershipMovementKilled(t *testing.T) {
 		{name: "stuck", kind: Join, fail: "join n4", stuck: true, moves: []string{"join n4", "finish n4"}, how: "bootstrap of n4 failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts, fs := fakeCluster(3)
-			ring := newFakeRing("n1", "n2", "n3")
-			for _, f := range fs {
-				f.ring = ring
-			}
-			spare := &fakeNode{name: "n4", ring: ring}
-			rec := &memRec{}
-			n, err := New(ts, rec, WithKinds(tc.kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			n, ring, spare, rec := memberNemesis(t, tc.kind)
 			// The node a leave moves is drawn: name it after the draw.
 			node := "n4"
 			if tc.kind == Leave {
-				node = ts[n.env.Sched.IntN(len(ts))].Name
-				n, _ = New(ts, rec, WithKinds(tc.kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
+				node = n.env.Targets[n.env.Sched.IntN(len(n.env.Targets))].Name
+				n, _ = New(n.env.Targets, rec, WithKinds(tc.kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
 			}
 			ring.fail = map[string]bool{}
 			if tc.fail != "" {
@@ -219,7 +199,7 @@ func TestMembershipMovementKilled(t *testing.T) {
 				if end.Error == "" {
 					t.Errorf("stop %+v: no error for a movement left half done", end)
 				}
-				if healed, err := n.kinds[0].Reset(context.Background(), &n.env, ts[0]); !healed || err != nil {
+				if healed, err := n.kinds[0].Reset(context.Background(), &n.env, n.env.Targets[0]); !healed || err != nil {
 					t.Errorf("reset after a stuck movement: healed %v, %v", healed, err)
 				}
 				if !maps.Equal(ring.state, before) {
@@ -232,4 +212,22 @@ func TestMembershipMovementKilled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// memberNemesis is a nemesis of one membership kind over three fake
+// members and the spare n4.
+func memberNemesis(t *testing.T, kind string) (*Nemesis, *fakeRing, *fakeNode, *memRec) {
+	t.Helper()
+	ts, fs := fakeCluster(3)
+	ring := newFakeRing("n1", "n2", "n3")
+	for _, f := range fs {
+		f.ring = ring
+	}
+	spare := &fakeNode{name: "n4", ring: ring}
+	rec := &memRec{}
+	n, err := New(ts, rec, WithKinds(kind), WithSeed(3), WithSpares([]Target{{Name: "n4", Node: spare}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, ring, spare, rec
 }
