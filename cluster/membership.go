@@ -147,31 +147,15 @@ func (n *Node) bootstrap(ctx context.Context, replace string) error {
 // ctx: the node would stay joining for ever.
 func (n *Node) joined(ctx context.Context) error {
 	c := n.c
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var last error
-	for i := 0; ; i++ {
-		view, err := c.ringView(ctx, n)
-		if err == nil {
-			e, in := view[n.IP]
-			if in && e.State == "UN" {
-				break
-			}
-			last = fmt.Errorf("ring has %s as %q (in the ring: %v)", n.Name, e.State, in)
-		} else {
-			last = err
+	err := n.waitRingOr(ctx, func(e RingEntry, in bool) bool { return in && e.State == "UN" }, func() error {
+		// The log is read from the container's start: every few seconds.
+		if why, failed := n.bootstrapFailed(ctx); failed {
+			return fmt.Errorf("%w: %s", ErrMovementFailed, why)
 		}
-		// The log every few seconds: it is read from the container's start.
-		if i%5 == 4 {
-			if why, failed := n.bootstrapFailed(ctx); failed {
-				return fmt.Errorf("bootstrap %s: %w: %s", n.Name, ErrMovementFailed, why)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("bootstrap %s: %w (last: %v)", n.Name, ctx.Err(), last)
-		case <-tick.C:
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("bootstrap %s: %w", n.Name, err)
 	}
 	for {
 		if err := n.servesCQL(ctx); err == nil {
@@ -247,32 +231,23 @@ const wholeWait = 3 * time.Minute
 func (c *Cluster) waitWhole(ctx context.Context, skip *Node) error {
 	wctx, cancel := context.WithTimeout(ctx, wholeWait)
 	defer cancel()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var last error
-	for {
-		view, err := c.ringView(wctx, skip)
-		if err == nil {
-			var down []string
-			for ip, e := range view {
-				if (skip == nil || ip != skip.IP) && !strings.HasPrefix(e.State, "U") {
-					down = append(down, ip+" "+e.State)
-				}
+	err := c.pollRing(wctx, skip, func(view map[string]RingEntry) error {
+		var down []string
+		for ip, e := range view {
+			if (skip == nil || ip != skip.IP) && !strings.HasPrefix(e.State, "U") {
+				down = append(down, ip+" "+e.State)
 			}
-			if len(down) == 0 {
-				return nil
-			}
-			slices.Sort(down)
-			last = fmt.Errorf("not up: %s", strings.Join(down, ", "))
-		} else {
-			last = err
 		}
-		select {
-		case <-wctx.Done():
-			return fmt.Errorf("cluster %s: ring not whole: %w (last: %v)", c.cfg.name, wctx.Err(), last)
-		case <-tick.C:
+		if len(down) == 0 {
+			return nil
 		}
+		slices.Sort(down)
+		return fmt.Errorf("not up: %s", strings.Join(down, ", "))
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("cluster %s: ring not whole: %w", c.cfg.name, err)
 	}
+	return nil
 }
 
 // WaitWhole waits until every node in the ring other than n is up
@@ -378,19 +353,42 @@ func (n *Node) writeConfig(ctx context.Context, nc nodeConfig, replace string, w
 // waitRing waits until another running node's view of n meets ok (in: n
 // is in the ring at all).
 func (n *Node) waitRing(ctx context.Context, ok func(e RingEntry, in bool) bool) error {
+	return n.waitRingOr(ctx, ok, nil)
+}
+
+// waitRingOr is waitRing that gives up at once when failed says so.
+func (n *Node) waitRingOr(ctx context.Context, ok func(e RingEntry, in bool) bool, failed func() error) error {
+	return n.c.pollRing(ctx, n, func(view map[string]RingEntry) error {
+		e, in := view[n.IP]
+		if ok(e, in) {
+			return nil
+		}
+		return fmt.Errorf("ring has %s as %q (in the ring: %v)", n.Name, e.State, in)
+	}, failed)
+}
+
+// pollRing reads the ring (through a node other than skip) every second
+// until check passes (returns nil), and returns ctx's error with check's
+// last complaint when ctx ends first. Every fifth read it asks failed, when
+// given, whether to give up at once with its error (a bootstrap that
+// failed would keep the node joining for ever).
+func (c *Cluster) pollRing(ctx context.Context, skip *Node, check func(view map[string]RingEntry) error, failed func() error) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var last error
-	for {
-		view, err := n.c.ringView(ctx, n)
+	for i := 0; ; i++ {
+		view, err := c.ringView(ctx, skip)
 		if err == nil {
-			e, in := view[n.IP]
-			if ok(e, in) {
+			if last = check(view); last == nil {
 				return nil
 			}
-			last = fmt.Errorf("ring has %s as %q (in the ring: %v)", n.Name, e.State, in)
 		} else {
 			last = err
+		}
+		if failed != nil && i%5 == 4 {
+			if err := failed(); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
