@@ -220,7 +220,7 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 			if w.Kind != r.fault || (effectEnd(w) < a.Start && !r.lasting) || (a.End != checker.Never && w.Start > a.End) {
 				continue
 			}
-			if aimed, ok := pinnedTo(w); ok && tl.aimedElsewhere(aimed, a.Processes...) {
+			if tl.aimedElsewhere(w, a.Processes...) {
 				continue
 			}
 			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) {

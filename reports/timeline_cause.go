@@ -48,9 +48,11 @@ func pinnedTo(w faultView) ([]int, bool) {
 // anomaly's processes: all are clients' first processes, known to be
 // pinned elsewhere. Its mechanism acts through that coordinator's requests,
 // so the timeline does not support it as this anomaly's cause. A process
-// whose client is unknown (a replacement) leaves the window possible.
-func (tl *causeTimeline) aimedElsewhere(aimed []int, processes ...int) bool {
-	if tl == nil || tl.clients <= 0 {
+// whose client is unknown (a replacement) leaves the window possible, as
+// does a window not aimed at a coordinator.
+func (tl *causeTimeline) aimedElsewhere(w faultView, processes ...int) bool {
+	aimed, ok := pinnedTo(w)
+	if !ok || tl == nil || tl.clients <= 0 {
 		return false
 	}
 	for _, p := range processes {
@@ -108,7 +110,7 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 		if w.Start > a.Start || (effectEnd(w) < g.inv.Time && !lasting) {
 			continue
 		}
-		if aimed, ok := pinnedTo(w); ok && tl.aimedElsewhere(aimed, first, second) {
+		if tl.aimedElsewhere(w, first, second) {
 			continue
 		}
 		if m := serverMechanism(w, a.Start); m != "" && !slices.Contains(why, m) {
