@@ -204,6 +204,9 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 		return s
 	}
 	var causes []string
+	if s, ok := lateWrite(a, faults, tl); ok {
+		causes = append(causes, s)
+	}
 	overwrite, certain, overwritten := lostAddCause(a, faults, tl)
 	if overwritten && certain {
 		causes = append(causes, overwrite)

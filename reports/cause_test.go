@@ -214,6 +214,21 @@ func TestCauseFromTimeline(t *testing.T) {
 		Ops: []history.Op{lostBothOps[1], lostBothOps[2], lostBothOps[6], lostBothOps[7]}}
 	power := faultView{FaultWindow: history.FaultWindow{Kind: history.KindRackPowerLoss, Start: ms(3500), End: ms(3900),
 		Value: json.RawMessage(`{"how":"power off","unsynced_bytes":{"n1":4096,"n2":0,"n3":0}}`)}}
+	// Process 1 holds to 3 s and sends an add at 2.5 s that returns at
+	// 4.2 s; process 2 is granted at 3.5 s.
+	staleOps := func(addAt float64) []history.Op {
+		return []history.Op{
+			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 100, 1, history.OK, history.FAcquire, lease(3000)),
+			op(3, 2000, 2, history.Invoke, history.FAcquire),
+			op(4, addAt, 1, history.Invoke, history.FAdd, value("5")),
+			op(5, 3500, 2, history.OK, history.FAcquire, lease(3000)),
+			op(6, 4200, 1, history.OK, history.FAdd, value("5")),
+		}
+	}
+	stale := func(addAt float64) checker.Anomaly {
+		return checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200), Ops: staleOps(addAt)}
+	}
+	cut := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: ms(2000), End: ms(5000)}}
 	pause5 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(1100), End: ms(2900), Starts: 1,
 		Value: json.RawMessage(`{"client":0,"process":5,"lock":"l","ms":1800}`)}}
 	for _, tc := range []struct {
@@ -256,6 +271,20 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"overwritten by process 5's add of 9 (invoked at 1.000s, before this add was acknowledged, and ok at 3.000s, after it)"}, []string{"process 6"}},
 		{"its overwriter stalled", lost, []faultView{pause5}, &causeTimeline{ops: lostOps},
 			[]string{"stalled holder: process 5 stood still 1.8 s (client-pause, 1.100s – 2.900s)"}, nil},
+		{"a write outlived its lease under a partition", stale(2500), []faultView{cut}, nil,
+			[]string{"a write outlived its lease: process 1's add was invoked at 2.500s, inside its lease (to 3.000s), and acknowledged at 4.200s, " +
+				"1.2 s past it and after process 2 was granted the lock at 3.500s", "it took 1.7 s, with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
+		{"a write outlived its lease, no window", stale(2500), nil, nil,
+			[]string{"a write outlived its lease", "no fault window open (a slow request)"}, []string{noFault}},
+		{"a write sent after the lease did not outlive it", stale(3100), []faultView{cut}, nil,
+			[]string{noFault}, []string{"outlived"}},
+		{"a write landing in no later term did not outlive it", checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200),
+			Ops: []history.Op{
+				op(1, 0, 2, history.Invoke, history.FAcquire), op(2, 50, 2, history.OK, history.FAcquire, lease(3000)),
+				op(3, 60, 1, history.Invoke, history.FAcquire), op(4, 100, 1, history.OK, history.FAcquire, lease(3000)),
+				op(5, 2500, 1, history.Invoke, history.FAdd, value("5")), op(6, 4200, 1, history.OK, history.FAdd, value("5")),
+			}}, []faultView{cut}, nil,
+			[]string{noFault}, []string{"outlived"}},
 		{"a lost add with no overwriter", lost, nil, &causeTimeline{ops: lostOps[1:3]}, []string{noFault}, nil},
 		// Every replica lost power after both adds: the later read lacks the
 		// overwriter's element too, so the power loss is the cause, not it.

@@ -294,3 +294,75 @@ func lostAddCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s s
 	}
 	return s, kept, true
 }
+
+// lateWrite explains a stale write sent inside its holder's lease and
+// acknowledged after it ran out, once another process held the lock: no
+// client stalled and no server let a lease go early; a request outlived
+// the lease it was sent under, and the resource had no token to refuse it.
+// The windows open while it was in flight are named as what slowed it.
+func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindStaleWrite || len(a.Processes) < 2 {
+		return "", false
+	}
+	p, q := a.Processes[0], a.Processes[1]
+	var inv, ret *history.Op
+	for i := range a.Ops {
+		op := &a.Ops[i]
+		if op.Process != p || op.F != history.FAdd {
+			continue
+		}
+		if op.Type == history.Invoke {
+			inv = op
+		} else if inv != nil {
+			ret = op
+		}
+	}
+	if inv == nil || ret == nil {
+		return "", false
+	}
+	var before []history.Op
+	for _, op := range a.Ops {
+		if op.Index < inv.Index {
+			before = append(before, op)
+		}
+	}
+	g, ok := lastGrant(before, p)
+	if !ok || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
+		return "", false
+	}
+	// The other's grant must come after this holder's: the late write
+	// lands in a term that began after the one it was sent in.
+	other, ok := lastGrant(a.Ops, q)
+	if !ok || other.ok.Time <= g.ok.Time || other.ok.Time >= ret.Time {
+		return "", false
+	}
+	s := fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
+		"%s past it and after process %d was granted the lock at %s; the lock hands the resource no token to refuse a late write, "+
+		"so a write in flight when the lease runs out lands in the next holder's term",
+		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()), q, secs(other.ok.Time))
+	var open []string
+	for _, w := range faults {
+		if w.Kind == history.KindClientClock || w.Start > ret.Time || effectEnd(w) < inv.Time || tl.aimedElsewhere(w, p) {
+			continue
+		}
+		if w.Kind == history.KindClientPause {
+			if v, ok := decode[history.ClientPauseStart](w.Value, "process"); !ok || v.Process != p {
+				continue
+			}
+		}
+		open = append(open, fmt.Sprintf("%s (%s – %s)", w.Kind, secs(w.Start), secs(w.End)))
+	}
+	if len(open) == 0 {
+		return s + fmt.Sprintf("; it took %s with no fault window open (a slow request)", span(ret.Time-inv.Time)), true
+	}
+	return s + fmt.Sprintf("; it took %s, with these windows open during it: %s", span(ret.Time-inv.Time), strings.Join(open, ", ")), true
+}
+
+// span says a duration of nanoseconds in milliseconds under a second, else
+// in tenths of seconds.
+func span(ns int64) string {
+	if ns < 1e9 {
+		return fmt.Sprintf("%d ms", ns/1e6)
+	}
+	return fmt.Sprintf("%.1f s", float64(ns)/1e9)
+}
