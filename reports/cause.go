@@ -206,6 +206,8 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 	var causes []string
 	if s, ok := lateWrite(a, faults, tl); ok {
 		causes = append(causes, s)
+	} else if s, ok := grantedEarly(a, faults, tl); ok {
+		causes = append(causes, s)
 	}
 	overwrite, certain, overwritten := lostAddCause(a, faults, tl)
 	if overwritten && certain {

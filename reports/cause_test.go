@@ -278,6 +278,15 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"a write outlived its lease", "no fault window open (a slow request)"}, []string{noFault}},
 		{"a write sent after the lease did not outlive it", stale(3100), []faultView{cut}, nil,
 			[]string{noFault}, []string{"outlived"}},
+		// Process 2 holds to 3 s; process 1 is granted at 2.2 s and writes
+		// from 2.5 s to 4.2 s, past its own lease (to 4.2 s less a bit).
+		{"a write by a holder granted inside the other's lease", checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(2500), End: ms(4200),
+			Ops: []history.Op{
+				op(1, 0, 2, history.Invoke, history.FAcquire), op(2, 50, 2, history.OK, history.FAcquire, lease(3000)),
+				op(3, 1000, 1, history.Invoke, history.FAcquire), op(4, 2200, 1, history.OK, history.FAcquire, lease(3000)),
+				op(5, 2500, 1, history.Invoke, history.FAdd, value("5")), op(6, 4200, 1, history.OK, history.FAdd, value("5")),
+			}}, nil, nil,
+			[]string{"the server let process 2's lease go before its own deadline: process 1 was granted the lock at 2.200s, 0.8 s before"}, []string{"outlived"}},
 		{"a write landing in no later term did not outlive it", checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200),
 			Ops: []history.Op{
 				op(1, 0, 2, history.Invoke, history.FAcquire), op(2, 50, 2, history.OK, history.FAcquire, lease(3000)),

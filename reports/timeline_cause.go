@@ -366,3 +366,24 @@ func span(ns int64) string {
 	}
 	return fmt.Sprintf("%.1f s", float64(ns)/1e9)
 }
+
+// grantedEarly explains a stale write whose writer was granted the lock
+// while the other process's lease still ran: the two holds overlapped, and
+// the overlap's cause (the server letting that lease go early) is the
+// write's.
+func grantedEarly(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindStaleWrite || len(a.Processes) < 2 {
+		return "", false
+	}
+	p, q := a.Processes[0], a.Processes[1]
+	mine, ok := lastGrant(a.Ops, p)
+	if !ok {
+		return "", false
+	}
+	theirs, ok := lastGrant(a.Ops, q)
+	if !ok || theirs.ok.Time >= mine.ok.Time || mine.ok.Time >= theirs.deadline() {
+		return "", false
+	}
+	overlap := checker.Anomaly{Kind: checker.KindOverlap, Lock: a.Lock, Processes: []int{q, p}, Start: mine.ok.Time, End: theirs.deadline(), Ops: a.Ops}
+	return earlyExpiry(overlap, faults, tl)
+}
