@@ -78,6 +78,7 @@ func memberKind(name, color, doc string, start history.MemberStart, newInj func(
 		Needs:      []Capability{CapMembership},
 		Check:      needSpare,
 		Restarts:   true,
+		Streams:    true,
 		StartValue: start,
 		StopValue: history.MemberStop{Moved: map[string]string{"n1": "UN", "n2": "UN", "n3": "UN", "n4": "UN", "n5": "UN"}, MS: 61000,
 			Node: start.Node, Ring: start.Ring, StreamedMS: 24000},
