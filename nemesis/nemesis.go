@@ -271,6 +271,7 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 			return nil, err
 		}
 		n.names = n.schedule.Kinds()
+		n.undealt = len(n.schedule.Steps)
 		for i, st := range n.schedule.Steps {
 			for _, name := range st.Nodes {
 				has := func(t Target) bool { return t.Name == name }

@@ -74,6 +74,12 @@ const (
 	Ended Phase = "ended"
 )
 
+// FollowWait is how far past its requested time a run whose schedule
+// follows windows may run to deal it (runner.Test.Schedule): a membership
+// window's own bound, since the windows such a schedule follows are range
+// movements.
+const FollowWait = membershipWait
+
 // Phases are the phases a step can follow, in the order a window reaches
 // them.
 var Phases = []Phase{Started, Streamed, Ended}

@@ -92,9 +92,6 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 	for i := range marks {
 		marks[i] = newMoments()
 	}
-	n.mu.Lock()
-	n.undealt = len(n.schedule.Steps)
-	n.mu.Unlock()
 	addErr := func(err error) {
 		mu.Lock()
 		errs = append(errs, err)

@@ -148,7 +148,7 @@ func TestTallyMet(t *testing.T) {
 	tally := func(row Row, vs ...checker.Verdict) Tally {
 		var t Tally
 		for _, v := range vs {
-			t.Add(row, v, injected)
+			t.Add(row, v, injected, 0)
 		}
 		return t
 	}
@@ -176,7 +176,7 @@ func TestTallyMet(t *testing.T) {
 	}
 
 	var tl Tally
-	if missing := tl.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1}); !slices.Equal(missing, []string{nemesis.ClientPause}) {
+	if missing := tl.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1}, 0); !slices.Equal(missing, []string{nemesis.ClientPause}) {
 		t.Errorf("missing = %v, want [client-pause]", missing)
 	}
 	if tl.NoFault != 1 || tl.Met(safe) {
