@@ -182,6 +182,12 @@ func TestTallyMet(t *testing.T) {
 	if tl.NoFault != 1 || tl.Met(safe) {
 		t.Errorf("a valid run without its fault: %+v met %v, want NoFault 1 and not met", tl, tl.Met(safe))
 	}
+	// A run that dealt every kind but left a step of its schedule undealt
+	// (the second kill of a row that kills twice) shows no more of the row.
+	var part Tally
+	if missing := part.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1, nemesis.ClientPause: 1}, 1); len(missing) > 0 || part.NoFault != 1 || part.Met(safe) {
+		t.Errorf("a valid run with a step undealt: missing %v, %+v met %v, want NoFault 1 and not met", missing, part, part.Met(safe))
+	}
 }
 
 func names(rows []Row) []string {
