@@ -280,7 +280,7 @@ func TestRunWaitsForAFollowingSchedule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := Run(context.Background(), nil, memStore{t.TempDir()}, Test{
-				Recipe: memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}),
+				Recipe:  memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}),
 				Clients: 4, Time: 200 * time.Millisecond, Seed: 5, Quiet: 50 * time.Millisecond, PauseExtra: 50 * time.Millisecond,
 				Schedule: &nemesis.Schedule{Steps: tc.steps},
 			})
