@@ -204,8 +204,9 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 		return s
 	}
 	var causes []string
-	if s, ok := lostAddCause(a, faults, tl); ok {
-		causes = append(causes, s)
+	overwrite, certain, overwritten := lostAddCause(a, faults, tl)
+	if overwritten && certain {
+		causes = append(causes, overwrite)
 	}
 	for _, r := range causeRules {
 		if !slices.Contains(r.anomalies, a.Kind) {
@@ -227,6 +228,9 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 				causes = append(causes, c)
 			}
 		}
+	}
+	if len(causes) == 0 && overwritten {
+		causes = append(causes, overwrite)
 	}
 	if len(causes) == 0 {
 		return noFault

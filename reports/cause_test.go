@@ -206,6 +206,14 @@ func TestCauseFromTimeline(t *testing.T) {
 	}
 	lost := checker.Anomaly{Kind: checker.KindLostAdd, Lock: "l", Processes: []int{4, 9}, Start: ms(1500), End: ms(4100),
 		Ops: []history.Op{lostOps[1], lostOps[2], lostOps[6], lostOps[7]}}
+	// The same adds, and every node loses power at 3.5 s: the read lacks 9
+	// as well as 7.
+	lostBothOps := append(slices.Clone(lostOps[:6]),
+		op(16, 4000, 9, history.Invoke, history.FRead), op(17, 4100, 9, history.OK, history.FRead, value("[8]")))
+	lostBoth := checker.Anomaly{Kind: checker.KindLostAdd, Lock: "l", Processes: []int{4, 9}, Start: ms(1500), End: ms(4100),
+		Ops: []history.Op{lostBothOps[1], lostBothOps[2], lostBothOps[6], lostBothOps[7]}}
+	power := faultView{FaultWindow: history.FaultWindow{Kind: history.KindRackPowerLoss, Start: ms(3500), End: ms(3900),
+		Value: json.RawMessage(`{"how":"power off","unsynced_bytes":{"n1":4096,"n2":0,"n3":0}}`)}}
 	pause5 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(1100), End: ms(2900), Starts: 1,
 		Value: json.RawMessage(`{"client":0,"process":5,"lock":"l","ms":1800}`)}}
 	for _, tc := range []struct {
@@ -249,6 +257,12 @@ func TestCauseFromTimeline(t *testing.T) {
 		{"its overwriter stalled", lost, []faultView{pause5}, &causeTimeline{ops: lostOps},
 			[]string{"stalled holder: process 5 stood still 1.8 s (client-pause, 1.100s – 2.900s)"}, nil},
 		{"a lost add with no overwriter", lost, nil, &causeTimeline{ops: lostOps[1:3]}, []string{noFault}, nil},
+		// Every replica lost power after both adds: the later read lacks the
+		// overwriter's element too, so the power loss is the cause, not it.
+		{"an overwriter lost as well yields to a power loss", lostBoth, []faultView{power}, &causeTimeline{ops: lostBothOps},
+			[]string{"lost power at 3.5 s"}, []string{"overwritten by", noFault}},
+		{"an overwriter lost as well, nothing else", lostBoth, nil, &causeTimeline{ops: lostBothOps},
+			[]string{"overwritten by process 5's add of 9"}, []string{noFault}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := likelyCause(tc.a, tc.faults, tc.tl)

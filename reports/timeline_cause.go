@@ -210,10 +210,11 @@ func failedHeartbeat(tl *causeTimeline, p int, g grantOf, until int64) string {
 // overwriter is the add that overwrote a lost add: by another process, on
 // the same lock, invoked before the lost add was acknowledged (it read the
 // set without it) and completed after (it wrote that set back). One whose
-// element the later read holds is preferred, the earliest such first.
-func overwriter(a checker.Anomaly, tl *causeTimeline) ([]history.Op, bool) {
+// element the later read holds is preferred, the earliest such first; kept
+// says whether it is such a one.
+func overwriter(a checker.Anomaly, tl *causeTimeline) (ops []history.Op, kept, ok bool) {
 	if tl == nil || a.Kind != checker.KindLostAdd || len(a.Processes) == 0 {
-		return nil, false
+		return nil, false, false
 	}
 	lostP := a.Processes[0]
 	var lostInv, lostRet *history.Op
@@ -229,7 +230,7 @@ func overwriter(a checker.Anomaly, tl *causeTimeline) ([]history.Op, bool) {
 		}
 	}
 	if lostInv == nil || lostRet == nil {
-		return nil, false
+		return nil, false, false
 	}
 	var final []int64
 	for _, op := range a.Ops {
@@ -264,20 +265,23 @@ func overwriter(a checker.Anomaly, tl *causeTimeline) ([]history.Op, bool) {
 		}
 	}
 	if best == nil {
-		return nil, false
+		return nil, false, false
 	}
-	return []history.Op{best.inv, best.ret}, true
+	return []history.Op{best.inv, best.ret}, best.kept, true
 }
 
 // lostAddCause names the write that overwrote a lost add, and why it was
 // stale where the timeline says (its process stalled: client-pause).
-func lostAddCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
-	w, ok := overwriter(a, tl)
+// certain is false when the overwriter's own element is missing from the
+// later read too: then the timeline does not show that its write is the
+// one that stood (a power loss that undid both explains them better).
+func lostAddCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s string, certain, ok bool) {
+	w, kept, ok := overwriter(a, tl)
 	if !ok {
-		return "", false
+		return "", false, false
 	}
 	inv, ret := w[0], w[1]
-	s := fmt.Sprintf("overwritten by process %d's add of %s (invoked at %s, before this add was acknowledged, and %s at %s, after it): "+
+	s = fmt.Sprintf("overwritten by process %d's add of %s (invoked at %s, before this add was acknowledged, and %s at %s, after it): "+
 		"its read-modify-write read the set without this element and wrote it back", inv.Process, string(ret.Value), secs(inv.Time), ret.Type, secs(ret.Time))
 	for _, f := range faults {
 		if f.Kind != history.KindClientPause || f.Start > ret.Time || f.End < inv.Time {
@@ -288,5 +292,5 @@ func lostAddCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) (str
 				v.Process, float64(f.End-f.Start)/1e9, secs(f.Start), secs(f.End))
 		}
 	}
-	return s, true
+	return s, kept, true
 }

@@ -413,8 +413,17 @@ func faultsWords(r Row) string {
 	if len(r.Faults) == 0 {
 		s = "no fault"
 	}
+	var notes []string
 	if r.Shape() != "cycle" {
-		s += " (" + r.Shape() + ")"
+		notes = append(notes, r.Shape())
+	}
+	// The same fault holds on one commitlog and breaks on the other: the
+	// summary must say which.
+	if r.Cluster.LazyFS {
+		notes = append(notes, "commitlog "+r.Cluster.commitlog())
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, ", ") + ")"
 	}
 	return s
 }

@@ -162,3 +162,21 @@ func TestLocksPageContradictedSafeRow(t *testing.T) {
 		}
 	}
 }
+
+// A fault that breaks a lock on one commitlog and not on the other must say
+// which, or the summary lists the lock as both holding and breaking under it.
+func TestFaultsWordsNameTheCommitlog(t *testing.T) {
+	for _, tc := range []struct {
+		row  Row
+		want string
+	}{
+		{Row{}, "no fault"},
+		{Row{Faults: []string{"kill"}, Workload: "leader"}, "kill (leader)"},
+		{Row{Faults: []string{"rack-power-loss"}, Cluster: Cluster{LazyFS: true}}, "rack-power-loss (commitlog periodic)"},
+		{Row{Faults: []string{"rack-power-loss"}, Cluster: Cluster{LazyFS: true, Commitlog: "batch"}, Workload: "leader"}, "rack-power-loss (leader, commitlog batch)"},
+	} {
+		if got := faultsWords(tc.row); got != tc.want {
+			t.Errorf("faultsWords(%+v) = %q, want %q", tc.row, got, tc.want)
+		}
+	}
+}

@@ -574,6 +574,22 @@ var Rows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Shard ownership as Temporal uses it, a long-lived owner writing as it goes: a contender's steal ends the stalled owner's term in the data, and its writes after the steal do not apply.",
 	},
+	// Temporal keeps its state in Cassandra and claims it durable, so its
+	// ownership meets the power cut of every replica at once: on
+	// Cassandra's default commitlog (periodic) and on batch.
+	{
+		Name: "periodic/temporal-shard/rack-power-loss", Recipe: "temporal-shard", Faults: []string{nemesis.RackPowerLoss}, Cluster: periodic,
+		Time: 30 * s, Interval: 4 * s, Seed: 6450,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Every replica forgets the commitlog's unsynced tail at once: acknowledged shard writes are lost, and the range id " +
+			"they carried goes back, so fencing in the data is only as durable as the data.",
+	},
+	{
+		Name: "batch/temporal-shard/rack-power-loss", Recipe: "temporal-shard", Faults: []string{nemesis.RackPowerLoss}, Cluster: batch,
+		Time: 30 * s, Interval: 4 * s, Seed: 6460,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "With commitlog_sync batch nothing is acknowledged before it is synced, so the cut takes only attempts in flight.",
+	},
 
 	// The catalogue's Java locks (docs/locks.md, plugins/java-locks): ShedLock's
 	// Cassandra provider as released, and Cassandra Sidecar's lease, Reaper's
@@ -679,7 +695,7 @@ var Rows = []Row{
 			"nothing it decides.",
 	},
 	{
-		Name: "sidecar/partition", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6513,
+		Name: "sidecar/partition", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Partition}, Time: 60 * s, Interval: 3 * s, Seed: 6513,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "Sidecar counts its lease from the reply (Instant.now() plus the TTL); Cassandra counts the row's TTL in whole " +
 			"seconds from the write at the replica. Partitions slow the claims and extends (2 s where 0.1 s was usual), so the row " +
@@ -688,7 +704,7 @@ var Rows = []Row{
 			"of 30 s at load 3-10; the 9-of-10 bar is not yet shown at this length.",
 	},
 	{
-		Name: "sidecar/kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6514,
+		Name: "sidecar/kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Kill}, Time: 60 * s, Interval: 3 * s, Seed: 6514,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "As under partitions: a killed replica slows the LWTs, and the row, whose TTL runs from the write in whole " +
 			"seconds, expires before the holder's reckoning from the reply; the next claim applies while the holder holds " +
