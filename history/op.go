@@ -139,6 +139,13 @@ type RunPhases struct {
 	TotalMS int64 `json:"total_ms"`
 	// Overrun names the fault windows still open at the deadline.
 	Overrun []string `json:"overrun,omitempty"`
+	// ScheduleWaitMS: how long the faults ran past the requested time to
+	// finish a schedule whose steps follow windows (run --schedule).
+	ScheduleWaitMS int64 `json:"schedule_wait_ms,omitempty"`
+	// Undealt: how many of a schedule's steps were never dealt (the run
+	// ended first, their start failed, or the window they follow never
+	// reached its phase).
+	Undealt int `json:"undealt,omitempty"`
 }
 
 // String says it in one line, as the run's last stderr line and the report do.
@@ -149,6 +156,12 @@ func (p RunPhases) String() string {
 	s := fmt.Sprintf("ran %s for a requested %s: faults and clients %s", ms(p.TotalMS), ms(p.RequestedMS), ms(p.FaultsMS))
 	if len(p.Overrun) > 0 {
 		s += fmt.Sprintf(" (%s still open at the deadline, closed after it)", strings.Join(p.Overrun, ", "))
+	}
+	if p.ScheduleWaitMS > 0 {
+		s += fmt.Sprintf(" (%s of it waiting for a schedule that follows its windows)", ms(p.ScheduleWaitMS))
+	}
+	if p.Undealt > 0 {
+		s += fmt.Sprintf(" (%d schedule steps never dealt)", p.Undealt)
 	}
 	return s + fmt.Sprintf(", heal %s, quiet %s, final reads %s", ms(p.HealMS), ms(p.QuietMS), ms(p.FinalMS))
 }

@@ -54,6 +54,10 @@ type Kind struct {
 	// loaded machine): the scheduler deals it last in each round, so that
 	// a short run still sees the quick ones.
 	Restarts bool
+	// Streams marks a kind whose windows report the Streamed phase (the
+	// membership kinds: the first range movement's streaming done), which
+	// a schedule's step can follow.
+	Streams bool
 	// StartValue and StopValue are examples of the values its start and
 	// stop lines carry, of package history's fault value types (the fault
 	// reference shows them and lists their fields).

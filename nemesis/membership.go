@@ -78,6 +78,7 @@ func memberKind(name, color, doc string, start history.MemberStart, newInj func(
 		Needs:      []Capability{CapMembership},
 		Check:      needSpare,
 		Restarts:   true,
+		Streams:    true,
 		StartValue: start,
 		StopValue: history.MemberStop{Moved: map[string]string{"n1": "UN", "n2": "UN", "n3": "UN", "n4": "UN", "n5": "UN"}, MS: 61000,
 			Node: start.Node, Ring: start.Ring, StreamedMS: 24000},
@@ -156,6 +157,7 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 	// The movements run on their own: one can outlast the stop's wait,
 	// and the heal (ResetMembership) then waits for it to end.
 	begin := time.Now()
+	streamed := e.phaseReporter() // a step may follow the streaming's end
 	v := history.MemberStop{Node: t.Name}
 	done := make(chan struct{})
 	go func() {
@@ -166,6 +168,13 @@ func (p *membership) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 		errs = append(errs, p.move(mctx, e, m, t.Name, first, &v))
 		v.StreamedMS = time.Since(begin).Milliseconds()
 		v.Moved = ringNow(ctx, m)
+		if errs[0] == nil {
+			// The ring as moved holds: a step that follows it (a
+			// kill while the ring holds the joined node) may start.
+			// A first movement that failed for good is no streaming
+			// done: its followers are not dealt.
+			streamed(Streamed)
+		}
 		if second.run != nil && errs[0] == nil {
 			// The moved ring holds for the rest of the window.
 			if rest := hold - time.Since(begin); rest > 0 {

@@ -114,6 +114,19 @@ type Env struct {
 	// step is the schedule's step being dealt (nil: the fault is drawn):
 	// a kind takes its parameters from it (given, givenTargets).
 	step *Step
+	// reached is told the phases a window reports itself (Streamed) for
+	// the step being dealt, when a later step follows it; nil otherwise.
+	reached func(Phase)
+}
+
+// phaseReporter is the function a kind's Start keeps to report a phase of
+// the window it starts (its own goroutine calls it later): a no-op when no
+// step follows the window.
+func (e *Env) phaseReporter() func(Phase) {
+	if f := e.reached; f != nil {
+		return f
+	}
+	return func(Phase) {}
 }
 
 // Record appends one nemesis line to the history.
@@ -236,6 +249,8 @@ type Nemesis struct {
 
 	mu     sync.Mutex
 	active []string
+	// undealt counts the schedule's steps not (yet) started.
+	undealt int
 }
 
 // New makes a nemesis over targets that records to rec.
@@ -256,6 +271,7 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 			return nil, err
 		}
 		n.names = n.schedule.Kinds()
+		n.undealt = len(n.schedule.Steps)
 		for i, st := range n.schedule.Steps {
 			for _, name := range st.Nodes {
 				has := func(t Target) bool { return t.Name == name }

@@ -52,6 +52,9 @@ type fakeRing struct {
 	fail map[string]bool
 	// stuck: Finish fails too (the heal is left to ResetMembership).
 	stuck bool
+	// slow are movements ("join n4") that stream for so long before they
+	// are done, as a bootstrap streams on a loaded machine.
+	slow map[string]time.Duration
 }
 
 func newFakeRing(members ...string) *fakeRing {
@@ -63,6 +66,10 @@ func newFakeRing(members ...string) *fakeRing {
 }
 
 func (r *fakeRing) move(what, node string, in bool) error {
+	r.mu.Lock()
+	d := r.slow[what+" "+node]
+	r.mu.Unlock()
+	time.Sleep(d) // streaming, the ring unlocked
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.moves = append(r.moves, what+" "+node)

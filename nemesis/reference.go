@@ -42,6 +42,9 @@ func Reference() []byte {
 		if k.Restarts {
 			p("- its stop restarts nodes: dealt last in each round of the schedule\n")
 		}
+		if k.Streams {
+			p("- reports its first range movement's streaming done: a schedule's step can follow it (`\"after\": {\"step\": K, \"phase\": \"streamed\"}`, [history.md](history.md#fault-lines))\n")
+		}
 		p("- colour: `%s`\n", k.Color)
 		for _, v := range []struct {
 			line  string

@@ -32,16 +32,57 @@ type Schedule struct {
 // them (a coordinator cut during a bootstrap), never inside a window of
 // its own kind.
 type Step struct {
-	Kind    string   `json:"kind"`
-	At      Duration `json:"at"`  // when it takes effect, from the start of the faults
+	Kind string `json:"kind"`
+	// At is when it takes effect: from the start of the faults, or, with
+	// After, from the moment the earlier step's window reached its phase.
+	At      Duration `json:"at"`
 	For     Duration `json:"for"` // how long the window lasts
 	Overlap bool     `json:"overlap,omitempty"`
 	Nodes   []string `json:"nodes,omitempty"`
+	// After makes the step follow an earlier step's window instead of the
+	// clock: a kill placed by the clock inside a range movement lands in
+	// the wrong phase on a loaded machine (a bootstrap starts a minute
+	// late and streams for 40-120 s), one placed after the movement's
+	// streaming is done does not. Nil: At counts from the start.
+	After *Follow `json:"after,omitempty"`
 	// Value is the start line's value (history/fault.go's type of the
 	// kind): the parameters the kind uses instead of its draws. Empty: the
 	// kind draws them as in a run.
 	Value json.RawMessage `json:"value,omitempty"`
 }
+
+// Follow names the moment a step follows: a phase of an earlier step's
+// window, as {"step": 1, "phase": "streamed"} (steps count from 1, as the
+// errors name them).
+type Follow struct {
+	Step  int   `json:"step"`
+	Phase Phase `json:"phase"`
+}
+
+// Phase is a moment of a fault window that a later step can follow.
+type Phase string
+
+const (
+	// Started: the window's start took effect (its start line is
+	// recorded). Every kind reports it.
+	Started Phase = "started"
+	// Streamed: the window's first range movement is done streaming (the
+	// stop line's streamed_ms; done or failed and completed). Only the
+	// membership kinds report it (Kind.Streams).
+	Streamed Phase = "streamed"
+	// Ended: the window's stop line is recorded. Every kind reports it.
+	Ended Phase = "ended"
+)
+
+// FollowWait is how far past its requested time a run whose schedule
+// follows windows may run to deal it (runner.Test.Schedule): a membership
+// window's own bound, since the windows such a schedule follows are range
+// movements.
+const FollowWait = membershipWait
+
+// Phases are the phases a step can follow, in the order a window reaches
+// them.
+var Phases = []Phase{Started, Streamed, Ended}
 
 // Duration is a time.Duration written as Go writes it ("1.5s") in JSON.
 type Duration time.Duration
@@ -91,6 +132,9 @@ func (s Schedule) Validate() error {
 		if v := bytes.TrimSpace(st.Value); len(v) > 0 && v[0] != '{' {
 			return fmt.Errorf("nemesis: schedule step %d (%s): value is not a JSON object", i+1, st.Kind)
 		}
+		if err := s.checkAfter(i); err != nil {
+			return err
+		}
 		if !st.Overlap {
 			continue
 		}
@@ -98,7 +142,12 @@ func (s Schedule) Validate() error {
 			return fmt.Errorf("nemesis: schedule step 1 (%s): overlaps no window before it", st.Kind)
 		}
 		// A kind keeps one window at a time (its stop undoes all of it).
+		// A step that follows another has no time to compare before the
+		// run: the dealer keeps it out of a window of its kind.
 		for j, prev := range s.Steps[:i] {
+			if st.After != nil || prev.After != nil {
+				continue
+			}
 			if prev.Kind == st.Kind && prev.At+prev.For > st.At {
 				return fmt.Errorf("nemesis: schedule step %d (%s): overlaps step %d, a window of its own kind", i+1, st.Kind, j+1)
 			}
@@ -107,17 +156,64 @@ func (s Schedule) Validate() error {
 	return nil
 }
 
+// checkAfter checks step i's After: an earlier step (a step follows only
+// one dealt before it, so references cannot form a cycle and the dealer,
+// which deals in order, has the moment when it gets there) and a phase
+// that step's kind reports.
+func (s Schedule) checkAfter(i int) error {
+	st := s.Steps[i]
+	if st.After == nil {
+		return nil
+	}
+	k := st.After.Step
+	if k < 1 || k > len(s.Steps) {
+		return fmt.Errorf("nemesis: schedule step %d (%s): follows step %d, which the schedule does not have (steps 1-%d)", i+1, st.Kind, k, len(s.Steps))
+	}
+	if k >= i+1 {
+		return fmt.Errorf("nemesis: schedule step %d (%s): follows step %d, which is not before it (a step follows an earlier one)", i+1, st.Kind, k)
+	}
+	ref := s.Steps[k-1]
+	switch st.After.Phase {
+	case Started, Ended:
+	case Streamed:
+		if kd := lookup(ref.Kind); kd != nil && !kd.Streams {
+			return fmt.Errorf("nemesis: schedule step %d (%s): follows step %d's %q, which a %s window never reports (only the membership kinds stream)", i+1, st.Kind, k, Streamed, ref.Kind)
+		}
+	default:
+		return fmt.Errorf("nemesis: schedule step %d (%s): phase %q: want one of %s, %s, %s", i+1, st.Kind, st.After.Phase, Started, Streamed, Ended)
+	}
+	return nil
+}
+
+// Follows says whether a step of the schedule follows another's window
+// rather than the clock: the run then lasts until it is dealt (see the
+// runner).
+func (s Schedule) Follows() bool {
+	return slices.ContainsFunc(s.Steps, func(st Step) bool { return st.After != nil })
+}
+
 // Overlapping says whether a step of the schedule overlaps the windows
 // before it.
 func (s Schedule) Overlapping() bool {
 	return slices.ContainsFunc(s.Steps, func(st Step) bool { return st.Overlap })
 }
 
-// End is when the schedule's last window ends.
+// End is when the schedule's last window ends. A step that follows
+// another is counted from the earliest its moment can come (the window's
+// start for started and streamed, its planned end for ended): a lower
+// bound, since streaming takes what it takes.
 func (s Schedule) End() time.Duration {
 	var end time.Duration
-	for _, st := range s.Steps {
-		end = max(end, st.At.D()+st.For.D())
+	at := make([]time.Duration, len(s.Steps))
+	for i, st := range s.Steps {
+		at[i] = st.At.D()
+		if f := st.After; f != nil && f.Step >= 1 && f.Step <= i {
+			at[i] += at[f.Step-1]
+			if f.Phase == Ended {
+				at[i] += s.Steps[f.Step-1].For.D()
+			}
+		}
+		end = max(end, at[i]+st.For.D())
 	}
 	return end
 }

@@ -67,6 +67,15 @@ func (n *Nemesis) Run(ctx context.Context) error {
 // overlaps: then it starts at its time while they are still open (a cut
 // of a coordinator during a bootstrap). Starts stay one at a time, in
 // order; the windows' holds and stops run side by side.
+//
+// A step that follows another (Step.After) is due At after the moment
+// that step's window reached its phase, not after the start. A schedule
+// with such steps does not wait for ctx once every step is dealt: it
+// returns when the last window has ended, so that the runner can end a
+// run that outlasted its time as soon as the schedule is done (see
+// runner.Test.Time). A step whose moment never comes (the window it
+// follows did not start, or ended without streaming) is not dealt: a
+// start-K-failed line says why, and Undealt counts it.
 func (n *Nemesis) runSchedule(ctx context.Context) error {
 	var (
 		mu   sync.Mutex
@@ -76,7 +85,13 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 		// whole of it: one iptables chain), even when the windows
 		// before an overlapping step ran late.
 		ofKind = map[string]*sync.WaitGroup{}
+		// The moments each step's window reached, for the steps that
+		// follow it.
+		marks = make([]*moments, len(n.schedule.Steps))
 	)
+	for i := range marks {
+		marks[i] = newMoments()
+	}
 	addErr := func(err error) {
 		mu.Lock()
 		errs = append(errs, err)
@@ -99,7 +114,24 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 		} else {
 			open.Wait()
 		}
-		if !sleep(ctx, time.Until(start.Add(st.At.D()))) {
+		due := start.Add(st.At.D())
+		if f := st.After; f != nil {
+			at, ok := marks[f.Step-1].wait(ctx, f.Phase)
+			if ctx.Err() != nil {
+				return done()
+			}
+			if !ok {
+				marks[i].giveUp()
+				why := fmt.Sprintf("schedule step %d follows step %d's %s, which its window never reached", i+1, f.Step, f.Phase)
+				n.env.Log.Warn("nemesis: step not dealt", "kind", st.Kind, "why", why)
+				if err := n.env.Record(history.StartFailedF(st.Kind), why, nil); err != nil {
+					addErr(err)
+				}
+				continue
+			}
+			due = at.Add(st.At.D())
+		}
+		if !sleep(ctx, time.Until(due)) {
 			return done()
 		}
 		k := slices.IndexFunc(n.kinds, func(f fault) bool { return f.Name == st.Kind })
@@ -108,11 +140,18 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 			return done()
 		}
 		kind := n.kinds[k]
-		stop, err := n.begin(ctx, kind, st.For.D(), st)
+		mark := marks[i]
+		stop, err := n.begin(ctx, kind, st.For.D(), st, mark.reach)
 		if err != nil {
 			addErr(err)
 		}
-		if stop != nil {
+		if stop == nil {
+			mark.giveUp()
+		} else {
+			mark.reach(Started)
+			n.mu.Lock()
+			n.undealt--
+			n.mu.Unlock()
 			own := ofKind[st.Kind]
 			open.Add(1)
 			own.Add(1)
@@ -122,21 +161,90 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 				if err := n.end(ctx, kind, st.For.D(), stop); err != nil {
 					addErr(err)
 				}
+				mark.reach(Ended)
+				mark.giveUp()
 			}()
 		}
 		if ctx.Err() != nil {
 			return done()
 		}
 	}
-	<-ctx.Done()
+	if !n.schedule.Follows() {
+		<-ctx.Done()
+	}
 	return done()
+}
+
+// Undealt is how many of the schedule's steps were not dealt (not
+// started: the run ended first, their start failed, or the window they
+// follow never reached its phase); 0 without a schedule.
+func (n *Nemesis) Undealt() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.undealt
+}
+
+// moments are the phases one step's window reached and when: each phase's
+// channel is closed when it is reached, or when it never will be (the
+// window did not start, or ended without it).
+type moments struct {
+	mu sync.Mutex
+	at map[Phase]time.Time
+	ch map[Phase]chan struct{}
+}
+
+func newMoments() *moments {
+	m := &moments{at: map[Phase]time.Time{}, ch: map[Phase]chan struct{}{}}
+	for _, p := range Phases {
+		m.ch[p] = make(chan struct{})
+	}
+	return m
+}
+
+// reach marks p reached now (the first time only).
+func (m *moments) reach(p Phase) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-m.ch[p]:
+		return
+	default:
+	}
+	m.at[p] = time.Now()
+	close(m.ch[p])
+}
+
+// giveUp closes every phase not reached: it never will be.
+func (m *moments) giveUp() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.ch {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
+}
+
+// wait returns when p was reached (ok) or will not be.
+func (m *moments) wait(ctx context.Context, p Phase) (time.Time, bool) {
+	select {
+	case <-m.ch[p]:
+	case <-ctx.Done():
+		return time.Time{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.at[p]
+	return at, ok
 }
 
 // deal starts one fault of kind (from step's parameters, or drawn when step
 // is nil), keeps it for hold and stops it. started is false when it did
 // not start (recorded as a failed start: the schedule goes on).
 func (n *Nemesis) deal(ctx context.Context, kind fault, hold time.Duration, step *Step) (started bool, err error) {
-	stop, err := n.begin(ctx, kind, hold, step)
+	stop, err := n.begin(ctx, kind, hold, step, nil)
 	if stop == nil {
 		return false, err
 	}
@@ -145,10 +253,13 @@ func (n *Nemesis) deal(ctx context.Context, kind fault, hold time.Duration, step
 
 // begin starts one fault of kind; a nil stop is a fault that did not
 // start (recorded as a failed start unless the run is over).
-func (n *Nemesis) begin(ctx context.Context, kind fault, hold time.Duration, step *Step) (Stop, error) {
-	n.env.step = step
+//
+// reached, when set, is told the phases the window reports itself
+// (Streamed): Start hands it to what runs on after it returns.
+func (n *Nemesis) begin(ctx context.Context, kind fault, hold time.Duration, step *Step, reached func(Phase)) (Stop, error) {
+	n.env.step, n.env.reached = step, reached
 	stop, err := kind.Start(ctx, &n.env, hold)
-	n.env.step = nil
+	n.env.step, n.env.reached = nil, nil
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/scenario"
 )
 
@@ -87,14 +88,21 @@ func runRow(t *testing.T, env Env, store string, row scenario.Row, r int, tally 
 		tc.Time = d
 	}
 	tc.Store, tc.Log = store, testLogger(t)
-	ctx, cancel := context.WithTimeout(context.Background(), tc.Time+10*time.Minute)
+	limit := tc.Time + 10*time.Minute
+	if tc.Schedule != nil && tc.Schedule.Follows() {
+		limit += nemesis.FollowWait // the run deals its schedule to the end
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	out, err := Run(ctx, env, ReportStore{}, tc)
 	if err != nil {
 		t.Errorf("run: %v", err)
 	}
-	if missing := tally.Add(row, out.Verdict, out.Faults); len(missing) > 0 {
+	if missing := tally.Add(row, out.Verdict, out.Faults, out.Phases.Undealt); len(missing) > 0 {
 		t.Errorf("%s: no %s fault was injected (%v)", row.Name, strings.Join(missing, ", "), out.Faults)
+	}
+	if out.Phases.Undealt > 0 {
+		t.Errorf("%s: %d of the schedule's steps never dealt", row.Name, out.Phases.Undealt)
 	}
 	t.Logf("%s (%s) under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; %s",
 		row.Recipe, tc.Workload, row.Faults, tc.Seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Dir)

@@ -76,7 +76,15 @@ type Test struct {
 	DCLocal bool
 	// Schedule, when set, is dealt in place of random faults (`lockcheck
 	// replay`, `run --schedule`): its kinds are the run's (Nemesis is set
-	// from it), its steps' times and parameters are the faults'.
+	// from it), its steps' times and parameters are the faults'. When a
+	// step follows another's window (Step.After) the run lasts at least
+	// Time and until the schedule's last window has ended, at most Time
+	// plus nemesis.FollowWait: a Jepsen user who wrote "kill n1 after the
+	// join streamed" expects that kill in the history, not a run that
+	// ended before the join was done on a slow machine. The phases line
+	// says how long it waited (schedule_wait_ms) and how many steps it
+	// never dealt (undealt); the matrix counts a run with undealt steps
+	// among those without every fault.
 	Schedule *nemesis.Schedule
 	// NoWait refuses a cluster another process holds (an
 	// *exclusive.BusyError) instead of waiting until it is free.
@@ -393,6 +401,14 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, t.Time)
 	defer cancel()
+	// A schedule whose steps follow windows runs on past Time until it is
+	// dealt (Test.Schedule), within its cap.
+	nemCtx, follows := runCtx, t.Schedule != nil && t.Schedule.Follows()
+	if follows {
+		var nemCancel context.CancelFunc
+		nemCtx, nemCancel = context.WithTimeout(ctx, t.Time+nemesis.FollowWait)
+		defer nemCancel()
+	}
 	// The clients run on through the heal and the quiet phase: they stop
 	// after it, so that the recipe shows it recovers.
 	clientCtx, stopClients := context.WithCancel(context.WithoutCancel(ctx))
@@ -402,7 +418,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	var wlErr, nemErr error
 	wg.Go(func() { wlErr = wl.Run(clientCtx) })
 	nemDone := make(chan struct{})
-	go func() { defer close(nemDone); nemErr = nem.Run(runCtx) }()
+	go func() { defer close(nemDone); nemErr = nem.Run(nemCtx) }()
 	progDone := make(chan struct{})
 	progStop := make(chan struct{})
 	if t.Progress != nil {
@@ -414,6 +430,12 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	<-runCtx.Done()
 	deadline := time.Now()
 	openAtDeadline := nem.Active()
+	if follows && ctx.Err() == nil {
+		if undealt := nem.Undealt(); undealt > 0 || len(openAtDeadline) > 0 {
+			t.say(fmt.Sprintf("the schedule follows its windows: running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
+				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
+		}
+	}
 	<-nemDone
 	faultsEnd := time.Now()
 	var errs []error
@@ -469,6 +491,16 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	// --time (its close, a restart, can take a minute): say which.
 	if faultsEnd.Sub(deadline) > time.Second {
 		out.Phases.Overrun = openAtDeadline
+	}
+	if t.Schedule != nil {
+		out.Phases.Undealt = nem.Undealt()
+		if follows && faultsEnd.After(deadline) {
+			out.Phases.ScheduleWaitMS = faultsEnd.Sub(deadline).Milliseconds()
+		}
+		if out.Phases.Undealt > 0 {
+			log.Warn("schedule steps never dealt (the run's cap came first, their start failed, or the window they follow never reached its phase)",
+				"undealt", out.Phases.Undealt, "of", len(t.Schedule.Steps))
+		}
 	}
 	if _, err := mon.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FPhases, Value: mustJSON(out.Phases)}); err != nil {
 		errs = append(errs, fmt.Errorf("runner: record phases: %w", err))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -252,3 +253,50 @@ func TestMonitorCountsOverlaps(t *testing.T) {
 type nopRecorder struct{}
 
 func (nopRecorder) Append(op history.Op) (history.Op, error) { return op, nil }
+
+// A schedule whose steps follow windows is dealt to its end even when
+// that is past the run's time, and the phases line says how long the run
+// waited; the same windows placed by the clock are cut at the run's time
+// and the step after it is counted undealt. The client pause's stall is
+// given, so that each window lasts at least its hold (a lower bound: a
+// slow machine only makes the wait longer).
+func TestRunWaitsForAFollowingSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs take seconds")
+	}
+	ms := func(n int) nemesis.Duration { return nemesis.Duration(time.Duration(n) * time.Millisecond) }
+	pause := func(at, hold int, after *nemesis.Follow) nemesis.Step {
+		return nemesis.Step{Kind: nemesis.ClientPause, At: ms(at), For: ms(hold), After: after, Value: []byte(`{"ms":50}`)}
+	}
+	for _, tc := range []struct {
+		name    string
+		steps   []nemesis.Step
+		dealt   int
+		undealt int
+		waited  bool
+	}{
+		{"following", []nemesis.Step{pause(0, 600, nil), pause(50, 100, &nemesis.Follow{Step: 1, Phase: nemesis.Ended})}, 2, 0, true},
+		{"by the clock", []nemesis.Step{pause(0, 600, nil), pause(650, 100, nil)}, 1, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Run(context.Background(), nil, memStore{t.TempDir()}, Test{
+				Recipe:  memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}),
+				Clients: 4, Time: 200 * time.Millisecond, Seed: 5, Quiet: 50 * time.Millisecond, PauseExtra: 50 * time.Millisecond,
+				Schedule: &nemesis.Schedule{Steps: tc.steps},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Faults[nemesis.ClientPause]; got != tc.dealt {
+				t.Errorf("%d client pauses dealt, want %d", got, tc.dealt)
+			}
+			p := out.Phases
+			if p.Undealt != tc.undealt || (p.ScheduleWaitMS > 0) != tc.waited {
+				t.Errorf("phases %+v: want undealt %d, waited %v", p, tc.undealt, tc.waited)
+			}
+			if tc.waited && (p.FaultsMS < 650 || !strings.Contains(p.String(), "waiting for a schedule that follows its windows")) {
+				t.Errorf("faults ran %d ms (want 650 or more: the first hold and the second's offset): %s", p.FaultsMS, p)
+			}
+		})
+	}
+}

@@ -2,11 +2,13 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/lockcheck/lockcheck/workload"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // WriteFindings renders docs/findings.md: every row with the verdict it
@@ -67,7 +69,11 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 				if st.Overlap {
 					kind += " (overlapping)"
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", kind, st.At.D(), st.For.D(), strings.Join(st.Nodes, ","), value)
+				at := st.At.D().String()
+				if f := st.After; f != nil {
+					at = fmt.Sprintf("%s after step %d %s", at, f.Step, f.Phase)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", kind, at, st.For.D(), strings.Join(st.Nodes, ","), value)
 			}
 		}
 		if len(byRow[r.Name]) > 0 {
@@ -141,6 +147,9 @@ func interval(r Row) string {
 func timing(r Row) string {
 	if len(r.Faults) == 0 {
 		return secs(r.Time)
+	}
+	if r.Schedule != nil && r.Schedule.Follows() {
+		return fmt.Sprintf("%s and on until its schedule is dealt (at most %s more)", secs(r.Time), secs(nemesis.FollowWait))
 	}
 	return fmt.Sprintf("%s, fault interval %s", secs(r.Time), secs(r.Interval))
 }

@@ -239,9 +239,13 @@ func (t Tally) AnomalyRange() (string, []string) {
 	return fmt.Sprintf("%d-%d", lo, hi), kinds
 }
 
-// Add counts one run's verdict and the fault windows it started (by kind),
-// and returns the row's kinds that were not injected.
-func (t *Tally) Add(row Row, v checker.Verdict, faults map[string]int) (missing []string) {
+// Add counts one run's verdict, the fault windows it started (by kind) and
+// the steps of its schedule it never dealt, and returns the row's kinds
+// that were not injected. A run that left a step of its row's schedule
+// undealt counts among those without every fault, as one missing a kind
+// does: a row whose schedule kills twice shows nothing of the second kill
+// in a run that dealt only the first.
+func (t *Tally) Add(row Row, v checker.Verdict, faults map[string]int, undealt int) (missing []string) {
 	t.Runs++
 	switch v {
 	case checker.Invalid:
@@ -256,7 +260,7 @@ func (t *Tally) Add(row Row, v checker.Verdict, faults map[string]int) (missing 
 			missing = append(missing, k)
 		}
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 || undealt > 0 {
 		t.NoFault++
 	}
 	return missing

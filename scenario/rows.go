@@ -41,21 +41,26 @@ var membershipCuts = nemesis.Schedule{Source: "issue 22: coordinator cuts inside
 
 // membershipKills deals the join and leave windows with a pinned
 // client's coordinator killed (SIGKILL, restarted 8 s later) inside each,
-// placed in the window's hold, after its first movement's streaming is
-// likely done (a bootstrap streams in 40-90 s at load 15-45, a
-// decommission in 20-35 s) and on a node that is not the one moving: the
-// spare n5 bootstraps, n1 is killed while the ring holds n5, then n5
-// decommissions; member n2 decommissions, n3 is killed while n2 is out,
-// then n2 bootstraps back. A movement waits for the ring to be whole (the
-// killed node back up, 20-60 s after its restart began) before it
-// starts, as an operator would, so the join window lasts until about 170
-// s; one a kill fails anyway is completed and recorded (the stop line's
-// resumed).
-var membershipKills = nemesis.Schedule{Source: "issue 22: coordinator kills inside range movements, by hand", Steps: []nemesis.Step{
-	{Kind: nemesis.Join, At: nemesis.Duration(2 * time.Second), For: nemesis.Duration(100 * time.Second), Value: []byte(`{"node":"n5"}`)},
-	{Kind: nemesis.Kill, At: nemesis.Duration(72 * time.Second), For: nemesis.Duration(8 * time.Second), Overlap: true, Nodes: []string{"n1"}},
-	{Kind: nemesis.Leave, At: nemesis.Duration(170 * time.Second), For: nemesis.Duration(60 * time.Second), Value: []byte(`{"node":"n2"}`)},
-	{Kind: nemesis.Kill, At: nemesis.Duration(215 * time.Second), For: nemesis.Duration(8 * time.Second), Overlap: true, Nodes: []string{"n3"}},
+// on a node that is not the one moving. The kills and the leave follow
+// the windows (Step.After), not the clock: at load 30-45 a bootstrap
+// began 52 s late and streams for 40-120 s, and a kill placed by the
+// clock landed in the stream (failing the bootstrap) while the leave was
+// never dealt before the run ended. So: the spare n5 bootstraps (step 1);
+// n1 is killed 10 s after n5's streaming is done, while the ring holds
+// n5 (the window holds it until 150 s after its start: 30 s or more after
+// a 120 s stream; a longer stream may put the kill in the decommission,
+// which the window completes and its stop line's resumed records); n5
+// decommissions once n1 is back (a movement waits for the ring to be
+// whole). Member n2 decommissions 5 s after that window ended; n3 is
+// killed 10 s after n2's streaming is done, while n2 is out; n2
+// bootstraps back once n3 is up. The run lasts the row's time (the
+// schedule's end if every movement were instant) and on until the last
+// window has ended, at most nemesis.FollowWait more.
+var membershipKills = nemesis.Schedule{Source: "issue 22: coordinator kills inside range movements, by hand; kills follow the movements", Steps: []nemesis.Step{
+	{Kind: nemesis.Join, At: nemesis.Duration(2 * time.Second), For: nemesis.Duration(150 * time.Second), Value: []byte(`{"node":"n5"}`)},
+	{Kind: nemesis.Kill, After: &nemesis.Follow{Step: 1, Phase: nemesis.Streamed}, At: nemesis.Duration(10 * time.Second), For: nemesis.Duration(8 * time.Second), Overlap: true, Nodes: []string{"n1"}},
+	{Kind: nemesis.Leave, After: &nemesis.Follow{Step: 1, Phase: nemesis.Ended}, At: nemesis.Duration(5 * time.Second), For: nemesis.Duration(100 * time.Second), Value: []byte(`{"node":"n2"}`)},
+	{Kind: nemesis.Kill, After: &nemesis.Follow{Step: 3, Phase: nemesis.Streamed}, At: nemesis.Duration(10 * time.Second), For: nemesis.Duration(8 * time.Second), Overlap: true, Nodes: []string{"n3"}},
 }}
 
 // Rows are every asserted row, in the order the tests run them. The
@@ -318,7 +323,7 @@ var Rows = []Row{
 	// a pinned client's coordinator killed and restarted inside each.
 	{
 		Name: "4n-1spare/lease-fenced/join+kill+leave/overlapping", Recipe: "lease-fenced", Faults: membershipKills.Kinds(), Cluster: spare,
-		Schedule: &membershipKills, Pin: true, Time: 230 * s, Interval: 10 * s, Seed: 22860,
+		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 22860,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "A coordinator of pinned clients killed (SIGKILL) while the ring holds a moved node: its clients' LWTs in flight " +
 			"end unknown and their next ones find no host until it is back (pinned clients do not fail over); a proposal it accepted " +
@@ -328,7 +333,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "4n-v2-1spare/lease-fenced/join+kill+leave/overlapping", Recipe: "lease-fenced", Faults: membershipKills.Kinds(), Cluster: spareV2,
-		Schedule: &membershipKills, Pin: true, Time: 230 * s, Interval: 10 * s, Seed: 22880,
+		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 22880,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Paxos v2, the same kills during the movements (Paxos repair on topology change on: a movement waits for the " +
 			"repair, which needs the killed node back or a quorum without it): fencing holds where measured.",

@@ -148,7 +148,7 @@ func TestTallyMet(t *testing.T) {
 	tally := func(row Row, vs ...checker.Verdict) Tally {
 		var t Tally
 		for _, v := range vs {
-			t.Add(row, v, injected)
+			t.Add(row, v, injected, 0)
 		}
 		return t
 	}
@@ -176,11 +176,17 @@ func TestTallyMet(t *testing.T) {
 	}
 
 	var tl Tally
-	if missing := tl.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1}); !slices.Equal(missing, []string{nemesis.ClientPause}) {
+	if missing := tl.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1}, 0); !slices.Equal(missing, []string{nemesis.ClientPause}) {
 		t.Errorf("missing = %v, want [client-pause]", missing)
 	}
 	if tl.NoFault != 1 || tl.Met(safe) {
 		t.Errorf("a valid run without its fault: %+v met %v, want NoFault 1 and not met", tl, tl.Met(safe))
+	}
+	// A run that dealt every kind but left a step of its schedule undealt
+	// (the second kill of a row that kills twice) shows no more of the row.
+	var part Tally
+	if missing := part.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1, nemesis.ClientPause: 1}, 1); len(missing) > 0 || part.NoFault != 1 || part.Met(safe) {
+		t.Errorf("a valid run with a step undealt: missing %v, %+v met %v, want NoFault 1 and not met", missing, part, part.Met(safe))
 	}
 }
 

@@ -143,6 +143,12 @@ func (s *search) fails(ctx context.Context, c Candidate) (bool, error) {
 // within its tries; its catch rate is measured over Confirm tries last.
 func Search(ctx context.Context, start Candidate, try Try, o Options) (Result, error) {
 	o.defaults()
+	if start.Schedule.Follows() {
+		// Dropping a step renumbers the steps that follow it, and moving
+		// the faults earlier would move a delay: the search works on a
+		// schedule by the clock, as a history's is (replay, shrink DIR).
+		return Result{}, errors.New("shrink: the schedule has steps that follow other windows (after): shrink the schedule of a run's history instead")
+	}
 	s := &search{try: try, o: o, start: time.Now()}
 	best := start.clone()
 	err := s.shrink(ctx, &best)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,6 +169,21 @@ func TestSearchStopsOnError(t *testing.T) {
 	}, Options{})
 	if !errors.Is(err, bad) || calls != 1 {
 		t.Errorf("err %v after %d calls", err, calls)
+	}
+}
+
+// A schedule whose steps follow windows is refused before any run:
+// dropping a step would renumber the steps that follow it.
+func TestSearchRefusesAFollowingSchedule(t *testing.T) {
+	c := start(4)
+	c.Schedule.Steps[1].After = &nemesis.Follow{Step: 1, Phase: nemesis.Ended}
+	calls := 0
+	_, err := Search(context.Background(), c, func(context.Context, Candidate) (bool, error) {
+		calls++
+		return true, nil
+	}, Options{})
+	if err == nil || strings.Contains(err.Error(), "\n") || calls != 0 {
+		t.Errorf("err %v after %d runs, want one line and none", err, calls)
 	}
 }
 

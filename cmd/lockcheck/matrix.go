@@ -279,7 +279,7 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 		if err != nil && v != checker.Invalid {
 			v = checker.Unknown // a run that broke vouches for nothing but an anomaly it saw
 		}
-		missing := res.Tally.Add(row, v, out.Faults)
+		missing := res.Tally.Add(row, v, out.Faults, out.Phases.Undealt)
 		if d, ok := firstAnomaly(out); ok && v == checker.Invalid {
 			res.firsts = append(res.firsts, d)
 		}
@@ -287,6 +287,9 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 		line := fmt.Sprintf("lockcheck matrix: %s run %d/%d (seed %d): %s, %d ops, %d anomalies", row.Name, r+1, repeat, tc.Seed, v, out.Ops, len(out.Result.Anomalies))
 		if len(missing) > 0 {
 			line += fmt.Sprintf("; no %s fault injected", strings.Join(missing, ", "))
+		}
+		if out.Phases.Undealt > 0 {
+			line += fmt.Sprintf("; %d of the schedule's steps never dealt", out.Phases.Undealt)
 		}
 		if out.Dir != "" {
 			line += "; " + out.Dir

@@ -62,12 +62,12 @@ func TestWriteRate(t *testing.T) {
 	}
 	res := rowRuns{Result: scenario.Result{Row: row}, loads: []float64{12.4, 30.6, 18}, first: 5}
 	for i, v := range []checker.Verdict{checker.Invalid, checker.Invalid, checker.Unknown} {
-		res.Tally.Add(row, v, map[string]int{"coord-partition": 1})
+		res.Tally.Add(row, v, map[string]int{"coord-partition": 1}, 0)
 		res.Tally.Saw(slices.Repeat([]checker.Anomaly{{Kind: "lost-add"}, {Kind: "overlapping-holds"}}, 3-i))
 	}
 	// A run in which the row's fault was never dealt is a run, and is
 	// recorded as one that shows nothing of the row.
-	res.Tally.Add(row, checker.Valid, map[string]int{})
+	res.Tally.Add(row, checker.Valid, map[string]int{}, 0)
 	var buf bytes.Buffer
 	if err := writeRate(&buf, row, res); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.lockURL, "lock-url", "", "your REST lock service, http://HOST:PORT, with seed 004's contract (docs: your own lock)")
 	fs.StringVar(&f.name, "name", "", "with --lock-cmd or --lock-url: the lock's name in the store and the report, lower-case words joined by dashes (default: --lock-cmd's program's base name, or its lock argument: python-lease for plugins/python-lease/run, shedlock for plugins/java-locks/run shedlock; http)")
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
-	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable; not with --nemesis")
+	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable (a step may follow an earlier window: the run then lasts until it is dealt); not with --nemesis")
 	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later), or a known-unsafe control (cluster up --help)")
