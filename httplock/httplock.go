@@ -165,6 +165,9 @@ func (d *Driver) Acquire(ctx context.Context, name, owner string) (workload.Gran
 		sent := time.Now()
 		a, err := d.do(ctx, http.MethodPut, d.lockURL(name, true), owner, 0)
 		switch {
+		case err != nil && pending != nil && ctx.Err() != nil:
+			// Cut off by the deadline after an earlier unknown outcome:
+			// that one's reason says more than the cut.
 		case err != nil:
 			pending = fmt.Errorf("acquire %q: %w", name, err)
 		case a.status == http.StatusCreated || a.status == http.StatusOK:
