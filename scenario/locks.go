@@ -119,8 +119,9 @@ var Catalogue = []Lock{
 			"retried (not idempotent). Reaper keeps no clock of a lead: it leads until a renew says otherwise.",
 		Fix: "Bound the leader's belief by its own clock (stop before the TTL, less a margin, counted from before the " +
 			"renew was sent) and fence the segment's writes with a token bumped with each lead.",
-		Advice: "A paused or partitioned Reaper can repair a segment another instance also repairs: harmless for repair " +
-			"itself (it is idempotent), but do not reuse this pattern for work that is not.",
+		Advice: "A paused Reaper, or one whose requests a partition or a killed node slows past the lead's TTL, can repair a " +
+			"segment another instance also repairs: harmless for repair itself (it is idempotent), but do not reuse this " +
+			"pattern for work that is not.",
 		Missing: "The run's TTL (whole seconds) replaces LEAD_DURATION 90 s; leader_id, a timeuuid, is a version-1 UUID " +
 			"made from the lock name; Reaper renews as its repair goes on, here at lockcheck's heartbeat. The paths are " +
 			"at the commits their header names (the DAO at b0c172a9bb03, the schema at 575145837044, the retry " +

@@ -36,9 +36,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * Reaper makes at start); the lock name becomes the leader_id (a timeuuid column: a version-1 UUID
  * made from the name's hash); the TTL is the run's in whole seconds, rounded up, in place of 90.
  * Reaper keeps no clock of its own for a lead: it leads until a renew says otherwise. The grant's
- * lease_ms is the TTL counted from when the statement was sent, which is when the row expires at
- * the latest; lockcheck's leader heartbeats at a fraction of it, where Reaper renews as its repair
- * goes on.
+ * lease_ms is the TTL counted from when the statement was sent: more than Reaper itself claims, and
+ * still up to a second past the row's expiry, which Cassandra counts in whole seconds from the
+ * replica's write (the catalogue's partition and kill rows show it). lockcheck's leader heartbeats
+ * at a fraction of it, where Reaper renews as its repair goes on.
  */
 final class ReaperLeader implements Lock {
   private CqlSession session;
