@@ -10,7 +10,9 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -32,8 +34,10 @@ import java.util.concurrent.ThreadLocalRandom;
  *       LWTs never are).
  * </ul>
  *
- * Mapped onto the protocol: each process is a Reaper instance (a random reaper_instance_id, as
- * Reaper makes at start); the lock name becomes the leader_id (a timeuuid column: a version-1 UUID
+ * Mapped onto the protocol: each process of the history (each owner) is a Reaper instance with a
+ * random reaper_instance_id, as Reaper makes at start; a replacement process is an instance
+ * restarted, so it gets an id of its own (sharing one made a client's replacement renew its
+ * predecessor's lead, which the checker rightly counts as two owners holding); the lock name becomes the leader_id (a timeuuid column: a version-1 UUID
  * made from the name's hash); the TTL is the run's in whole seconds, rounded up, in place of 90.
  * Reaper keeps no clock of its own for a lead: it leads until a renew says otherwise. The grant's
  * lease_ms is the TTL counted from when the statement was sent: more than Reaper itself claims, and
@@ -45,7 +49,7 @@ final class ReaperLeader implements Lock {
   private CqlSession session;
   private PreparedStatement take, renew, release;
   private int ttl;
-  private final UUID instanceId = UUID.randomUUID();
+  private final Map<String, UUID> instanceIds = new ConcurrentHashMap<>();
   private String instanceHost;
 
   @Override
@@ -101,7 +105,15 @@ final class ReaperLeader implements Lock {
             SimpleStatement.builder("DELETE FROM " + ks + "leader WHERE leader_id = ? IF reaper_instance_id = ?")
                 .setConsistencyLevel(ConsistencyLevel.QUORUM)
                 .build());
-    System.err.println("reaper: instance " + instanceId + " at " + instanceHost);
+  }
+
+  /** The instance id of owner's Reaper, made at its first request, as Reaper makes one at start. */
+  private UUID instance(String owner) {
+    return instanceIds.computeIfAbsent(owner, o -> {
+      UUID id = UUID.randomUUID();
+      System.err.println("reaper: instance " + id + " (" + o + ") at " + instanceHost);
+      return id;
+    });
   }
 
   /** A version-1 (time) UUID fixed by the lock name: leader_id is a timeuuid. */
@@ -122,11 +134,11 @@ final class ReaperLeader implements Lock {
     return true;
   }
 
-  private boolean takeLead(UUID id) {
+  private boolean takeLead(UUID id, UUID instanceId) {
     return session.execute(take.bind(id, instanceId, instanceHost, ttl)).wasApplied();
   }
 
-  private boolean renewLead(UUID id) {
+  private boolean renewLead(UUID id, UUID instanceId) {
     boolean applied = session.execute(renew.bind(ttl, instanceId, instanceHost, id, instanceId)).wasApplied();
     if (!applied) System.err.println("reaper: failed to renew lead on " + id);
     return applied;
@@ -135,12 +147,13 @@ final class ReaperLeader implements Lock {
   @Override
   public long acquire(String name, String owner, long deadline) throws Unknown, Failed {
     UUID id = leaderId(name);
+    UUID me = instance(owner);
     RuntimeException error = null; // an attempt that threw: it may have taken the lead
     long poll = 5;
     while (true) {
       long start = Lock.now();
       try {
-        if (takeLead(id) || renewLead(id)) return start + ttl * 1000L;
+        if (takeLead(id, me) || renewLead(id, me)) return start + ttl * 1000L;
       } catch (RuntimeException e) {
         error = e;
       }
@@ -158,7 +171,7 @@ final class ReaperLeader implements Lock {
     long start = Lock.now();
     boolean applied;
     try {
-      applied = renewLead(leaderId(name));
+      applied = renewLead(leaderId(name), instance(owner));
     } catch (RuntimeException e) {
       throw new Unknown("renewLead: " + e);
     }
@@ -170,7 +183,7 @@ final class ReaperLeader implements Lock {
   public void release(String name, String owner, long deadline) throws Unknown, Failed {
     boolean applied;
     try {
-      applied = session.execute(release.bind(leaderId(name), instanceId)).wasApplied();
+      applied = session.execute(release.bind(leaderId(name), instance(owner))).wasApplied();
     } catch (RuntimeException e) {
       throw new Unknown("releaseLead: " + e);
     }
