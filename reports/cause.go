@@ -63,8 +63,9 @@ var causeRules = []causeRule{
 					"while the holder was inside", v.Client, strings.TrimPrefix(v.Offset, "+")), true
 			}
 			return fmt.Sprintf("client %d's clock was %s off (client-clock): a lock that orders requests by client time "+
-				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside",
-				v.Client, strings.TrimPrefix(v.Offset, "+")), true
+				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside; "+
+				"one that writes its expiry as an instant of the client's clock (Astyanax's lock column) makes claims the others "+
+				"count expired as soon as they are written", v.Client, strings.TrimPrefix(v.Offset, "+")), true
 		}},
 	{fault: history.KindClock, anomalies: []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
@@ -229,6 +230,9 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 			if tl.aimedElsewhere(w, a.Processes...) {
 				continue
 			}
+			if w.Kind == history.KindClientClock && !clientClockBears(w, a, tl) {
+				continue
+			}
 			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) {
 				causes = append(causes, c)
 			}
@@ -274,4 +278,30 @@ func secondsText(d string) string {
 func offsetOf(d string) (time.Duration, bool) {
 	v, err := time.ParseDuration(strings.TrimPrefix(d, "+"))
 	return v, err == nil
+}
+
+// clientClockBears says whether a client-clock window can have caused a:
+// a skew acts through its client's own requests, so the window must have
+// begun before the anomaly did (for a lost add, before the add was
+// acknowledged, after which nothing can undo it but an overwrite) and, but
+// for a lost add, whose overwriter is another process, skew a client that
+// one of its processes may be.
+func clientClockBears(w faultView, a checker.Anomaly, tl *causeTimeline) bool {
+	v, ok := decode[history.ClientClockStart](w.Value, "client")
+	if !ok {
+		return false
+	}
+	by := a.Start
+	if a.Kind == checker.KindLostAdd {
+		for _, op := range a.Ops {
+			if op.F == history.FAdd && op.Type == history.OK {
+				by = op.Time
+			}
+		}
+		return w.Start <= by
+	}
+	if a.Kind == checker.KindNonLinearizable {
+		by = a.End
+	}
+	return w.Start <= by && tl.mayBeClient(v.Client, a.Processes...)
 }

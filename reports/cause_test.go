@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,6 +230,10 @@ func TestCauseFromTimeline(t *testing.T) {
 		return checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200), Ops: staleOps(addAt)}
 	}
 	cut := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: ms(2000), End: ms(5000)}}
+	skew := func(client int, offset string, from float64) faultView {
+		return faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientClock, Start: ms(from), End: ms(9000),
+			Value: json.RawMessage(fmt.Sprintf(`{"client":%d,"offset":%q}`, client, offset))}}
+	}
 	pause5 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(1100), End: ms(2900), Starts: 1,
 		Value: json.RawMessage(`{"client":0,"process":5,"lock":"l","ms":1800}`)}}
 	for _, tc := range []struct {
@@ -240,7 +245,7 @@ func TestCauseFromTimeline(t *testing.T) {
 		not    []string
 	}{
 		{"early expiry with no fault", overlap, nil, nil,
-			[]string{"the server let process 1's lease go before its own deadline", "0.8 s before process 1's deadline (3.000s", noFault}, nil},
+			[]string{"the lock let process 1's lease go before its own deadline", "0.8 s before process 1's deadline (3.000s", noFault}, nil},
 		{"early expiry is not a stalled holder", overlap, []faultView{pause1}, nil,
 			[]string{"before its own deadline", noFault}, []string{"stalled", "stood still"}},
 		{"early expiry under a skewed coordinator", overlap, []faultView{coordClock}, nil,
@@ -286,7 +291,7 @@ func TestCauseFromTimeline(t *testing.T) {
 				op(3, 1000, 1, history.Invoke, history.FAcquire), op(4, 2200, 1, history.OK, history.FAcquire, lease(3000)),
 				op(5, 2500, 1, history.Invoke, history.FAdd, value("5")), op(6, 4200, 1, history.OK, history.FAdd, value("5")),
 			}}, nil, nil,
-			[]string{"the server let process 2's lease go before its own deadline: process 1 was granted the lock at 2.200s, 0.8 s before"}, []string{"outlived"}},
+			[]string{"the lock let process 2's lease go before its own deadline: process 1 was granted the lock at 2.200s, 0.8 s before"}, []string{"outlived"}},
 		{"a write landing in no later term did not outlive it", checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200),
 			Ops: []history.Op{
 				op(1, 0, 2, history.Invoke, history.FAcquire), op(2, 50, 2, history.OK, history.FAcquire, lease(3000)),
@@ -294,6 +299,14 @@ func TestCauseFromTimeline(t *testing.T) {
 				op(5, 2500, 1, history.Invoke, history.FAdd, value("5")), op(6, 4200, 1, history.OK, history.FAdd, value("5")),
 			}}, []faultView{cut}, nil,
 			[]string{noFault}, []string{"outlived"}},
+		{"early expiry under a client clock behind", overlap, []faultView{skew(2, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, clients: 5},
+			[]string{"before its own deadline", "skewed client: client 2's clock ran 7s behind (client-clock, 1.000s – 9.000s)"}, []string{noFault}},
+		{"a client clock skewed elsewhere is not named", overlap, []faultView{skew(0, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, clients: 5},
+			[]string{"before its own deadline", noFault}, []string{"skewed client", "client 0"}},
+		{"a client clock skewed after the overlap began is not named", overlap, []faultView{skew(2, "-7s", 2500)}, &causeTimeline{ops: overlap.Ops, clients: 5},
+			[]string{noFault}, []string{"skewed client", "client-clock"}},
+		{"a client clock skewed after a lost add was acknowledged is not named", lost, []faultView{skew(4, "-7s", 2500)}, &causeTimeline{ops: lostOps, clients: 5},
+			[]string{"overwritten by process 5's add of 9"}, []string{"client-clock"}},
 		{"a lost add with no overwriter", lost, nil, &causeTimeline{ops: lostOps[1:3]}, []string{noFault}, nil},
 		// Every replica lost power after both adds: the later read lacks the
 		// overwriter's element too, so the power loss is the cause, not it.

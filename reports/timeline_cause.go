@@ -101,7 +101,7 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 	if !ok || a.Start >= g.deadline() {
 		return "", false
 	}
-	s := fmt.Sprintf("the server let process %d's lease go before its own deadline: process %d was granted the lock at %s, "+
+	s := fmt.Sprintf("the lock let process %d's lease go before its own deadline: process %d was granted the lock at %s, "+
 		"%.1f s before process %d's deadline (%s: its %s invoked at %s plus its %d ms lease)",
 		first, second, secs(a.Start), float64(g.deadline()-a.Start)/1e9, first, secs(g.deadline()), g.ok.F, secs(g.inv.Time), g.ok.LeaseMS)
 	var why []string
@@ -111,6 +111,12 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 			continue
 		}
 		if tl.aimedElsewhere(w, first, second) {
+			continue
+		}
+		if w.Kind == history.KindClientClock {
+			if m := clientExpiry(w, a.Start, tl, first, second); m != "" && !slices.Contains(why, m) {
+				why = append(why, m)
+			}
 			continue
 		}
 		if m := serverMechanism(w, a.Start); m != "" && !slices.Contains(why, m) {
@@ -386,4 +392,38 @@ func grantedEarly(a checker.Anomaly, faults []faultView, tl *causeTimeline) (str
 	}
 	overlap := checker.Anomaly{Kind: checker.KindOverlap, Lock: a.Lock, Processes: []int{q, p}, Start: mine.ok.Time, End: theirs.deadline(), Ops: a.Ops}
 	return earlyExpiry(overlap, faults, tl)
+}
+
+// clientExpiry is how a client-clock window let a grant in before the
+// holder's deadline, at at, or "" when the timeline does not support it:
+// the window must be open then and skew one of the two processes' clients
+// (a replacement process's client is unknown, so it stays possible). The
+// server kept no expiry for such a lock: the clients judged it by their
+// clocks.
+func clientExpiry(w faultView, at int64, tl *causeTimeline, processes ...int) string {
+	v, ok := decode[history.ClientClockStart](w.Value, "client")
+	if !ok || v.Offset == "" || w.Start > at || w.End < at {
+		return ""
+	}
+	if !tl.mayBeClient(v.Client, processes...) {
+		return ""
+	}
+	if strings.HasPrefix(v.Offset, "+") {
+		return fmt.Sprintf("skewed client: client %d's clock ran %s ahead (client-clock, %s – %s): a lock whose expiry is an instant of "+
+			"the client's clock (ShedLock's lockUntil, Astyanax's lock column) found the holder's lock expired early",
+			v.Client, strings.TrimPrefix(v.Offset, "+"), secs(w.Start), secs(w.End))
+	}
+	return fmt.Sprintf("skewed client: client %d's clock ran %s behind (client-clock, %s – %s): a lock that writes its expiry as an "+
+		"instant of the client's clock (Astyanax's lock column, ShedLock's lockUntil) made a claim the others counted expired "+
+		"as soon as it was written, so a contender was let in beside it", v.Client, strings.TrimPrefix(v.Offset, "-"), secs(w.Start), secs(w.End))
+}
+
+// mayBeClient says whether one of processes may be client c's: a client's
+// first process is c itself, and a replacement process's client is not
+// known (nor is any, when the run's client count is not).
+func (tl *causeTimeline) mayBeClient(c int, processes ...int) bool {
+	if tl == nil || tl.clients <= 0 {
+		return true
+	}
+	return slices.ContainsFunc(processes, func(p int) bool { return p == c || p >= tl.clients })
 }

@@ -700,16 +700,16 @@ var Rows = []Row{
 		Mechanism: "Sidecar counts its lease from the reply (Instant.now() plus the TTL); Cassandra counts the row's TTL in whole " +
 			"seconds from the write at the replica. Partitions slow the claims and extends (2 s where 0.1 s was usual), so the row " +
 			"expires before the holder's reckoning: a contender's claim applies while the holder still holds and writes " +
-			"(overlapping-holds of a few ms, stale-holder-write, lost-add). Asserted safe until measured: invalid in 3 of 5 runs " +
-			"of 30 s at load 3-10; the 9-of-10 bar is not yet shown at this length.",
+			"(overlapping-holds of 3-1560 ms, stale-holder-write, lost-add). Asserted safe until measured: invalid in 3 of 5 runs " +
+			"of 30 s at load 3-10, then in 10 of 10 of 60 s at load 4-46.",
 	},
 	{
 		Name: "sidecar/kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Kill}, Time: 60 * s, Interval: 3 * s, Seed: 6514,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "As under partitions: a killed replica slows the LWTs, and the row, whose TTL runs from the write in whole " +
 			"seconds, expires before the holder's reckoning from the reply; the next claim applies while the holder holds " +
-			"(overlapping-holds of 36-171 ms, up to 33 a run). Asserted safe until measured: invalid in 4 of 5 runs of 30 s at " +
-			"load 4-6; the 9-of-10 bar is not yet shown at this length.",
+			"(overlapping-holds of 1-1502 ms). Asserted safe until measured: invalid in 4 of 5 runs of 30 s at load 4-6, then in " +
+			"9 of 10 of 60 s at load 29-61.",
 	},
 	{
 		Name: "sidecar/coord-clock", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6515,
@@ -754,7 +754,7 @@ var Rows = []Row{
 	{
 		Name: "sidecar/partition/leader", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.Partition}, Workload: workload.ShapeLeader, Time: 30 * s, Interval: 3 * s, Seed: 6518,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "Asserted safe until measured (2026-11-24: invalid in 5 of 5 runs at load 27-46). An extend slowed by the cut " +
+		Mechanism: "Asserted safe until measured (2026-11-24: invalid in 10 of 10 runs at load 27-52). An extend slowed by the cut " +
 			"returns late, and Sidecar counts the lease from that reply while Cassandra counts the row's TTL in whole seconds from " +
 			"the write: the row expires first and a contender's claim applies while the leader still leads (overlapping-holds of " +
 			"59-1445 ms, the report's \"let the lease go before its own deadline\"), and the leader's writes land in its term.",
@@ -779,7 +779,7 @@ var Rows = []Row{
 	{
 		Name: "reaper/partition", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6523,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "Asserted safe until measured (2026-11-24: invalid in 4 of 5 runs at load 46-52). Reaper keeps no clock of a lead; " +
+		Mechanism: "Asserted safe until measured (2026-11-24: invalid in 8 of 10 runs at load 34-52; the 9-of-10 bar not met at 30 s). Reaper keeps no clock of a lead; " +
 			"lockcheck credits it with the TTL from each send, and the row, whose TTL Cassandra counts in whole seconds from the " +
 			"replica's write, can expire up to a second sooner, so a take applies while the holder holds (overlapping-holds of " +
 			"140-585 ms); and a write slowed by the cut past the lease lands in the next holder's term, which nothing fences " +
@@ -788,12 +788,14 @@ var Rows = []Row{
 	{
 		Name: "reaper/kill", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.Kill}, Time: 60 * s, Interval: 3 * s, Seed: 6524,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		// Runs of 30 s (2026-11-24, load 5-35): invalid in 3 of 5, one overlap
-		// each; 60 s deals twice the kills.
+		// Runs of 30 s (2026-11-24, load 5-41): invalid in 3 of 5, one overlap
+		// each; at 60 s (load 37-46) 6 of 10: the bar is not met, a kill must
+		// slow a holder's write into the last second of its lease.
 		Mechanism: "Reaper keeps no clock of a lead; lockcheck credits it with the TTL from each statement's send, yet Cassandra " +
 			"counts the row's TTL in whole seconds from the replica's write, so the row can expire up to a second sooner. A kill " +
 			"slows the holder's writes (an add of 2.7 s) past that moment, and another instance's INSERT ... IF NOT EXISTS " +
-			"takes the lead while it still writes (overlapping-holds of 0.1-0.6 s, stale-holder-write).",
+			"takes the lead while it still writes (overlapping-holds of 40-567 ms, stale-holder-write). Caught in 6 of 10 runs of " +
+			"60 s: the 9-of-10 bar is not met.",
 	},
 	{
 		Name: "reaper/coord-clock", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6525,
@@ -816,7 +818,7 @@ var Rows = []Row{
 	{
 		Name: "reaper/partition/leader", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.Partition}, Workload: workload.ShapeLeader, Time: 30 * s, Interval: 3 * s, Seed: 6528,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "Asserted safe until measured (2026-11-24: invalid in 4 of 5 runs at load 37-47). A renew that times out ends " +
+		Mechanism: "Asserted safe until measured (2026-11-24: invalid in 8 of 10 runs at load 23-48; the 9-of-10 bar not met at 30 s). A renew that times out ends " +
 			"the leader's work, as Reaper's segment runner does, but a renew that applies late leaves a lead whose row expires, in " +
 			"whole seconds from the replica's write, before the TTL counted from the send: a contender takes it while the leader " +
 			"still leads (overlapping-holds up to 812 ms).",
@@ -835,10 +837,17 @@ var Rows = []Row{
 			"stale-holder-write).",
 	},
 	{
-		Name: "astyanax/client-clock", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientClock}, Time: 20 * s, Interval: 3 * s, Seed: 6532,
-		Want: checker.Valid, Tier: Full,
-		Mechanism: "A contender whose clock is behind sees every live column unexpired and backs off; when it does win, its own " +
-			"column's expiry is early for the others, which then count it stale: not seen here.",
+		// Asserted safe until a run of five at the default skews (1-30 s,
+		// 5 clients, 2026-11-24, load 29-37) was invalid: seed 6533, client
+		// 3 at -7.25 s. Skews past the 3 s timeout and two clients make the
+		// skewed one win often enough for a rate.
+		Name: "astyanax/client-clock", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientClock},
+		SkewMin: 4 * s, SkewMax: 10 * s, Clients: 2, Time: 20 * s, Interval: 3 * s, Seed: 6532,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A contender whose clock is behind by more than the lock timeout writes a lock column whose expiry is already " +
+			"past on every other client's clock: the others count it stale as soon as it is written and walk past it, while it " +
+			"counts theirs live and mostly backs off. When it does get in (its read racing another's write, or a free row), " +
+			"another contender enters beside it (overlapping-holds, lost-add).",
 	},
 	{
 		// With the default skews (1-30 s, log-uniform) 3 of 4 runs were
