@@ -140,8 +140,12 @@ var Catalogue = []Lock{
 			"(`UPDATE executions ... IF range_id = ?`), and every write is a logged batch carrying " +
 			"`UPDATE executions SET range_id = ? ... IF range_id = ?` in the shard's partition (LOCAL_QUORUM, " +
 			"LOCAL_SERIAL). Holds may overlap (a shard is stolen, not waited for); a stale owner can write nothing.",
+		Fix: "Acknowledge only synced writes where one power cut can take every replica (one rack, one power domain): " +
+			"commitlog_sync batch, or replicas spread over power domains.",
 		Advice: "The pattern to copy: fencing kept in the data, checked in the same Paxos round as the write it guards. " +
-			"It holds only for data in the fenced partition.",
+			"It holds only for data in the fenced partition, and only as long as the data: on Cassandra's default " +
+			"commitlog (periodic) a power cut of every replica at once undid acknowledged shard writes and moved range_id " +
+			"back; on commitlog_sync batch it held.",
 		Missing: "The shard's ShardInfo protobuf is JSON ({shard_id, range_id, owner}); the protected set is one " +
 			"workflow execution's blob. Hosts are given shards by a membership ring, here every client steals.",
 	},
