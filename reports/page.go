@@ -268,8 +268,8 @@ func secs(ns int64) string {
 func viewAnomaly(n int, a checker.Anomaly, faults []faultView, tl *causeTimeline) anomalyView {
 	v := anomalyView{N: n, A: a, Window: secs(a.Start) + " – " + secs(a.End), Faults: activeFaults(faults, a.Start, a.End), Cause: likelyCause(a, faults, tl)}
 	// A lost add's table shows the write that overwrote it, where the cause
-	// names it.
-	if w, kept, ok := overwriter(a, tl); ok && (kept || strings.HasPrefix(v.Cause, "overwritten by")) {
+	// names it (likelyCause puts that sentence first when it does).
+	if w, _, ok := overwriter(a, tl); ok && strings.HasPrefix(v.Cause, overwrittenBy) {
 		a.Ops = append(slices.Clone(a.Ops), w...)
 		slices.SortStableFunc(a.Ops, func(x, y history.Op) int { return cmp.Compare(x.Index, y.Index) })
 	}

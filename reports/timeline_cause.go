@@ -276,6 +276,10 @@ func overwriter(a checker.Anomaly, tl *causeTimeline) (ops []history.Op, kept, o
 	return []history.Op{best.inv, best.ret}, best.kept, true
 }
 
+// overwrittenBy opens the sentence naming a lost add's overwriter: a cause
+// that starts with it names one, and the page then shows its operations.
+const overwrittenBy = "overwritten by"
+
 // lostAddCause names the write that overwrote a lost add, and why it was
 // stale where the timeline says (its process stalled: client-pause).
 // certain is false when the overwriter's own element is missing from the
@@ -287,7 +291,7 @@ func lostAddCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s s
 		return "", false, false
 	}
 	inv, ret := w[0], w[1]
-	s = fmt.Sprintf("overwritten by process %d's add of %s (invoked at %s, before this add was acknowledged, and %s at %s, after it): "+
+	s = fmt.Sprintf(overwrittenBy+" process %d's add of %s (invoked at %s, before this add was acknowledged, and %s at %s, after it): "+
 		"its read-modify-write read the set without this element and wrote it back", inv.Process, string(ret.Value), secs(inv.Time), ret.Type, secs(ret.Time))
 	for _, f := range faults {
 		if f.Kind != history.KindClientPause || f.Start > ret.Time || f.End < inv.Time {
