@@ -307,3 +307,28 @@ func FuzzFastParseAgrees(f *testing.F) {
 		}
 	})
 }
+
+func TestMetaClientOf(t *testing.T) {
+	perClient := &Meta{Config: map[string]string{"clients": "5", ConfigProcesses: ProcessesPerClient}}
+	inOrder := &Meta{Config: map[string]string{"clients": "5"}}
+	for _, tc := range []struct {
+		name   string
+		meta   *Meta
+		p      int
+		client int
+		known  bool
+	}{
+		{"a client's first process", perClient, 3, 3, true},
+		{"a replacement, per client", perClient, 13, 3, true},
+		{"a first process, numbered in order", inOrder, 4, 4, true},
+		{"a replacement numbered in order is no client's", inOrder, 7, 0, false},
+		{"no client count", &Meta{}, 1, 0, false},
+		{"no meta", nil, 1, 0, false},
+		{"the nemesis", perClient, NemesisProcess, 0, false},
+	} {
+		c, known := tc.meta.ClientOf(tc.p)
+		if c != tc.client || known != tc.known {
+			t.Errorf("%s: ClientOf(%d) = %d, %t; want %d, %t", tc.name, tc.p, c, known, tc.client, tc.known)
+		}
+	}
+}

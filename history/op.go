@@ -6,6 +6,7 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -121,6 +122,35 @@ type Meta struct {
 	// did not make and does not heal (a foreign iptables rule, a node
 	// down for a cause it cannot undo): the run went on over it.
 	Foreign []Foreign `json:"foreign,omitempty"`
+}
+
+// ConfigProcesses is the meta config key that says how the history numbers
+// its processes; ProcessesPerClient, Jepsen's numbering: client c's first
+// process is c and each replacement adds the client count ("clients").
+const (
+	ConfigProcesses    = "processes"
+	ProcessesPerClient = "per-client"
+)
+
+// ClientOf is process p's client, and whether the history says: under
+// ProcessesPerClient, p mod clients; in a history without it, a client's
+// first process only (its replacements were numbered in the order they were
+// needed, which ties them to no client).
+func (m *Meta) ClientOf(p int) (int, bool) {
+	if m == nil || p < 0 {
+		return 0, false
+	}
+	clients, err := strconv.Atoi(m.Config["clients"])
+	if err != nil || clients <= 0 {
+		return 0, false
+	}
+	if m.Config[ConfigProcesses] == ProcessesPerClient {
+		return p % clients, true
+	}
+	if p >= clients {
+		return 0, false
+	}
+	return p, true
 }
 
 // RunPhases is the value of the FPhases line: how long the run asked to be

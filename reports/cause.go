@@ -201,6 +201,22 @@ func decode[T any](raw json.RawMessage, required ...string) (T, bool) {
 // history's operations, nil when not at hand) and the fault windows active
 // in its span, or noFault when neither supports a mechanism.
 func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string {
+	s := faultCause(a, faults, tl)
+	same, ok := sameClient(a, tl)
+	switch {
+	case !ok:
+		return s
+	case s == noFault:
+		return same
+	}
+	// The history does not say whether the lock tells one client's
+	// processes apart: if it does, the other mechanisms stand.
+	return same + "; or, if the lock tells the two processes apart, " + s
+}
+
+// faultCause is likelyCause's sentence from the faults and the timeline,
+// as if the anomaly's processes were two clients.
+func faultCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string {
 	if s, ok := earlyExpiry(a, faults, tl); ok {
 		return s
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,24 +93,38 @@ func TestLikelyCause(t *testing.T) {
 	}
 }
 
+// numbered is a meta line of a run of clients whose processes are numbered
+// as processes says (history.ConfigProcesses; "": in the order needed).
+func numbered(clients int, processes string) *history.Meta {
+	m := &history.Meta{Config: map[string]string{"clients": strconv.Itoa(clients)}}
+	if processes != "" {
+		m.Config[history.ConfigProcesses] = processes
+	}
+	return m
+}
+
 // A coordinator cut is named for an anomaly only when it served one of its
 // processes, or when one of them is a replacement whose client the history
 // does not record.
 func TestAimedWindowNamedForItsClients(t *testing.T) {
 	cut := []faultView{{FaultWindow: history.FaultWindow{Kind: history.KindCoordPartition, Start: 0, End: 100,
 		Value: json.RawMessage(`{"node":"n3","clients":[2],"others":{"n2":[1,4],"n1":[0,3]},"grudge":{}}`)}}}
-	five := &causeTimeline{clients: 5}
+	five := &causeTimeline{meta: numbered(5, "")}
+	perClient := &causeTimeline{meta: numbered(5, history.ProcessesPerClient)}
 	for _, tc := range []struct {
 		name      string
 		processes []int
 		named     bool
+		tl        *causeTimeline
 	}{
-		{"client 2 is pinned to the cut node", []int{2, 0}, true},
-		{"clients 0 and 1 are pinned elsewhere", []int{0, 1}, false},
-		{"process 7 is a replacement: possible", []int{0, 7}, true},
+		{"client 2 is pinned to the cut node", []int{2, 0}, true, five},
+		{"clients 0 and 1 are pinned elsewhere", []int{0, 1}, false, five},
+		{"process 7 is a replacement of a client not said: possible", []int{0, 7}, true, five},
+		{"process 7 is client 2's replacement", []int{0, 7}, true, perClient},
+		{"process 6 is client 1's replacement, pinned elsewhere", []int{0, 6}, false, perClient},
 	} {
 		a := checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 30, Processes: tc.processes}
-		got := likelyCause(a, cut, five)
+		got := likelyCause(a, cut, tc.tl)
 		if named := strings.Contains(got, "node n3, the coordinator of client 2"); named != tc.named {
 			t.Errorf("%s: likelyCause = %q, named %t, want %t", tc.name, got, named, tc.named)
 		}
@@ -173,6 +188,15 @@ func TestCauseFromTimeline(t *testing.T) {
 		}}
 	coordClock := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(1000), End: ms(5000),
 		Value: json.RawMessage(`{"node":"n2","clients":[2],"offset":"+4s","lease":"3s"}`)}}
+	// Process 1's renew at 1 s has an unknown outcome; its client goes on
+	// as process 6 (of 5 clients, numbered per client) and is granted at
+	// 2.2 s, inside process 1's lease.
+	replaced := checker.Anomaly{Kind: checker.KindOverlap, Lock: "l", Processes: []int{1, 6}, Start: ms(2200), End: ms(3000),
+		Ops: []history.Op{
+			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 400, 1, history.OK, history.FAcquire, lease(3000)),
+			op(3, 1000, 1, history.Invoke, history.FRenew), op(4, 1500, 1, history.Info, history.FRenew),
+			op(5, 2100, 6, history.Invoke, history.FAcquire), op(6, 2200, 6, history.OK, history.FAcquire, lease(3000)),
+		}}
 	// Process 1 is granted at 3 s (deadline 6 s), process 2 at 4 s: after a
 	// coord-clock window that ended at 2.5 s, within its 4 s offset.
 	late := checker.Anomaly{Kind: checker.KindOverlap, Lock: "l", Processes: []int{1, 2}, Start: ms(4000), End: ms(4100),
@@ -244,21 +268,30 @@ func TestCauseFromTimeline(t *testing.T) {
 		want   []string
 		not    []string
 	}{
+		{"one client's replacement granted in its predecessor's lease", replaced, nil,
+			&causeTimeline{ops: replaced.Ops, meta: numbered(5, history.ProcessesPerClient)},
+			[]string{"process 6 is client 1's replacement for process 1, whose renew had an unknown outcome at 1.500s",
+				"or, if the lock tells the two processes apart, the lock let process 1's lease go before its own deadline"}, nil},
+		{"a replacement whose client the history does not say is another client", replaced, nil,
+			&causeTimeline{ops: replaced.Ops, meta: numbered(5, "")},
+			[]string{"the lock let process 1's lease go before its own deadline"}, []string{"replacement", "one client"}},
+		{"two clients are not one", overlap, nil, &causeTimeline{ops: overlap.Ops, meta: numbered(5, history.ProcessesPerClient)},
+			[]string{"the lock let process 1's lease go"}, []string{"one client"}},
 		{"early expiry with no fault", overlap, nil, nil,
 			[]string{"the lock let process 1's lease go before its own deadline", "0.8 s before process 1's deadline (3.000s", noFault}, nil},
 		{"early expiry is not a stalled holder", overlap, []faultView{pause1}, nil,
 			[]string{"before its own deadline", noFault}, []string{"stalled", "stood still"}},
 		{"early expiry under a skewed coordinator", overlap, []faultView{coordClock}, nil,
 			[]string{"skewed coordinator: node n2, the coordinator of client 2, ran 4.0 s ahead"}, []string{noFault}},
-		{"a coordinator cut elsewhere is not named", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, clients: 5},
+		{"a coordinator cut elsewhere is not named", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
 			[]string{"before its own deadline", noFault}, []string{"cut coordinator"}},
-		{"a coordinator cut elsewhere, a replacement process: possible", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, clients: 2},
+		{"a coordinator cut elsewhere, a replacement process: possible", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, meta: numbered(2, "")},
 			[]string{"cut coordinator: node n1"}, []string{noFault}},
-		{"the cut coordinator of one of them", overlap, []faultView{cutN2}, &causeTimeline{ops: overlap.Ops, clients: 5},
+		{"the cut coordinator of one of them", overlap, []faultView{cutN2}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
 			[]string{"cut coordinator: node n2"}, []string{noFault}},
-		{"the skewed coordinator of one of them", overlap, []faultView{coordClock}, &causeTimeline{ops: overlap.Ops, clients: 5},
+		{"the skewed coordinator of one of them", overlap, []faultView{coordClock}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
 			[]string{"skewed coordinator: node n2"}, []string{noFault}},
-		{"a skewed coordinator elsewhere is not named", overlap, []faultView{clockN1}, &causeTimeline{ops: overlap.Ops, clients: 5},
+		{"a skewed coordinator elsewhere is not named", overlap, []faultView{clockN1}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
 			[]string{noFault}, []string{"skewed coordinator"}},
 		{"a skewed coordinator acts ahead after its reset", late, []faultView{clockWindow("+4s")}, nil,
 			[]string{"skewed coordinator: node n2", "1.5 s before this grant", "monotonic"}, []string{noFault}},
@@ -299,13 +332,13 @@ func TestCauseFromTimeline(t *testing.T) {
 				op(5, 2500, 1, history.Invoke, history.FAdd, value("5")), op(6, 4200, 1, history.OK, history.FAdd, value("5")),
 			}}, []faultView{cut}, nil,
 			[]string{noFault}, []string{"outlived"}},
-		{"early expiry under a client clock behind", overlap, []faultView{skew(2, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, clients: 5},
+		{"early expiry under a client clock behind", overlap, []faultView{skew(2, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
 			[]string{"before its own deadline", "skewed client: client 2's clock ran 7s behind (client-clock, 1.000s – 9.000s)"}, []string{noFault}},
-		{"a client clock skewed elsewhere is not named", overlap, []faultView{skew(0, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, clients: 5},
+		{"a client clock skewed elsewhere is not named", overlap, []faultView{skew(0, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
 			[]string{"before its own deadline", noFault}, []string{"skewed client", "client 0"}},
-		{"a client clock skewed after the overlap began is not named", overlap, []faultView{skew(2, "-7s", 2500)}, &causeTimeline{ops: overlap.Ops, clients: 5},
+		{"a client clock skewed after the overlap began is not named", overlap, []faultView{skew(2, "-7s", 2500)}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
 			[]string{noFault}, []string{"skewed client", "client-clock"}},
-		{"a client clock skewed after a lost add was acknowledged is not named", lost, []faultView{skew(4, "-7s", 2500)}, &causeTimeline{ops: lostOps, clients: 5},
+		{"a client clock skewed after a lost add was acknowledged is not named", lost, []faultView{skew(4, "-7s", 2500)}, &causeTimeline{ops: lostOps, meta: numbered(5, "")},
 			[]string{"overwritten by process 5's add of 9"}, []string{"client-clock"}},
 		{"a lost add with no overwriter", lost, nil, &causeTimeline{ops: lostOps[1:3]}, []string{noFault}, nil},
 		// Every replica lost power after both adds: the later read lacks the

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -187,10 +186,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		}
 	}
 	faults, marks := faultViews(ops, res.Meta, end)
-	tl := &causeTimeline{ops: ops}
-	if res.Meta != nil {
-		tl.clients, _ = strconv.Atoi(res.Meta.Config["clients"])
-	}
+	tl := &causeTimeline{ops: ops, meta: res.Meta}
 	// At most maxPerKind of each kind in full (the checker puts the
 	// likeliest causes first); the rest are counted.
 	perKind := map[string]*kindCount{}

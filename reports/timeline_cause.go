@@ -23,10 +23,17 @@ const noFault = "no fault explains this"
 // history's operations, in order.
 type causeTimeline struct {
 	ops []history.Op
-	// clients is the run's client count (meta's config), 0 when unknown.
-	// Client c's first process is c; a replacement process gets a new
-	// number the history does not tie to its client.
-	clients int
+	// meta ties processes to clients (history.Meta.ClientOf); nil when
+	// the history has no meta line.
+	meta *history.Meta
+}
+
+// clientOf is process p's client, and whether the history says.
+func (tl *causeTimeline) clientOf(p int) (int, bool) {
+	if tl == nil {
+		return 0, false
+	}
+	return tl.meta.ClientOf(p)
 }
 
 // pinnedTo is the clients pinned to the coordinator a window aims at
@@ -45,18 +52,19 @@ func pinnedTo(w faultView) ([]int, bool) {
 
 // aimedElsewhere says whether a window aimed at one coordinator (coord-
 // partition, coord-clock: its clients pinned there) served none of the
-// anomaly's processes: all are clients' first processes, known to be
-// pinned elsewhere. Its mechanism acts through that coordinator's requests,
-// so the timeline does not support it as this anomaly's cause. A process
-// whose client is unknown (a replacement) leaves the window possible, as
-// does a window not aimed at a coordinator.
+// anomaly's processes: all are known to be clients pinned elsewhere. Its
+// mechanism acts through that coordinator's requests, so the timeline does
+// not support it as this anomaly's cause. A process whose client the
+// history does not say leaves the window possible, as does a window not
+// aimed at a coordinator.
 func (tl *causeTimeline) aimedElsewhere(w faultView, processes ...int) bool {
 	aimed, ok := pinnedTo(w)
-	if !ok || tl == nil || tl.clients <= 0 {
+	if !ok || len(processes) == 0 {
 		return false
 	}
 	for _, p := range processes {
-		if p < 0 || p >= tl.clients || slices.Contains(aimed, p) {
+		c, known := tl.clientOf(p)
+		if !known || slices.Contains(aimed, c) {
 			return false
 		}
 	}
@@ -86,6 +94,38 @@ func lastGrant(ops []history.Op, p int) (grantOf, bool) {
 		}
 	}
 	return grantOf{}, false
+}
+
+// sameClient explains an overlap between one client's two processes: the
+// first's operation had an unknown outcome, so its hold counts until its
+// lease ends, and the client went on under the second, which the lock
+// granted meanwhile. A lock that names its holder by something the client
+// keeps (a host id, an instance name) grants a restarted client what its
+// predecessor held: one owner to the lock, two processes to the history,
+// and the predecessor's operation may still land.
+func sameClient(a checker.Anomaly, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindOverlap || len(a.Processes) < 2 || tl == nil {
+		return "", false
+	}
+	first, second := a.Processes[0], a.Processes[1]
+	c1, ok1 := tl.clientOf(first)
+	c2, ok2 := tl.clientOf(second)
+	if !ok1 || !ok2 || c1 != c2 {
+		return "", false
+	}
+	var unknown history.Op
+	for _, op := range tl.ops {
+		if op.Process == first && op.Type == history.Info && op.Time <= a.Start {
+			unknown = op
+		}
+	}
+	if unknown.F == "" {
+		return "", false
+	}
+	return fmt.Sprintf("one client's two processes: process %d is client %d's replacement for process %d, whose %s had an unknown outcome "+
+		"at %s, so its hold counts until its lease ends; the lock granted the replacement meanwhile, as a lock that names its holder by "+
+		"what a restarted client keeps (a host id, an instance name) does: the predecessor's operation in flight may still land in "+
+		"its successor's hold", second, c1, first, unknown.F, secs(unknown.Time)), true
 }
 
 // earlyExpiry explains an overlap that began before the first holder's own
@@ -422,12 +462,12 @@ func clientExpiry(w faultView, at int64, tl *causeTimeline, processes ...int) st
 		"as soon as it was written, so a contender was let in beside it", v.Client, strings.TrimPrefix(v.Offset, "-"), secs(w.Start), secs(w.End))
 }
 
-// mayBeClient says whether one of processes may be client c's: a client's
-// first process is c itself, and a replacement process's client is not
-// known (nor is any, when the run's client count is not).
+// mayBeClient says whether one of processes may be client c's: it is, or
+// the history does not say whose it is (nor whose processes are, when the
+// anomaly names none).
 func (tl *causeTimeline) mayBeClient(c int, processes ...int) bool {
-	if tl == nil || tl.clients <= 0 {
-		return true
-	}
-	return slices.ContainsFunc(processes, func(p int) bool { return p == c || p >= tl.clients })
+	return len(processes) == 0 || slices.ContainsFunc(processes, func(p int) bool {
+		pc, known := tl.clientOf(p)
+		return !known || pc == c
+	})
 }

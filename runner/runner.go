@@ -245,6 +245,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		Config: map[string]string{
 			"workload": t.Workload, "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
 			"time": t.Time.String(), "ttl": t.TTL.String(), "interval": t.Interval.String(),
+			history.ConfigProcesses: history.ProcessesPerClient,
 		},
 	}
 	if t.pins != nil {

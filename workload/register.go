@@ -46,11 +46,10 @@ type RegisterWorkload struct {
 	rec    Recorder
 	keys   []string
 	val    atomic.Int64 // last value written: values are unique in a run
-	procs  atomic.Int64
+	procs  *processes
 
-	mu      sync.Mutex
-	process []int
-	last    map[string]int64 // the latest value some client saw on a key, to aim the CASes
+	mu   sync.Mutex       // guards last
+	last map[string]int64 // the latest value some client saw on a key, to aim the CASes
 }
 
 // NewRegister makes a register workload on the keys WithLocks names (the
@@ -75,11 +74,7 @@ func NewRegister(newReg NewRegisterFunc, rec Recorder, opts ...Option) (*Registe
 		return nil, errors.New("workload: timeouts must be positive")
 	}
 	w := &RegisterWorkload{cfg: cfg, newReg: newReg, rec: rec, keys: cfg.locks, last: map[string]int64{}}
-	w.process = make([]int, cfg.clients)
-	for i := range w.process {
-		w.process[i] = i
-	}
-	w.procs.Store(int64(cfg.clients) - 1)
+	w.procs = newProcesses(cfg.clients)
 	return w, nil
 }
 
@@ -124,11 +119,7 @@ func (w *RegisterWorkload) client(ctx context.Context, i int, reg Register) erro
 	return nil
 }
 
-func (w *RegisterWorkload) proc(i int) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.process[i]
-}
+func (w *RegisterWorkload) proc(i int) int { return w.procs.of(i) }
 
 // saw notes a value some client saw on key: the next CASes expect it.
 func (w *RegisterWorkload) saw(key string, v int64, row bool) {
@@ -176,9 +167,7 @@ func (w *RegisterWorkload) unknown(i, proc int, f, key string, v json.RawMessage
 	if err := w.done(proc, history.Info, f, key, v, opErr); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	w.process[i] = int(w.procs.Add(1))
-	w.mu.Unlock()
+	w.procs.next(i)
 	return nil
 }
 
@@ -256,10 +245,10 @@ func (w *RegisterWorkload) write(i, proc int, f, key string, inv history.RegValu
 // few times: the last word on what every key holds.
 func (w *RegisterWorkload) FinalReads(ctx context.Context, reg Register) error {
 	var errs []error
-	for _, key := range w.keys {
+	for k, key := range w.keys {
 		var last error
 		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
-			proc := int(w.procs.Add(1))
+			proc := w.procs.next(k % w.cfg.clients)
 			if err := w.invoke(proc, history.FRegRead, key, nil); err != nil {
 				return err
 			}

@@ -121,14 +121,12 @@ type Workload struct {
 	clocks []*SkewClock
 	ctl    *Control     // the client faults' door (Control)
 	elem   atomic.Int64 // last element added: elements are unique in a run
-	procs  atomic.Int64 // process numbers handed out beyond the clients' first
 	ok     atomic.Int64
 	fail   atomic.Int64
 	info   atomic.Int64
 	acq    atomic.Int64
 
-	mu      sync.Mutex
-	process []int // client -> current process number
+	procs *processes
 }
 
 // New makes a workload. newLock is called once per client when Run starts.
@@ -166,12 +164,10 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 	}
 	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec}
 	w.clocks = make([]*SkewClock, cfg.clients)
-	w.process = make([]int, cfg.clients)
+	w.procs = newProcesses(cfg.clients)
 	for i := range w.clocks {
 		w.clocks[i] = &SkewClock{}
-		w.process[i] = i
 	}
-	w.procs.Store(int64(cfg.clients) - 1)
 	w.ctl = newControl(w.clocks, cfg.log)
 	return w, nil
 }
@@ -187,9 +183,7 @@ func (w *Workload) Clock(i int) *SkewClock { return w.clocks[i] }
 
 // Process is client i's current process number.
 func (w *Workload) Process(i int) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.process[i]
+	return w.procs.of(i)
 }
 
 // Stats returns the running counts.
@@ -390,9 +384,7 @@ func (w *Workload) complete(i int, inv history.Op, opErr error, value json.RawMe
 		return "", err
 	}
 	if t == history.Info && i >= 0 {
-		w.mu.Lock()
-		w.process[i] = int(w.procs.Add(1))
-		w.mu.Unlock()
+		w.procs.next(i)
 	}
 	return t, nil
 }
@@ -418,10 +410,10 @@ func (w *Workload) record(op history.Op) error {
 // checker compares acknowledged adds with.
 func (w *Workload) FinalReads(ctx context.Context) error {
 	var errs []error
-	for _, name := range w.cfg.locks {
+	for k, name := range w.cfg.locks {
 		var last error
 		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
-			proc := int(w.procs.Add(1))
+			proc := w.procs.next(k % w.cfg.clients)
 			_, err := w.invoke(proc, history.FRead, name, nil)
 			if err != nil {
 				return err
