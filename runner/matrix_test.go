@@ -109,36 +109,33 @@ func runRow(t *testing.T, env Env, store string, row scenario.Row, r int, tally 
 	return out
 }
 
-// unsafeTries is how many runs a known-unsafe row gets in a once-through
-// matrix (make test) to be caught. Its rate in docs/findings.md is 9 or 10
-// of 10 where it was measured, but make test's two streams load the machine
-// more, and one miss among a dozen unsafe rows would fail CI often: one did
-// (bakery/client-clock/shrunk, 7 of 10 at load 12-16 before its schedule
-// was widened). A row caught in none of three runs has lost the power the
-// table claims. A safe row gets one run: a false alarm is never retried.
-const unsafeTries = 3
-
 // judgeOnce runs row once, a known-unsafe row until it is caught (at most
-// unsafeTries runs, seeds row.Seed+0, +1, +2), and fails the test when the
-// row misses its expectation.
+// row.Tries() runs, seeds row.Seed+0, +1, ...: make test's two streams load
+// the machine more than the measurement did, and one miss among a dozen
+// unsafe rows would fail CI often), and fails the test when the row misses
+// its expectation. A safe row gets one run: a false alarm is never retried.
 func judgeOnce(t *testing.T, env Env, store string, row scenario.Row) {
 	t.Helper()
-	for r := range unsafeTries {
+	tries := 1
+	if row.Unsafe {
+		tries = row.Tries()
+	}
+	for r := range tries {
 		var tally scenario.Tally
 		out := runRow(t, env, store, row, r, &tally)
 		switch {
 		case tally.Met(row):
 			if r > 0 {
-				t.Logf("%s: caught in run %d of %d", row.Name, r+1, unsafeTries)
+				t.Logf("%s: caught in run %d of %d", row.Name, r+1, tries)
 			}
 			return
 		case !row.Unsafe || tally.NoFault > 0:
 			t.Errorf("%s: verdict %s, want %s; report %s", row.Name, out.Verdict, row.Want, out.Dir)
 			return
 		}
-		t.Logf("%s: run %d of %d not caught (verdict %s); report %s", row.Name, r+1, unsafeTries, out.Verdict, out.Dir)
+		t.Logf("%s: run %d of %d not caught (verdict %s); report %s", row.Name, r+1, tries, out.Verdict, out.Dir)
 	}
-	t.Errorf("%s: not caught in %d runs, want %s", row.Name, unsafeTries, row.Expected())
+	t.Errorf("%s: not caught in %d runs, want %s", row.Name, tries, row.Expected())
 }
 
 // TestMatrix runs every row on the shared cluster once (LOCKCHECK_ROWS:

@@ -66,7 +66,9 @@ var Catalogue = []Lock{
 		Fix: "Take `now` from the server rather than from the client (or fence the protected work with a token bumped in " +
 			"the same LWT): a clock that runs ahead must not be able to call a live lock expired.",
 		Advice: "Keep every scheduler node's clock synchronised (NTP, with alarms on offset) and lockAtMostFor well above " +
-			"both the task's length and the worst clock offset; never rely on it for work that must not overlap. Give " +
+			"both the task's length and the worst clock offset, with the task's writes bounded well inside it (a write a " +
+			"partition slows past lockAtMostFor lands in the next holder's term, shedlock/partition); never rely on it for " +
+			"work that must not overlap. Give " +
 			"every instance a host name of its own: lockedBy is InetAddress.getLocalHost's name, and instances that share " +
 			"one (several JVMs on a host, host networking) extend and unlock each other's locks.",
 		Missing: "Nothing of the lock: the released jar runs. The application around it is lockcheck's plug-in " +
@@ -302,7 +304,8 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 		"artifact where a registry has one, else a re-expression that keeps the original's statements word for\n" +
 		"word, its consistency levels, TTL arithmetic, retries and error handling (each file names the upstream\n" +
 		"commit it follows). Every verdict below is an asserted scenario row ([findings.md](findings.md)): a\n" +
-		"known-unsafe row must be caught in at least 9 of 10 runs, a safe row valid in every run. \"Measured\" is\n" +
+		"known-unsafe row must be caught in at least 9 of 10 runs (or the lower bar its Asserted cell names), a safe\n" +
+		"row valid in every run. \"Measured\" is\n" +
 		"the last catch rate recorded at the row's settings (`lockcheck matrix --rows NAME --repeat N --record\n" +
 		"scenario/rates.jsonl`, earlier batches of other seeds added in), with the anomalies the checker\n" +
 		"reported per run and their kinds\n" +

@@ -267,14 +267,14 @@ func (t *Tally) Add(row Row, v checker.Verdict, faults map[string]int, undealt i
 }
 
 // Met says whether the runs meet the row's expectation: a known-unsafe row
-// caught in at least 9 of 10 runs (a single run: invalid), a safe row valid
+// caught in at least its bar of 10 runs (a single run: invalid), a safe row valid
 // in every run; and every run injected the row's faults.
 func (t Tally) Met(row Row) bool {
 	if t.Runs == 0 || t.NoFault > 0 {
 		return false
 	}
 	if row.Unsafe {
-		return Caught(t.Invalid, t.Runs)
+		return row.Caught(t.Invalid, t.Runs)
 	}
 	return t.Valid == t.Runs
 }

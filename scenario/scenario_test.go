@@ -77,6 +77,9 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"plug-in with a bad name", func(r *Row) { r.Command, r.Recipe, r.Name = "plugins/x/run", "X_lock", "X_lock/client-pause" }, "a plug-in's name"},
 		{"plug-in outside the repository", func(r *Row) { r.Command = "/usr/bin/lock" }, "a path inside the repository"},
 		{"plug-in above the repository", func(r *Row) { r.Command = "../x/run" }, "a path inside the repository"},
+		{"catch bar above 9", func(r *Row) { r.Catch = 10 }, "1 to 9 runs of 10"},
+		{"negative catch bar", func(r *Row) { r.Catch = -1 }, "1 to 9 runs of 10"},
+		{"catch bar on a safe row", func(r *Row) { r.Want, r.Unsafe, r.Catch = checker.Valid, false, 4 }, "only a known-unsafe row"},
 		{"plug-in with an unknown promise", func(r *Row) { r.Command, r.Promise = "plugins/x/run", "linear" }, `promise "linear"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,8 +145,9 @@ func TestClusterKeys(t *testing.T) {
 }
 
 func TestTallyMet(t *testing.T) {
-	unsafe, safe := good(), good()
+	unsafe, safe, rare := good(), good(), good()
 	safe.Want, safe.Unsafe = checker.Valid, false
+	rare.Catch = 4
 	injected := map[string]int{nemesis.ClientPause: 2}
 	tally := func(row Row, vs ...checker.Verdict) Tally {
 		var t Tally
@@ -166,6 +170,8 @@ func TestTallyMet(t *testing.T) {
 		{"unsafe, 8 of 10", unsafe, tally(unsafe, append(rep(checker.Invalid, 8), checker.Valid, checker.Unknown)...), false},
 		{"unsafe, 1 of 2", unsafe, tally(unsafe, checker.Invalid, checker.Valid), false},
 		{"unsafe, no runs", unsafe, Tally{}, false},
+		{"a bar of 4: 4 of 10", rare, tally(rare, append(rep(checker.Invalid, 4), rep(checker.Valid, 6)...)...), true},
+		{"a bar of 4: 3 of 10", rare, tally(rare, append(rep(checker.Invalid, 3), rep(checker.Valid, 7)...)...), false},
 		{"safe, 20 valid", safe, tally(safe, rep(checker.Valid, 20)...), true},
 		{"safe, one invalid in 20", safe, tally(safe, append(rep(checker.Valid, 19), checker.Invalid)...), false},
 		{"safe, one unknown", safe, tally(safe, checker.Valid, checker.Unknown), false},
@@ -187,6 +193,18 @@ func TestTallyMet(t *testing.T) {
 	var part Tally
 	if missing := part.Add(safe, checker.Valid, map[string]int{nemesis.Kill: 1, nemesis.ClientPause: 1}, 1); len(missing) > 0 || part.NoFault != 1 || part.Met(safe) {
 		t.Errorf("a valid run with a step undealt: missing %v, %+v met %v, want NoFault 1 and not met", missing, part, part.Met(safe))
+	}
+}
+
+// A once-through matrix gives an unsafe row enough runs to be caught at its
+// bar in 99 passes of 100, and a lower bar more runs.
+func TestTries(t *testing.T) {
+	for _, tc := range []struct{ catch, want int }{{0, 3}, {9, 3}, {8, 3}, {5, 7}, {4, 10}, {1, 44}} {
+		r := good()
+		r.Catch = tc.catch
+		if got := r.Tries(); got != tc.want {
+			t.Errorf("catch %d: Tries() = %d, want %d", tc.catch, got, tc.want)
+		}
 	}
 }
 

@@ -33,7 +33,8 @@ after its rows unless it was already running.
                    ("^bakery"), as go test -run does
   --tier T         quick, full or all (default quick; all with --rows)
   --repeat N       runs per row (default 1); a known-unsafe row must be
-                   invalid in at least 9 of 10, a safe row valid in every run
+                   invalid in at least 9 of 10 (or the lower bar it names),
+                   a safe row valid in every run
   --first N        the first run's number (default 0): run i has the row's
                    seed plus i, so batches (--first 0, then --first 5 with
                    --repeat 5) never run a seed twice
