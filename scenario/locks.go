@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -321,6 +322,7 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 		for _, r := range RowsOf(l, rows) {
 			name := faultsWords(r)
 			switch n, runs := contradicted(r, byRow[r.Name]); {
+			case r.Unsafe && slices.Contains(unsafe, name): // a shrunk row repeats its fault
 			case r.Unsafe:
 				unsafe = append(unsafe, name)
 			case n > 0:
