@@ -132,16 +132,25 @@ const (
 	ProcessesPerClient = "per-client"
 )
 
+// Clients is the run's client count (config "clients"), 0 when not said.
+func (m *Meta) Clients() int {
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m.Config["clients"])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 // ClientOf is process p's client, and whether the history says: under
 // ProcessesPerClient, p mod clients; in a history without it, a client's
 // first process only (its replacements were numbered in the order they were
 // needed, which ties them to no client).
 func (m *Meta) ClientOf(p int) (int, bool) {
-	if m == nil || p < 0 {
-		return 0, false
-	}
-	clients, err := strconv.Atoi(m.Config["clients"])
-	if err != nil || clients <= 0 {
+	clients := m.Clients()
+	if clients <= 0 || p < 0 {
 		return 0, false
 	}
 	if m.Config[ConfigProcesses] == ProcessesPerClient {

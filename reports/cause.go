@@ -211,7 +211,7 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 	}
 	// The history does not say whether the lock tells one client's
 	// processes apart: if it does, the other mechanisms stand.
-	return same + "; or, if the lock tells the two processes apart, " + s
+	return same + ". If the lock tells the two processes apart: " + s
 }
 
 // faultCause is likelyCause's sentence from the faults and the timeline,

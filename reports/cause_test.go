@@ -197,6 +197,15 @@ func TestCauseFromTimeline(t *testing.T) {
 			op(3, 1000, 1, history.Invoke, history.FRenew), op(4, 1500, 1, history.Info, history.FRenew),
 			op(5, 2100, 6, history.Invoke, history.FAcquire), op(6, 2200, 6, history.OK, history.FAcquire, lease(3000)),
 		}}
+	// The same, the client's third process granted (6 came and went).
+	replacedLater := replaced
+	replacedLater.Processes = []int{1, 11}
+	replacedLater.Ops = slices.Clone(replaced.Ops)
+	replacedLater.Ops[4].Process, replacedLater.Ops[5].Process = 11, 11
+	// The same with a lock that grants no lease: the hold lasts.
+	leaseless := replaced
+	leaseless.Ops = slices.Clone(replaced.Ops)
+	leaseless.Ops[1].LeaseMS, leaseless.Ops[5].LeaseMS = 0, 0
 	// Process 1 is granted at 3 s (deadline 6 s), process 2 at 4 s: after a
 	// coord-clock window that ended at 2.5 s, within its 4 s offset.
 	late := checker.Anomaly{Kind: checker.KindOverlap, Lock: "l", Processes: []int{1, 2}, Start: ms(4000), End: ms(4100),
@@ -271,7 +280,13 @@ func TestCauseFromTimeline(t *testing.T) {
 		{"one client's replacement granted in its predecessor's lease", replaced, nil,
 			&causeTimeline{ops: replaced.Ops, meta: numbered(5, history.ProcessesPerClient)},
 			[]string{"process 6 is client 1's replacement for process 1, whose renew had an unknown outcome at 1.500s",
-				"or, if the lock tells the two processes apart, the lock let process 1's lease go before its own deadline"}, nil},
+				"If the lock tells the two processes apart: the lock let process 1's lease go before its own deadline"}, nil},
+		{"a client's later process, not its next", replacedLater, nil,
+			&causeTimeline{ops: replacedLater.Ops, meta: numbered(5, history.ProcessesPerClient)},
+			[]string{"process 11 is a later process of client 1 than process 1, whose renew", "counts until its lease ends"}, []string{"replacement"}},
+		{"a grant with no lease counts to the end", leaseless, nil,
+			&causeTimeline{ops: leaseless.Ops, meta: numbered(5, history.ProcessesPerClient)},
+			[]string{"process 6 is client 1's replacement", "counts to the end (its grant has no lease)"}, []string{"until its lease ends"}},
 		{"a replacement whose client the history does not say is another client", replaced, nil,
 			&causeTimeline{ops: replaced.Ops, meta: numbered(5, "")},
 			[]string{"the lock let process 1's lease go before its own deadline"}, []string{"replacement", "one client"}},

@@ -151,7 +151,9 @@ func newTimeline(holds []checker.Hold, faults []faultView, marks []mark, anomali
 				procs[r.holds[k].Process] = true
 				n++
 			}
-			color := palette[h.Process%len(palette)]
+			// Not p mod the palette: processes are numbered per client, and
+			// a client's replacement must not take its predecessor's colour.
+			color := palette[(h.Process+h.Process/len(palette))%len(palette)]
 			title := fmt.Sprintf("p%d holds %s from %s to %s (%s)", h.Process, h.Lock, secs(s), secs(h.End), h.Ended)
 			if n > 1 {
 				title = fmt.Sprintf("%d holds of %s by %d processes, %s – %s", n, h.Lock, len(procs), secs(s), secs(e))

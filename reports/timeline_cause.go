@@ -122,10 +122,18 @@ func sameClient(a checker.Anomaly, tl *causeTimeline) (string, bool) {
 	if unknown.F == "" {
 		return "", false
 	}
-	return fmt.Sprintf("one client's two processes: process %d is client %d's replacement for process %d, whose %s had an unknown outcome "+
-		"at %s, so its hold counts until its lease ends; the lock granted the replacement meanwhile, as a lock that names its holder by "+
-		"what a restarted client keeps (a host id, an instance name) does: the predecessor's operation in flight may still land in "+
-		"its successor's hold", second, c1, first, unknown.F, secs(unknown.Time)), true
+	later := fmt.Sprintf("a later process of client %d than process %d", c1, first)
+	if second-first == tl.meta.Clients() {
+		later = fmt.Sprintf("client %d's replacement for process %d", c1, first)
+	}
+	counts := "until its lease ends"
+	if _, leased := lastGrant(tl.ops, first); !leased {
+		counts = "to the end (its grant has no lease)"
+	}
+	return fmt.Sprintf("one client's two processes: process %d is %s, whose %s had an unknown outcome at %s, so its hold counts %s; "+
+		"the lock granted the client again meanwhile, as a lock that names its holder by what a restarted client keeps (a host id, "+
+		"an instance name) does: the earlier process's operation in flight may still land in the later one's hold",
+		second, later, unknown.F, secs(unknown.Time), counts), true
 }
 
 // earlyExpiry explains an overlap that began before the first holder's own
@@ -441,7 +449,7 @@ func grantedEarly(a checker.Anomaly, faults []faultView, tl *causeTimeline) (str
 // clientExpiry is how a client-clock window let a grant in before the
 // holder's deadline, at at, or "" when the timeline does not support it:
 // the window must be open then and skew one of the two processes' clients
-// (a replacement process's client is unknown, so it stays possible). The
+// (a process whose client the history does not say leaves it possible). The
 // server kept no expiry for such a lock: the clients judged it by their
 // clocks.
 func clientExpiry(w faultView, at int64, tl *causeTimeline, processes ...int) string {

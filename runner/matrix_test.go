@@ -140,7 +140,7 @@ func judgeOnce(t *testing.T, env Env, store string, row scenario.Row) {
 
 // TestMatrix runs every row on the shared cluster once (LOCKCHECK_ROWS:
 // those it picks): a known-unsafe row must be invalid (judgeOnce: in one of
-// up to three runs), a safe one valid, and every fault kind of the row
+// up to row.Tries() runs), a safe one valid, and every fault kind of the row
 // injected.
 func TestMatrix(t *testing.T) {
 	pick := picked()
@@ -159,7 +159,7 @@ func TestMatrix(t *testing.T) {
 
 // TestUnsafeCaught runs each known-unsafe row of the shared cluster
 // LOCKCHECK_REPEAT times (default: skipped) with different seeds and
-// requires at least 9 of 10 caught. LOCKCHECK_ROWS picks rows instead,
+// requires each caught at its bar (9 of 10 unless the row says less). LOCKCHECK_ROWS picks rows instead,
 // safe ones included: a safe row must then be valid in every run (the
 // 20-run false-alarm figures of docs/findings.md).
 func TestUnsafeCaught(t *testing.T) {

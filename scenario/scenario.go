@@ -1,7 +1,7 @@
 // Package scenario holds every asserted row of lockcheck as data: which
 // recipe, under which workload and faults, on which cluster, for how long,
 // and what the run must show (valid every run, or, for a known-unsafe lock,
-// caught in at least 9 runs of 10). The jepsen tests of the runner and
+// caught in at least 9 runs of 10, or the lower rate measured). The jepsen tests of the runner and
 // `lockcheck matrix` drive this table, and docs/findings.md is rendered
 // from it with the catch rates measured (rates.jsonl), so that the verdicts
 // the docs claim are the verdicts the tests assert.

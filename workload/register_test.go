@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -136,26 +137,11 @@ func TestRegisterWorkloadRecordsEveryOutcome(t *testing.T) {
 	if last.F != history.FRegRead || last.Type != history.OK {
 		t.Errorf("the history does not end with the final reads: %+v", last)
 	}
-	// Jepsen's numbering: a client's replacement is its process plus the
-	// client count (4), begun only after that process's unknown outcome or
-	// for a final read on the client's behalf.
-	unknown, finals := map[int]bool{}, map[int]bool{}
-	for _, op := range ops {
-		switch {
-		case op.Type == history.Info:
-			unknown[op.Process] = true
-		case op.Type == history.Invoke && op.F == history.FRegRead && op.Time >= finalFrom(ops):
-			finals[op.Process] = true
-		}
-	}
-	for _, op := range ops {
-		if p := op.Process; op.Type == history.Invoke && p >= 4 && !unknown[p-4] && !finals[p] {
-			t.Errorf("process %d began with no unknown outcome of process %d before it", p, p-4)
-		}
-	}
-	if len(unknown) == 0 || len(finals) == 0 {
-		t.Errorf("no replacement process to check: %d unknown, %d final reads", len(unknown), len(finals))
-	}
+	from := finalFrom(ops)
+	checkPerClient(t, ops, 4, func(op history.Op) (int, bool) {
+		k := slices.Index([]string{"a", "b"}, op.Key)
+		return k, op.F == history.FRegRead && op.Time >= from && k >= 0
+	})
 }
 
 // finalFrom is when the final reads began: after the last operation that is
