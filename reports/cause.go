@@ -201,6 +201,9 @@ func decode[T any](raw json.RawMessage, required ...string) (T, bool) {
 // history's operations, nil when not at hand) and the fault windows active
 // in its span, or noFault when neither supports a mechanism.
 func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string {
+	if s, ok := abandonedHold(a, tl); ok {
+		return s
+	}
 	s := faultCause(a, faults, tl)
 	same, ok := sameClient(a, tl)
 	switch {

@@ -206,6 +206,10 @@ func TestCauseFromTimeline(t *testing.T) {
 	leaseless := replaced
 	leaseless.Ops = slices.Clone(replaced.Ops)
 	leaseless.Ops[1].LeaseMS, leaseless.Ops[5].LeaseMS = 0, 0
+	leaselessOther := leaseless
+	leaselessOther.Processes = []int{1, 2}
+	leaselessOther.Ops = slices.Clone(leaseless.Ops)
+	leaselessOther.Ops[4].Process, leaselessOther.Ops[5].Process = 2, 2
 	// Process 1 is granted at 3 s (deadline 6 s), process 2 at 4 s: after a
 	// coord-clock window that ended at 2.5 s, within its 4 s offset.
 	late := checker.Anomaly{Kind: checker.KindOverlap, Lock: "l", Processes: []int{1, 2}, Start: ms(4000), End: ms(4100),
@@ -284,9 +288,12 @@ func TestCauseFromTimeline(t *testing.T) {
 		{"a client's later process, not its next", replacedLater, nil,
 			&causeTimeline{ops: replacedLater.Ops, meta: numbered(5, history.ProcessesPerClient)},
 			[]string{"process 11 is a later process of client 1 than process 1, whose renew", "counts until its lease ends"}, []string{"replacement"}},
-		{"a grant with no lease counts to the end", leaseless, nil,
+		{"a grant with no lease left by an unknown outcome holds to the end", leaseless, nil,
 			&causeTimeline{ops: leaseless.Ops, meta: numbered(5, history.ProcessesPerClient)},
-			[]string{"process 6 is client 1's replacement", "counts to the end (its grant has no lease)"}, []string{"until its lease ends"}},
+			[]string{"an abandoned hold: process 1's renew had an unknown outcome at 1.500s while it held a grant with no lease",
+				"every later grant overlaps it (process 6's here)"}, []string{"one client", noFault}},
+		{"an abandoned hold whoever is granted next", leaselessOther, nil, &causeTimeline{ops: leaselessOther.Ops},
+			[]string{"an abandoned hold: process 1's renew", "(process 2's here)"}, []string{"one client", noFault}},
 		{"a replacement whose client the history does not say is another client", replaced, nil,
 			&causeTimeline{ops: replaced.Ops, meta: numbered(5, "")},
 			[]string{"the lock let process 1's lease go before its own deadline"}, []string{"replacement", "one client"}},
