@@ -158,8 +158,8 @@ func sameClient(a checker.Anomaly, tl *causeTimeline) (string, bool) {
 		later = fmt.Sprintf("client %d's replacement for process %d", c1, first)
 	}
 	return fmt.Sprintf("one client's two processes: process %d is %s, whose %s had an unknown outcome at %s, so its hold counts until "+
-		"its lease ends; the lock granted the client again meanwhile, as a lock that names its holder by what a restarted client "+
-		"keeps (a host id, an instance name) does: the earlier process's operation in flight may still land in the later one's hold",
+		"its lease ends. If the lock names its holder by what a restarted client keeps (a host id, an instance name), it granted the "+
+		"client its own lease again, and the earlier process's operation in flight may still land in the later one's hold",
 		second, later, unknown.F, secs(unknown.Time)), true
 }
 

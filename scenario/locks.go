@@ -179,7 +179,7 @@ var Catalogue = []Lock{
 		Fix: "Fence: keep a counter in the row bumped by the locking LWT, hand it to the holder, and make the protected " +
 			"writes conditional on it.",
 		Advice: "Finish the work well within `timeout` and never across a stall you cannot bound (GC, swap, a VM " +
-			"paused); where a late write would do harm, fence it. Keep the nodes' clocks in step: a coordinator ahead by " +
+			"paused, a write a partition holds up: caslock/partition); where a late write would do harm, fence it. Keep the nodes' clocks in step: a coordinator ahead by " +
 			"more than twice the timeout, less the hold's age, grants a held row again.",
 		Missing: "Not on the Go module proxy, so re-expressed, not imported; one row per lock (caslock can lock " +
 			"several at once), and the caller's deadline ends the retry loop, where caslock retries without end.",
