@@ -76,7 +76,9 @@ func (m *memRegister) CAS(ctx context.Context, key string, expect, v int64) (boo
 	return m.write(key, v, func(cur int64, row bool) bool { return row && cur == expect })
 }
 
-func runRegister(t *testing.T, reg *memRegister) (checker.Result, []history.Op) {
+// runRegister runs four clients on two keys, then the final reads, which
+// begin at the returned index of ops.
+func runRegister(t *testing.T, reg *memRegister) (checker.Result, []history.Op, int64) {
 	t.Helper()
 	h := &memHistory{start: time.Now()}
 	w, err := NewRegister(func(int) (Register, error) { return reg, nil }, h,
@@ -92,6 +94,7 @@ func runRegister(t *testing.T, reg *memRegister) (checker.Result, []history.Op) 
 	reg.mu.Lock()
 	reg.flaky = false
 	reg.mu.Unlock()
+	finals := int64(len(h.all()))
 	if err := w.FinalReads(context.Background(), reg); err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +103,12 @@ func runRegister(t *testing.T, reg *memRegister) (checker.Result, []history.Op) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res, ops
+	return res, ops, finals
 }
 
 func TestRegisterWorkloadRecordsEveryOutcome(t *testing.T) {
 	reg := &memRegister{vals: map[string]int64{}, r: rand.New(rand.NewPCG(1, 2)), flaky: true}
-	res, ops := runRegister(t, reg)
+	res, ops, finals := runRegister(t, reg)
 	if res.Verdict != checker.Valid {
 		t.Fatalf("a linearizable register judged %s: %v", res.Verdict, res.Anomalies)
 	}
@@ -137,28 +140,15 @@ func TestRegisterWorkloadRecordsEveryOutcome(t *testing.T) {
 	if last.F != history.FRegRead || last.Type != history.OK {
 		t.Errorf("the history does not end with the final reads: %+v", last)
 	}
-	from := finalFrom(ops)
 	checkPerClient(t, ops, 4, func(op history.Op) (int, bool) {
 		k := slices.Index([]string{"a", "b"}, op.Key)
-		return k, op.F == history.FRegRead && op.Time >= from && k >= 0
+		return k, op.Index >= finals && k >= 0
 	})
-}
-
-// finalFrom is when the final reads began: after the last operation that is
-// not a read.
-func finalFrom(ops []history.Op) int64 {
-	from := int64(0)
-	for _, op := range ops {
-		if op.F != history.FRegRead {
-			from = op.Time + 1
-		}
-	}
-	return from
 }
 
 func TestRegisterWorkloadStaleReadsCaught(t *testing.T) {
 	reg := &memRegister{vals: map[string]int64{}, old: map[string]int64{}, r: rand.New(rand.NewPCG(5, 6)), stale: true}
-	res, _ := runRegister(t, reg)
+	res, _, _ := runRegister(t, reg)
 	if res.Verdict != checker.Invalid {
 		t.Fatalf("a register with stale reads judged %s", res.Verdict)
 	}
