@@ -96,71 +96,69 @@ func lastGrant(ops []history.Op, p int) (grantOf, bool) {
 	return grantOf{}, false
 }
 
-// unknownBefore is process p's unknown outcome at or before t, if any: the
-// client went on under another process, and p's hold was left as it stood.
-func (tl *causeTimeline) unknownBefore(p int, t int64) (history.Op, bool) {
-	var unknown history.Op
-	for _, op := range tl.ops {
-		if op.Process == p && op.Type == history.Info && op.Time <= t {
-			unknown = op
-		}
-	}
-	return unknown, unknown.F != ""
+// leftHold is an overlap whose first holder was left by an unknown
+// outcome before the second was granted: the client went on under another
+// process, and the first's hold stood as it was.
+type leftHold struct {
+	first, second int
+	unknown       history.Op // the first's unknown outcome
+	leased        bool       // the first's grant has a lease, so its hold ends
 }
 
-// abandonedHold explains an overlap whose first holder was left by an
-// unknown outcome while it held a grant with no lease: nothing in the
-// history ends that hold, so every later grant overlaps it, whoever gets
-// it. For a fenced lock that is a finding, not a failure.
-func abandonedHold(a checker.Anomaly, tl *causeTimeline) (string, bool) {
+func leftHoldOf(a checker.Anomaly, tl *causeTimeline) (leftHold, bool) {
 	if a.Kind != checker.KindOverlap || len(a.Processes) < 2 || tl == nil {
-		return "", false
+		return leftHold{}, false
 	}
-	first, second := a.Processes[0], a.Processes[1]
-	unknown, ok := tl.unknownBefore(first, a.Start)
-	if !ok {
-		return "", false
+	h := leftHold{first: a.Processes[0], second: a.Processes[1]}
+	for _, op := range tl.ops {
+		if op.Process == h.first && op.Type == history.Info && op.Time <= a.Start {
+			h.unknown = op
+		}
 	}
-	if _, leased := lastGrant(tl.ops, first); leased {
+	if h.unknown.F == "" {
+		return leftHold{}, false
+	}
+	_, h.leased = lastGrant(tl.ops, h.first)
+	return h, true
+}
+
+// abandonedHold explains a left hold whose grant had no lease: nothing in
+// the history ends it, so every later grant overlaps it, whoever gets it.
+// For a fenced lock that is a finding, not a failure.
+func abandonedHold(a checker.Anomaly, tl *causeTimeline) (string, bool) {
+	h, ok := leftHoldOf(a, tl)
+	if !ok || h.leased {
 		return "", false
 	}
 	return fmt.Sprintf("an abandoned hold: process %d's %s had an unknown outcome at %s while it held a grant with no lease, so nothing "+
 		"in the history ends its hold and every later grant overlaps it (process %d's here); a lock that fences its resource "+
-		"refuses the abandoned process's late writes by token, which the resource checks judge", first, unknown.F, secs(unknown.Time), second), true
+		"refuses the abandoned process's late writes by token, which the resource checks judge", h.first, h.unknown.F, secs(h.unknown.Time), h.second), true
 }
 
-// sameClient explains an overlap between one client's two processes: the
-// first's operation had an unknown outcome while its lease ran, and the
-// client went on under the second, which the lock granted before that
-// lease ended. A lock that names its holder by something the client keeps
-// (a host id, an instance name) grants a restarted client what its
-// predecessor held: one owner to the lock, two processes to the history,
-// and the predecessor's operation may still land.
+// sameClient explains a left hold with a lease whose successor is the same
+// client's later process, granted before that lease ended. A lock that
+// names its holder by something the client keeps (a host id, an instance
+// name) grants a restarted client what its predecessor held: one owner to
+// the lock, two processes to the history, and the predecessor's operation
+// may still land.
 func sameClient(a checker.Anomaly, tl *causeTimeline) (string, bool) {
-	if a.Kind != checker.KindOverlap || len(a.Processes) < 2 || tl == nil {
+	h, ok := leftHoldOf(a, tl)
+	if !ok || !h.leased {
 		return "", false
 	}
-	first, second := a.Processes[0], a.Processes[1]
-	c1, ok1 := tl.clientOf(first)
-	c2, ok2 := tl.clientOf(second)
+	c1, ok1 := tl.clientOf(h.first)
+	c2, ok2 := tl.clientOf(h.second)
 	if !ok1 || !ok2 || c1 != c2 {
 		return "", false
 	}
-	unknown, ok := tl.unknownBefore(first, a.Start)
-	if !ok {
-		return "", false
-	}
-	if _, leased := lastGrant(tl.ops, first); !leased {
-		return "", false // abandonedHold's
-	}
-	later := fmt.Sprintf("a later process of client %d than process %d", c1, first)
-	if second-first == tl.meta.Clients() {
-		later = fmt.Sprintf("client %d's replacement for process %d", c1, first)
+	later := fmt.Sprintf("a later process of client %d than process %d", c1, h.first)
+	if h.second-h.first == tl.meta.Clients() {
+		later = fmt.Sprintf("client %d's replacement for process %d", c1, h.first)
 	}
 	return fmt.Sprintf("one client's two processes: process %d is %s, whose %s had an unknown outcome at %s, so its hold counts until "+
 		"its lease ends. If the lock names its holder by what a restarted client keeps (a host id, an instance name), it granted the "+
 		"client its own lease again, and the earlier process's operation in flight may still land in the later one's hold",
-		second, later, unknown.F, secs(unknown.Time)), true
+		h.second, later, h.unknown.F, secs(h.unknown.Time)), true
 }
 
 // earlyExpiry explains an overlap that began before the first holder's own
