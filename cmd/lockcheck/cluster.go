@@ -25,6 +25,7 @@ const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
           [--name lockcheck] [--nodes 3] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--commitlog-sync periodic|batch]
           [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub] [--timeout 4m]
           [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
+          [--dcs N] [--spares N] [--skip-paxos-repair]  (two data centres; stopped spares for join, leave, replace, remove)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version, faults, and who holds the cluster  [--name lockcheck]
   heal    take the cluster, heal what killed runs left, wait until healthy  [--name lockcheck] [--force] [--no-wait]
           (--force: also remove state lockcheck did not make, every iptables rule: the nodes are lockcheck's own)
