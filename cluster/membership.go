@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -286,13 +287,34 @@ func (n *Node) finishJoin(ctx context.Context) (string, error) {
 		if _, failed := n.bootstrapFailed(ctx); !failed {
 			return "none: it was still joining", n.joined(ctx)
 		}
-		if _, err := n.Exec(ctx, binDir+"/nodetool", "bootstrap", "resume"); err != nil {
-			return "nodetool bootstrap resume", fmt.Errorf("bootstrap %s: resume: %w", n.Name, err)
+		args := n.c.cfg.release().resumeBootstrapArgs()
+		how := "nodetool " + strings.Join(args, " ")
+		if _, err := n.Nodetool(ctx, args...); err != nil {
+			return how, fmt.Errorf("bootstrap %s: resume: %w", n.Name, err)
 		}
-		return "nodetool bootstrap resume", n.joined(ctx)
+		return how, n.joined(ctx)
 	default:
 		return "bootstrap again from empty data", n.bootstrap(ctx, "")
 	}
+}
+
+// resumeBootstrapArgs is nodetool's resume of a failed bootstrap on the
+// release. From 5.0 (CASSANDRA-17679) nodetool refuses a plain `bootstrap
+// resume` ("'nodetool bootstrap resume' is disabled.", exit 2, seen here
+// on 5.0.9) unless its own JVM runs with
+// -Dcassandra.reset_bootstrap_progress=false or it is given --force; 4.0
+// and 4.1 have no --force. The guard is for a node restarted mid-bootstrap,
+// which keeps the ranges it streamed before and missed the writes made
+// while it was down. finishJoin resumes only a node whose failure is in
+// its running container's log: it stayed up since its bootstrap began, a
+// pending replica that was sent every write, so resuming is what an
+// operator may do here (a node that went down bootstraps again from empty
+// data).
+func (v Version) resumeBootstrapArgs() []string {
+	if major, _ := strconv.Atoi(strings.SplitN(v.Cassandra, ".", 2)[0]); major >= 5 {
+		return []string{"bootstrap", "resume", "--force"}
+	}
+	return []string{"bootstrap", "resume"}
 }
 
 func (n *Node) finishLeave(ctx context.Context) (string, error) {

@@ -1,6 +1,9 @@
 package cluster
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A bootstrap's failure is read off the node's log: the stream that failed,
 // a resume that failed again, and not a failure a later resume began to
@@ -30,5 +33,24 @@ func TestBootstrapFailure(t *testing.T) {
 				t.Errorf("bootstrapFailure = %q, want failed %v", why, tc.failed)
 			}
 		})
+	}
+}
+
+// A failed bootstrap resumes with --force from 5.0, where nodetool refuses
+// the plain command; 4.0 and 4.1 have no --force.
+func TestResumeBootstrapArgs(t *testing.T) {
+	for _, tc := range []struct{ version, want string }{
+		{"4.0", "bootstrap resume"},
+		{"4.1", "bootstrap resume"},
+		{"5.0", "bootstrap resume --force"},
+		{"6.0-alpha", "bootstrap resume --force"},
+	} {
+		v, err := LookupVersion(tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(v.resumeBootstrapArgs(), " "); got != tc.want {
+			t.Errorf("%s: nodetool %s, want nodetool %s", tc.version, got, tc.want)
+		}
 	}
 }
