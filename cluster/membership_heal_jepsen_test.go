@@ -94,19 +94,19 @@ func TestMembershipHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	err = <-joinErr
+	err = ended(t, joinErr, "join of n4")
 	t.Logf("join of n4: failed %v after n2's kill (%v into the stream): %v", since(killed), killed.Sub(streamBegan).Round(100*time.Millisecond), err)
 	if !errors.Is(err, cluster.ErrMovementFailed) {
 		t.Fatalf("join of n4 with its source n2 killed mid-stream: %v, want %v", err, cluster.ErrMovementFailed)
 	}
 	stateIs(t, ctx, c, "join failed", "n4", "UJ")
-	timed(t, "restart of n2", func() error { return n2.Restart(ctx) })
+	timed(t, ctx, "restart of n2", n2.Restart)
 	for _, n := range []*cluster.Node{n1, n3} {
 		if err := n.SetStreamThroughput(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	timed(t, "finish of n4's join", func() error {
+	timed(t, ctx, "finish of n4's join", func(ctx context.Context) error {
 		how, err := n4.Finish(ctx, true)
 		// 5.0 needs --force (resumeBootstrapArgs).
 		if !strings.HasPrefix(how, "nodetool bootstrap resume") {
@@ -117,7 +117,7 @@ func TestMembershipHeal(t *testing.T) {
 	})
 	ringIs("after the resumed join", map[string]string{"n1": "UN", "n2": "UN", "n3": "UN", "n4": "UN"})
 	readAlone(t, ctx, c, n4, n1, n2)
-	timed(t, "reset (n4 leaves)", func() error {
+	timed(t, ctx, "reset (n4 leaves)", func(ctx context.Context) error {
 		changed, err := c.ResetMembership(ctx)
 		if err == nil && !changed {
 			t.Error("reset with n4 in the ring changed nothing")
@@ -141,7 +141,7 @@ func TestMembershipHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed = time.Now()
-	err = <-leaveErr
+	err = ended(t, leaveErr, "decommission of n2")
 	t.Logf("decommission of n2: failed %v after n3's kill (%v into the stream): %v", since(killed), killed.Sub(streamBegan).Round(100*time.Millisecond), err)
 	if err == nil {
 		t.Fatal("decommission of n2 with its receiver n3 killed mid-stream succeeded")
@@ -152,11 +152,11 @@ func TestMembershipHeal(t *testing.T) {
 	} else if ns.Mode != "DECOMMISSION_FAILED" {
 		t.Errorf("n2's operation mode after its failed decommission: %q, want DECOMMISSION_FAILED", ns.Mode)
 	}
-	timed(t, "restart of n3", func() error { return n3.Restart(ctx) })
+	timed(t, ctx, "restart of n3", n3.Restart)
 	if err := n2.SetStreamThroughput(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	timed(t, "finish of n2's decommission", func() error {
+	timed(t, ctx, "finish of n2's decommission", func(ctx context.Context) error {
 		how, err := n2.Finish(ctx, false)
 		if how != "nodetool decommission again (it resumes)" {
 			t.Errorf("finish of n2's decommission: %q, want nodetool decommission again (it resumes)", how)
@@ -164,7 +164,7 @@ func TestMembershipHeal(t *testing.T) {
 		return err
 	})
 	ringIs("after the decommission ran again", map[string]string{"n1": "UN", "n3": "UN"})
-	timed(t, "reset (n2 bootstraps back)", func() error {
+	timed(t, ctx, "reset (n2 bootstraps back)", func(ctx context.Context) error {
 		changed, err := c.ResetMembership(ctx)
 		if err == nil && !changed {
 			t.Error("reset with n2 out of the ring changed nothing")
@@ -184,6 +184,9 @@ const (
 	joinMbit = 1
 	// leaveMbit: n2 sends two thirds, to two nodes at once, about 40 s.
 	leaveMbit = 2
+	// stepWait bounds a restart, a heal or a reset: each took well under
+	// two minutes at load 40.
+	stepWait = 8 * time.Minute
 )
 
 // stateIs checks one node's state in the ring (the others' may lag: a
@@ -200,12 +203,30 @@ func stateIs(t *testing.T, ctx context.Context, c *cluster.Cluster, step, name, 
 	t.Logf("%s: ring %v", step, ring)
 }
 
+// ended waits for a movement started on its own to end, for as long as a
+// step may take.
+func ended(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(stepWait):
+		t.Fatalf("%s: still moving %v after a node it streamed with was killed", what, stepWait)
+		return nil
+	}
+}
+
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
 
-func timed(t *testing.T, step string, f func() error) {
+// timed runs one step with a bound of its own (a heal that hangs is a
+// finding, said when the bound ends, not at the test's timeout) and logs
+// its time.
+func timed(t *testing.T, ctx context.Context, step string, f func(context.Context) error) {
 	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, stepWait)
+	defer cancel()
 	begin := time.Now()
-	if err := f(); err != nil {
+	if err := f(sctx); err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
 	t.Logf("%s took %v", step, since(begin))
