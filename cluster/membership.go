@@ -257,9 +257,10 @@ func (n *Node) WaitWhole(ctx context.Context) error { return n.c.waitWhole(ctx, 
 
 // Finish completes a movement of the node that failed, the way an operator
 // would, once the ring is whole again: into the ring (in) or out of it. A
-// bootstrap left joining resumes (nodetool bootstrap resume: it streams
-// what is missing); a node whose bootstrap never began (it exited)
-// bootstraps again from empty data; a decommission left leaving runs again
+// bootstrap left joining resumes on 4.x (nodetool bootstrap resume: it
+// streams what is missing) and starts again from empty data on 5.0, which
+// refuses the resume (resumesBootstrap); a node whose bootstrap never began
+// (it exited) bootstraps again from empty data; a decommission left leaving runs again
 // (CASSANDRA-12008: it resumes). It says what it did.
 func (n *Node) Finish(ctx context.Context, in bool) (string, error) {
 	n.c.memberMu.Lock()
@@ -287,34 +288,33 @@ func (n *Node) finishJoin(ctx context.Context) (string, error) {
 		if _, failed := n.bootstrapFailed(ctx); !failed {
 			return "none: it was still joining", n.joined(ctx)
 		}
-		args := n.c.cfg.release().resumeBootstrapArgs()
-		how := "nodetool " + strings.Join(args, " ")
-		if _, err := n.Nodetool(ctx, args...); err != nil {
-			return how, fmt.Errorf("bootstrap %s: resume: %w", n.Name, err)
+		if !n.c.cfg.release().resumesBootstrap() {
+			return "bootstrap again from empty data", n.bootstrap(ctx, "")
 		}
-		return how, n.joined(ctx)
+		if _, err := n.Nodetool(ctx, "bootstrap", "resume"); err != nil {
+			return "nodetool bootstrap resume", fmt.Errorf("bootstrap %s: resume: %w", n.Name, err)
+		}
+		return "nodetool bootstrap resume", n.joined(ctx)
 	default:
 		return "bootstrap again from empty data", n.bootstrap(ctx, "")
 	}
 }
 
-// resumeBootstrapArgs is nodetool's resume of a failed bootstrap on the
-// release. From 5.0 (CASSANDRA-17679) nodetool refuses a plain `bootstrap
-// resume` ("'nodetool bootstrap resume' is disabled.", exit 2, seen here
-// on 5.0.9) unless its own JVM runs with
-// -Dcassandra.reset_bootstrap_progress=false or it is given --force; 4.0
-// and 4.1 have no --force. The guard is for a node restarted mid-bootstrap,
-// which keeps the ranges it streamed before and missed the writes made
-// while it was down. finishJoin resumes only a node whose failure is in
-// its running container's log: it stayed up since its bootstrap began, a
-// pending replica that was sent every write, so resuming is what an
-// operator may do here (a node that went down bootstraps again from empty
-// data).
-func (v Version) resumeBootstrapArgs() []string {
-	if major, _ := strconv.Atoi(strings.SplitN(v.Cassandra, ".", 2)[0]); major >= 5 {
-		return []string{"bootstrap", "resume", "--force"}
-	}
-	return []string{"bootstrap", "resume"}
+// resumesBootstrap says whether `nodetool bootstrap resume` completes a
+// bootstrap whose streaming failed on a node that stayed up: on 4.0 and
+// 4.1 it does. 5.0 (CASSANDRA-17679, seen here on 5.0.9 with a source
+// killed mid-stream) refuses it twice over: nodetool itself ("'nodetool
+// bootstrap resume' is disabled.", exit 2) unless its own JVM has
+// -Dcassandra.reset_bootstrap_progress=false or it is given --force, and
+// then the node ("Discovered existing bootstrap data and
+// cassandra.reset_bootstrap_progress is not configured; aborting
+// bootstrap. Please clean up local files manually and try again", from
+// RangeStreamer) when any range had streamed in full, unless the node's
+// own JVM started with that property. A node started without it can only
+// bootstrap again from empty data, as the message says.
+func (v Version) resumesBootstrap() bool {
+	major, _ := strconv.Atoi(strings.SplitN(v.Cassandra, ".", 2)[0])
+	return major < 5
 }
 
 func (n *Node) finishLeave(ctx context.Context) (string, error) {
