@@ -497,12 +497,13 @@ func (c *Cluster) GatewayIP() string { return c.layout.gateway.String() }
 // Subnet is the cluster network's subnet.
 func (c *Cluster) Subnet() string { return c.layout.subnet.String() }
 
-// Stop copies every node's logs to logsDir/<node>/ when logsDir is not
-// empty, then removes the cluster's containers and network.
+// Stop copies every node's logs (the spares' too: a spare's failed
+// bootstrap is in its own) to logsDir/<node>/ when logsDir is not empty,
+// then removes the cluster's containers and network.
 func (c *Cluster) Stop(ctx context.Context, logsDir string) error {
 	var errs []error
 	if logsDir != "" {
-		for _, n := range c.nodes {
+		for _, n := range append(slices.Clone(c.nodes), c.spares...) {
 			if err := n.CopyLogs(ctx, logsDir); err != nil {
 				errs = append(errs, err)
 			}
