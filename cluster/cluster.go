@@ -503,10 +503,13 @@ func (c *Cluster) Subnet() string { return c.layout.subnet.String() }
 func (c *Cluster) Stop(ctx context.Context, logsDir string) error {
 	var errs []error
 	if logsDir != "" {
-		for _, n := range append(slices.Clone(c.nodes), c.spares...) {
+		for _, n := range c.nodes {
 			if err := n.CopyLogs(ctx, logsDir); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		for _, n := range c.spares {
+			_ = n.CopyLogs(ctx, logsDir) // a spare that never ran has none
 		}
 	}
 	if err := c.d.removeAll(ctx, c.cfg.name); err != nil {
