@@ -56,8 +56,9 @@ type MemberNode interface {
 	WaitWhole(ctx context.Context) error
 	// Finish completes a movement of the node that failed (a node it
 	// streamed with was killed): into the ring (in: a bootstrap left
-	// joining resumes) or out of it (a decommission runs again and
-	// resumes). It says how.
+	// joining resumes, or on 5.0, which refuses that, starts again from
+	// empty data) or out of it (a decommission runs again and resumes).
+	// It says how.
 	Finish(ctx context.Context, in bool) (string, error)
 	// ResetMembership brings the ring back to its starting membership
 	// (spares out, members in), whatever a killed harness left.
