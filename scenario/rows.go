@@ -338,6 +338,22 @@ var Rows = []Row{
 		Mechanism: "Paxos v2, the same kills during the movements (Paxos repair on topology change on: a movement waits for the " +
 			"repair, which needs the killed node back or a quorum without it): fencing holds where measured.",
 	},
+	// The published lease under the same kills: the issue asks for it
+	// beside the fenced recipe, and a lease has no token to fall back on.
+	{
+		Name: "4n-1spare/lease/join+kill+leave/overlapping", Recipe: "lease", Faults: membershipKills.Kinds(), Cluster: spare,
+		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 22870,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The published lease under the same kills during the movements: a killed coordinator's pinned clients end " +
+			"unknown and find no host until it is back, so a holder there cannot renew and, by its own clock, stops when its " +
+			"lease ends; a second grant needs that holder to outlive its TTL unnoticed. No second grant seen where measured.",
+	},
+	{
+		Name: "4n-v2-1spare/lease/join+kill+leave/overlapping", Recipe: "lease", Faults: membershipKills.Kinds(), Cluster: spareV2,
+		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 22890,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The published lease on Paxos v2 under the same kills during the movements.",
+	},
 	// Replace and remove (issue 22): a member killed, then streamed back
 	// in its own place (replace_address_first_boot), or removed by the
 	// others (removenode) and bootstrapped back.
