@@ -228,6 +228,12 @@ func faultCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string
 		causes = append(causes, s)
 	} else if s, ok := grantedEarly(a, faults, tl); ok {
 		causes = append(causes, s)
+	} else if s, ok := grantInsideLease(a, faults, tl); ok {
+		causes = append(causes, s)
+	} else if s, ok := lapsedRelease(a, faults, tl); ok {
+		causes = append(causes, s)
+	} else if s, ok := lateWriteAlone(a, faults, tl); ok {
+		causes = append(causes, s)
 	}
 	overwrite, certain, overwritten := lostAddCause(a, faults, tl)
 	if overwritten && certain {
