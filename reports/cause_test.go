@@ -47,7 +47,7 @@ func TestLikelyCause(t *testing.T) {
 			"the lease expired on the server before the holder's deadline: node n2, the coordinator of clients 1, 4, ran 5.4 s ahead (coord-clock), more than a 3s lease has left"},
 		{"aimed partition", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("coord-partition", 0, 100, `{"node":"n3","clients":[2],"others":{"n2":[1,4],"n1":[0,3]},"grudge":{}}`)},
-			"node n3, the coordinator of client 2, could not reach n1 (clients 0, 3), n2 (clients 1, 4) (coord-partition): a write at a weak consistency level (ONE)"},
+			"node n3, the coordinator of client 2, could not reach n1 (clients 0, 3), n2 (clients 1, 4) (coord-partition): a lock that writes or reads at a weak consistency level (ONE)"},
 		{"aimed clock over, and its offset, before the anomaly explains nothing", checker.Anomaly{Kind: checker.KindOverlap, Start: 6e9, End: 6e9 + 100},
 			[]faultView{window("coord-clock", 0, 100, `{"node":"n2","clients":[1],"offset":"+5s","lease":"3s"}`)}, ""},
 		{"aimed clock over, within its offset: still ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 200, End: 300},
@@ -123,7 +123,7 @@ func TestAimedWindowNamedForItsClients(t *testing.T) {
 		{"process 7 is client 2's replacement", []int{0, 7}, true, perClient},
 		{"process 6 is client 1's replacement, pinned elsewhere", []int{0, 6}, false, perClient},
 	} {
-		a := checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 30, Processes: tc.processes}
+		a := checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30, Processes: tc.processes}
 		got := likelyCause(a, cut, tc.tl)
 		if named := strings.Contains(got, "node n3, the coordinator of client 2"); named != tc.named {
 			t.Errorf("%s: likelyCause = %q, named %t, want %t", tc.name, got, named, tc.named)
