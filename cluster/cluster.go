@@ -725,6 +725,11 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 	}
 	for i := range out {
 		e, ok := view[out[i].IP]
+		if i >= len(c.nodes) {
+			if f := spareFault(ok, out[i].Container); f != "" {
+				out[i].Faults = append(out[i].Faults, f)
+			}
+		}
 		switch {
 		case ok:
 			out[i].DC = e.DC
@@ -738,6 +743,20 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 		}
 	}
 	return out, nil
+}
+
+// spareFault is what keeps a spare from its starting state, out of the
+// ring and stopped, in `cluster status` words: a join (a run's, or one a
+// killed run left) put it in the ring, or started it. Its state column
+// alone ("UJ", "UN") would not say the node is a spare.
+func spareFault(inRing bool, container string) string {
+	switch {
+	case inRing:
+		return "a spare in the ring"
+	case container == "running", container == "paused":
+		return "a spare running out of the ring"
+	}
+	return ""
 }
 
 // releaseVersion asks the node itself for its Cassandra version.

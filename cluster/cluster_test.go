@@ -560,3 +560,24 @@ func TestForeignRules(t *testing.T) {
 		t.Fatalf("foreignRules:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A spare is healthy out of the ring and stopped; anything else is named
+// in `cluster status`, whose state column ("UN") would not say it is a
+// spare.
+func TestSpareFault(t *testing.T) {
+	for _, tc := range []struct {
+		in        bool
+		container string
+		want      string
+	}{
+		{false, "exited", ""},
+		{false, "created", ""},
+		{false, "running", "a spare running out of the ring"},
+		{true, "running", "a spare in the ring"},
+		{true, "paused", "a spare in the ring"},
+	} {
+		if got := spareFault(tc.in, tc.container); got != tc.want {
+			t.Errorf("spareFault(in ring %v, %s) = %q, want %q", tc.in, tc.container, got, tc.want)
+		}
+	}
+}

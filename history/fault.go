@@ -108,6 +108,10 @@ type FaultWindow struct {
 	Starts     int   // start lines merged into the window
 	Nodes      []string
 	Value      json.RawMessage // the first start line's value
+	// Stop is the value of the stop line that closed the window (nil for
+	// one never stopped): a membership window's says when its streaming
+	// was done and the ring after.
+	Stop json.RawMessage
 }
 
 // FaultWindows pairs the start and stop lines of ops (in history order) into
@@ -139,6 +143,7 @@ func FaultWindows(ops []Op, end int64) []FaultWindow {
 		case o != nil:
 			if o.n--; o.n == 0 {
 				out[o.at].End = op.Time
+				out[o.at].Stop = op.Value
 				delete(opened, kind)
 			}
 		}

@@ -70,4 +70,7 @@ func TestFaultWindows(t *testing.T) {
 	if string(got[0].Value) != `{"t":1}` {
 		t.Errorf("window value %s, want the first start's", got[0].Value)
 	}
+	if string(got[0].Stop) != `{"t":6}` || string(got[1].Stop) != `{"t":8}` || got[2].Stop != nil {
+		t.Errorf("stop values %s, %s, %s: want the closing stop's (6, 8) and none for a window never stopped", got[0].Stop, got[1].Stop, got[2].Stop)
+	}
 }

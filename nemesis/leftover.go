@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -51,10 +53,22 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 		}
 	}
 	wg.Wait()
+	ring := ringBefore(ctx, targets)
 	healed, err := resetAll(ctx, &Env{Targets: targets, Log: log}, kinds, targets)
 	errs := []error{err}
+	// The ring's membership is the cluster's: every member's membership
+	// kinds share one reset, which the first to run does. It is recorded
+	// on the nodes the ring had moved, by what the ring showed.
+	names := slices.Clone(targets)
+	for _, m := range membershipLeftovers(targets, ring, healed) {
+		if !slices.ContainsFunc(names, func(t Target) bool { return t.Name == m.Node }) {
+			names = append(names, Target{Name: m.Node})
+		}
+		healed[m.Node] = append(healed[m.Node], m.Healed...)
+		found[m.Node] = append(found[m.Node], m.Found...)
+	}
 	var out []Leftover
-	for _, t := range targets {
+	for _, t := range names {
 		if len(healed[t.Name]) == 0 {
 			continue
 		}
@@ -73,6 +87,65 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// ringBefore is the ring as the first member that can change it sees it
+// (MemberNode.Ring), before the heal; nil when none can, or it cannot be
+// read (the heal still resets it, and is then recorded by kind).
+func ringBefore(ctx context.Context, targets []Target) map[string]string {
+	for _, t := range targets {
+		if m, ok := t.Node.(MemberNode); ok && serves(t, &joinKind) {
+			ring, err := m.Ring(ctx)
+			if err != nil {
+				return nil
+			}
+			return ring
+		}
+	}
+	return nil
+}
+
+// membershipLeftovers takes the membership kinds out of healed (the node
+// whose reset ran first has them, whichever node moved) and, when they
+// healed something, says it of the nodes ring showed moved: a node in the
+// ring that is no member (a spare: a join's leftover), and a member
+// leaving (UL) or out of it (a leave's; a removed member looks the same,
+// and its heal, a bootstrap back, is the same).
+func membershipLeftovers(targets []Target, ring map[string]string, healed map[string][]string) []Leftover {
+	member := func(k string) bool { return slices.Contains([]string{Join, Leave, Replace, Remove}, k) }
+	var did []string
+	for n, ks := range healed {
+		if slices.ContainsFunc(ks, member) {
+			did = append(did, n)
+		}
+	}
+	if len(did) == 0 || ring == nil {
+		return nil
+	}
+	var out []Leftover
+	for _, t := range targets {
+		switch st, in := ring[t.Name]; {
+		case !in:
+			out = append(out, Leftover{Node: t.Name, Healed: []string{Leave}, Found: []string{"out of the ring"}})
+		case st == "UL":
+			out = append(out, Leftover{Node: t.Name, Healed: []string{Leave}, Found: []string{"leaving the ring, UL"}})
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(ring)) {
+		if !slices.ContainsFunc(targets, func(t Target) bool { return t.Name == n }) {
+			out = append(out, Leftover{Node: n, Healed: []string{Join}, Found: []string{"a spare in the ring, " + ring[n]}})
+		}
+	}
+	if len(out) == 0 {
+		return nil // what it healed the ring did not show (a spare running out of it): said by kind
+	}
+	for _, n := range did {
+		healed[n] = slices.DeleteFunc(healed[n], member)
+		if len(healed[n]) == 0 {
+			delete(healed, n)
+		}
+	}
+	return out
 }
 
 // faulter is a node that can say what keeps it from its known state

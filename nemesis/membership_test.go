@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -85,23 +86,46 @@ func without(n string, b map[string]string) map[string]string {
 	return m
 }
 
-// A ring a killed harness left (a spare in it) is reset by any member.
+// A ring a killed harness left is reset by any member, and the heal is
+// recorded on the node the ring had moved, by what the ring showed, not on
+// whichever member's reset ran first.
 func TestMembershipResetFindsLeftovers(t *testing.T) {
-	ts, fs := fakeCluster(3)
-	ring := newFakeRing("n1", "n2", "n3")
-	for _, f := range fs {
-		f.ring = ring
-	}
-	ring.state["n4"] = "UJ"
-	healed, err := HealLeftovers(context.Background(), ts, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(healed) == 0 || !slices.ContainsFunc(healed[0].Healed, func(k string) bool { return slices.Contains([]string{Join, Leave, Replace, Remove}, k) }) {
-		t.Errorf("healed %+v, want a membership kind", healed)
-	}
-	if !maps.Equal(ring.state, ring.start) {
-		t.Errorf("ring %v after the heal, want %v", ring.state, ring.start)
+	for _, tc := range []struct {
+		name string
+		left func(state map[string]string)
+		want history.HealLeftover
+	}{
+		{"spare joining", func(s map[string]string) { s["n4"] = "UJ" },
+			history.HealLeftover{Node: "n4", Healed: []string{Join}, Found: []string{"a spare in the ring, UJ"}}},
+		{"spare joined", func(s map[string]string) { s["n4"] = "UN" },
+			history.HealLeftover{Node: "n4", Healed: []string{Join}, Found: []string{"a spare in the ring, UN"}}},
+		{"member leaving", func(s map[string]string) { s["n2"] = "UL" },
+			history.HealLeftover{Node: "n2", Healed: []string{Leave}, Found: []string{"leaving the ring, UL"}}},
+		{"member out", func(s map[string]string) { delete(s, "n2") },
+			history.HealLeftover{Node: "n2", Healed: []string{Leave}, Found: []string{"out of the ring"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, fs := fakeCluster(3)
+			ring := newFakeRing("n1", "n2", "n3")
+			for _, f := range fs {
+				f.ring = ring
+			}
+			tc.left(ring.state)
+			rec := &memRec{}
+			healed, err := HealLeftovers(context.Background(), ts, rec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(healed) != 1 || !reflect.DeepEqual(healed[0], tc.want) {
+				t.Errorf("healed %+v, want %+v", healed, tc.want)
+			}
+			if ops := rec.all(); len(ops) != 1 || ops[0].Node != tc.want.Node || ops[0].F != history.FHealLeftover {
+				t.Errorf("recorded %+v, want one heal-leftover on %s", ops, tc.want.Node)
+			}
+			if !maps.Equal(ring.state, ring.start) {
+				t.Errorf("ring %v after the heal, want %v", ring.state, ring.start)
+			}
+		})
 	}
 }
 

@@ -92,8 +92,12 @@ var causeRules = []causeRule{
 				"found the holder's row or cell already expired and granted the lock again", v.Node, clientList(v.Clients), secondsText(v.Offset), v.Lease), true
 		}},
 	// The writes the cut kept from the other nodes stay missing there after
-	// it, until hints or a read repair bring them: lasting.
-	{fault: history.KindCoordPartition, lasting: true, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindLostAdd, checker.KindStaleWrite},
+	// it, until hints or a read repair bring them: lasting. Only the
+	// anomalies of two grants: a stale write or a lost add is also what a
+	// write slowed by the cut past its lease shows, at any consistency
+	// (the timeline's late write says that), and a lock at QUORUM or
+	// SERIAL gets no second grant from the cut itself.
+	{fault: history.KindCoordPartition, lasting: true, anomalies: []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindDuplicate, checker.KindTokenOrder},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
 			v, ok := decode[history.CoordPartitionStart](w.Value)
 			if !ok || v.Node == "" {
@@ -104,9 +108,9 @@ var causeRules = []causeRule{
 				others = append(others, fmt.Sprintf("%s (%s)", n, clientList(cs)))
 			}
 			slices.Sort(others)
-			return fmt.Sprintf("node %s, the coordinator of %s, could not reach %s (coord-partition): a write at a weak "+
-				"consistency level (ONE) through it was not seen by a read through them (during the cut, and after it until "+
-				"hints or a repair delivered it), so both sides took the lock", v.Node, clientList(v.Clients), strings.Join(others, ", ")), true
+			return fmt.Sprintf("node %s, the coordinator of %s, could not reach %s (coord-partition): a lock that writes or reads "+
+				"at a weak consistency level (ONE) through it misses what the other side wrote (during the cut, and after it until "+
+				"hints or a repair delivered it), so both sides can take the lock", v.Node, clientList(v.Clients), strings.Join(others, ", ")), true
 		}},
 	// A grant one side made during the cut reaches the other side's
 	// replicas only after it (hints, repair): lasting. Only the anomalies
@@ -227,6 +231,12 @@ func faultCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string
 	if s, ok := lateWrite(a, faults, tl); ok {
 		causes = append(causes, s)
 	} else if s, ok := grantedEarly(a, faults, tl); ok {
+		causes = append(causes, s)
+	} else if s, ok := grantInsideLease(a, faults, tl); ok {
+		causes = append(causes, s)
+	} else if s, ok := lapsedRelease(a, faults, tl); ok {
+		causes = append(causes, s)
+	} else if s, ok := lateWriteAlone(a, faults, tl); ok {
 		causes = append(causes, s)
 	}
 	overwrite, certain, overwritten := lostAddCause(a, faults, tl)

@@ -47,7 +47,7 @@ func TestLikelyCause(t *testing.T) {
 			"the lease expired on the server before the holder's deadline: node n2, the coordinator of clients 1, 4, ran 5.4 s ahead (coord-clock), more than a 3s lease has left"},
 		{"aimed partition", checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30},
 			[]faultView{window("coord-partition", 0, 100, `{"node":"n3","clients":[2],"others":{"n2":[1,4],"n1":[0,3]},"grudge":{}}`)},
-			"node n3, the coordinator of client 2, could not reach n1 (clients 0, 3), n2 (clients 1, 4) (coord-partition): a write at a weak consistency level (ONE)"},
+			"node n3, the coordinator of client 2, could not reach n1 (clients 0, 3), n2 (clients 1, 4) (coord-partition): a lock that writes or reads at a weak consistency level (ONE)"},
 		{"aimed clock over, and its offset, before the anomaly explains nothing", checker.Anomaly{Kind: checker.KindOverlap, Start: 6e9, End: 6e9 + 100},
 			[]faultView{window("coord-clock", 0, 100, `{"node":"n2","clients":[1],"offset":"+5s","lease":"3s"}`)}, ""},
 		{"aimed clock over, within its offset: still ahead", checker.Anomaly{Kind: checker.KindOverlap, Start: 200, End: 300},
@@ -123,7 +123,7 @@ func TestAimedWindowNamedForItsClients(t *testing.T) {
 		{"process 7 is client 2's replacement", []int{0, 7}, true, perClient},
 		{"process 6 is client 1's replacement, pinned elsewhere", []int{0, 6}, false, perClient},
 	} {
-		a := checker.Anomaly{Kind: checker.KindLostAdd, Start: 20, End: 30, Processes: tc.processes}
+		a := checker.Anomaly{Kind: checker.KindOverlap, Start: 20, End: 30, Processes: tc.processes}
 		got := likelyCause(a, cut, tc.tl)
 		if named := strings.Contains(got, "node n3, the coordinator of client 2"); named != tc.named {
 			t.Errorf("%s: likelyCause = %q, named %t, want %t", tc.name, got, named, tc.named)
@@ -271,6 +271,25 @@ func TestCauseFromTimeline(t *testing.T) {
 		return faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientClock, Start: ms(from), End: ms(9000),
 			Value: json.RawMessage(fmt.Sprintf(`{"client":%d,"offset":%q}`, client, offset))}}
 	}
+	// Process 1 holds to 3 s, process 2 is granted at 3.5 s, process 1
+	// releases from relAt, answered ok 100 ms later.
+	lapsedOps := func(relAt float64) []history.Op {
+		return []history.Op{
+			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 100, 1, history.OK, history.FAcquire, lease(3000)),
+			op(3, 2000, 2, history.Invoke, history.FAcquire), op(4, 3500, 2, history.OK, history.FAcquire, lease(3000)),
+			op(5, relAt, 1, history.Invoke, history.FRelease), op(6, relAt+100, 1, history.OK, history.FRelease),
+		}
+	}
+	lapsed := func(relAt float64) checker.Anomaly {
+		ops := lapsedOps(relAt)
+		return checker.Anomaly{Kind: checker.KindNonLinearizable, Lock: "l", Processes: []int{1, 2}, Start: ms(3300), End: ms(relAt + 100),
+			Ops: ops[2:]}
+	}
+	// An overlap's operations as the linearizability check reports them.
+	inPiece := func(a checker.Anomaly) checker.Anomaly {
+		a.Kind, a.Check, a.Start, a.End = checker.KindNonLinearizable, checker.CheckLinear, a.Ops[0].Time, a.Ops[len(a.Ops)-1].Time
+		return a
+	}
 	pause5 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(1100), End: ms(2900), Starts: 1,
 		Value: json.RawMessage(`{"client":0,"process":5,"lock":"l","ms":1800}`)}}
 	for _, tc := range []struct {
@@ -369,6 +388,25 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"lost power at 3.5 s"}, []string{"overwritten by", noFault}},
 		{"an overwriter lost as well, nothing else", lostBoth, nil, &causeTimeline{ops: lostBothOps},
 			[]string{"overwritten by process 5's add of 9"}, []string{noFault}},
+		// Process 1's lease ran out at 3 s, process 2 was granted at 3.5 s,
+		// and process 1's release from 4 s is answered ok: the piece (from
+		// 3.6 s) holds no grant of process 1's, the timeline does.
+		{"a release answered ok for a lapsed hold", lapsed(4000), []faultView{cut}, &causeTimeline{ops: lapsedOps(4000)},
+			[]string{"a release answered ok for a hold that had run out: process 1's lease ran out at 3.000s (granted at 0.100s), process 2 " +
+				"was granted the lock at 3.500s, and process 1's release, invoked at 4.000s, was answered ok at 4.100s",
+				"windows open while process 1 held it: partition (2.000s – 5.000s)"}, []string{noFault}},
+		{"a release sent before the other's grant may precede it", lapsed(3400), nil, &causeTimeline{ops: lapsedOps(3400)},
+			[]string{noFault}, []string{"release answered ok"}},
+		{"a piece with two owners reads as their overlap", inPiece(overlap), nil, &causeTimeline{ops: overlap.Ops},
+			[]string{"two owners at once: process 2 was granted the lock at 2.200s, inside process 1's lease (granted at 0.400s, to 3.000s), " +
+				"which process 1 had not released; of that overlap: the lock let process 1's lease go before its own deadline"}, nil},
+		{"a piece whose first owner had asked to release", inPiece(overlap), nil, &causeTimeline{ops: append(slices.Clone(overlap.Ops[:2]),
+			op(3, 2000, 1, history.Invoke, history.FRelease), overlap.Ops[2], overlap.Ops[3])},
+			[]string{noFault}, []string{"two owners"}},
+		{"a late write nobody else's term received", checker.Anomaly{Kind: checker.KindLateWrite, Lock: "l", Processes: []int{1}, Start: ms(3000), End: ms(4200),
+			Ops: []history.Op{staleOps(2500)[3], staleOps(2500)[5]}}, []faultView{cut}, &causeTimeline{ops: staleOps(2500)},
+			[]string{"a write outlived its lease: process 1's add was invoked at 2.500s, inside its lease (to 3.000s), and acknowledged at 4.200s, " +
+				"1.2 s past it; nobody else held the lock meanwhile", "with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := likelyCause(tc.a, tc.faults, tc.tl)

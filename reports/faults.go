@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
@@ -147,4 +149,81 @@ func activeFaults(faults []faultView, start, end int64) []activeFault {
 			Text: strings.TrimSpace(fmt.Sprintf("%s – %s %s", secs(f.Start), secs(f.End), joinNodes(f.Nodes)))})
 	}
 	return out
+}
+
+// faultRow is a fault window as the report's table of windows lists it.
+type faultRow struct {
+	Kind, Color, Nodes, From, To, Length, Detail string
+}
+
+// maxFaultRows bounds the table: a run of hours deals thousands of windows,
+// which the timeline and history.jsonl still hold.
+const maxFaultRows = 200
+
+// faultRows are the windows in order of their start, at most maxFaultRows
+// (more: those left out). A membership window says what moved and when,
+// read from its start and stop lines; any other window shows the values
+// its lines recorded.
+func faultRows(faults []faultView) (rows []faultRow, more int) {
+	for i, f := range faults {
+		if i == maxFaultRows {
+			return rows, len(faults) - i
+		}
+		r := faultRow{Kind: f.Kind, Color: f.Color, Nodes: strings.Join(f.Nodes, ", "), From: secs(f.Start), To: secs(f.End),
+			Length: fmt.Sprintf("%.1fs", float64(f.End-f.Start)/1e9)}
+		if f.Stop == nil {
+			r.To += " (still in effect at the end)"
+		}
+		if d, ok := movementDetail(f); ok {
+			r.Detail = d
+		} else {
+			r.Detail = f.value
+			if stop := strings.TrimSpace(string(f.Stop)); stop != "" && stop != "null" && stop != "{}" && stop != `"ok"` {
+				r.Detail += "; stop: " + shorten(f.Stop)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, 0
+}
+
+// movementDetail reads a membership window (history.MemberStart and
+// MemberStop) as a sentence: the node, the movements, when the first one's
+// streaming was done and the ring then, when the node was back, and what
+// failed or was completed on the way.
+func movementDetail(f faultView) (string, bool) {
+	start, ok := decode[history.MemberStart](f.Value, "node", "how")
+	if !ok {
+		return "", false
+	}
+	parts := []string{fmt.Sprintf("%s: %s; ring before: %s", start.Node, start.How, ringText(start.Ring))}
+	if stop, ok := decode[history.MemberStop](f.Stop, "node"); ok {
+		if stop.WaitedMS > 0 {
+			parts = append(parts, fmt.Sprintf("waited %.1fs for the ring to be whole", float64(stop.WaitedMS)/1e3))
+		}
+		if stop.StreamedMS > 0 {
+			parts = append(parts, fmt.Sprintf("streaming done %.1fs in (ring then: %s)", float64(stop.StreamedMS)/1e3, ringText(stop.Moved)))
+		}
+		if len(stop.Resumed) > 0 {
+			parts = append(parts, "completed after a failure: "+strings.Join(stop.Resumed, "; "))
+		}
+		if stop.Error != "" {
+			parts = append(parts, "did not complete: "+stop.Error)
+		}
+		parts = append(parts, fmt.Sprintf("ring after (%.1fs in): %s", float64(stop.MS)/1e3, ringText(stop.Ring)))
+	}
+	return strings.Join(parts, "; "), true
+}
+
+// ringText is a ring as "n1 UN, n2 UN, n5 UJ", in node order.
+func ringText(ring map[string]string) string {
+	if len(ring) == 0 {
+		return "unknown"
+	}
+	nodes := slices.Sorted(maps.Keys(ring))
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n + " " + ring[n]
+	}
+	return strings.Join(out, ", ")
 }

@@ -52,6 +52,9 @@ type page struct {
 	Timeline   timeline
 	// FaultLegend names each fault kind of the run in its colour.
 	FaultLegend []legendItem
+	// FaultRows list the fault windows (MoreFaults: those left out).
+	FaultRows  []faultRow
+	MoreFaults int
 	// HealedBefore is what the run healed before it started, per node
 	// ("n1: pause"): shown beside the fault legends, never "no faults" alone.
 	HealedBefore []string
@@ -220,6 +223,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		p.Findings = append(p.Findings, viewAnomaly(i+1, a, faults, tl))
 	}
 	p.FaultLegend = legend(faults)
+	p.FaultRows, p.MoreFaults = faultRows(faults)
 	holds := res.Holds
 	if holds == nil {
 		holds = checker.Holds(ops)

@@ -381,3 +381,47 @@ func TestFailedSetupAndForeignState(t *testing.T) {
 		t.Error("index does not mark the failed set-up")
 	}
 }
+
+// TestFaultRows: the report's table of fault windows says what each
+// membership window moved and when (from its start and stop lines), shows
+// another kind's recorded values, marks a window never stopped, and bounds
+// its length.
+func TestFaultRows(t *testing.T) {
+	s := int64(time.Second)
+	join := faultView{FaultWindow: history.FaultWindow{Kind: history.KindJoin, Start: 2 * s, End: 63 * s, Nodes: []string{"n5"},
+		Value: json.RawMessage(`{"how":"bootstrap, then decommission","node":"n5","ring":{"n2":"UN","n1":"UN"}}`),
+		Stop: json.RawMessage(`{"moved":{"n1":"UN","n2":"UN","n5":"UN"},"ms":61000,"node":"n5","ring":{"n1":"UN","n2":"UN"},"streamed_ms":38200,` +
+			`"resumed":["nodetool bootstrap resume"],"waited_ms":7000}`)}}
+	pause := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPause, Start: 70 * s, End: 75 * s, Nodes: []string{"n1"},
+		Stop: json.RawMessage(`{"frozen":"jvm"}`)}, value: `{"how":"sigstop"}`}
+	open := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: 80 * s, End: 90 * s}, value: `{"cut":"n2"}`}
+
+	rows, more := faultRows([]faultView{join, pause, open})
+	if more != 0 || len(rows) != 3 {
+		t.Fatalf("%d rows, %d more; want 3, 0", len(rows), more)
+	}
+	for _, want := range []string{"n5: bootstrap, then decommission", "ring before: n1 UN, n2 UN", "waited 7.0s",
+		"streaming done 38.2s in (ring then: n1 UN, n2 UN, n5 UN)", "completed after a failure: nodetool bootstrap resume",
+		"ring after (61.0s in): n1 UN, n2 UN"} {
+		if !strings.Contains(rows[0].Detail, want) {
+			t.Errorf("join detail %q lacks %q", rows[0].Detail, want)
+		}
+	}
+	if rows[0].Length != "61.0s" || rows[0].Nodes != "n5" || strings.Contains(rows[0].To, "still") {
+		t.Errorf("join row %+v", rows[0])
+	}
+	if rows[1].Detail != `{"how":"sigstop"}; stop: {"frozen":"jvm"}` {
+		t.Errorf("pause detail %q, want its start and stop values", rows[1].Detail)
+	}
+	if !strings.Contains(rows[2].To, "still in effect at the end") || rows[2].Detail != `{"cut":"n2"}` {
+		t.Errorf("open window row %+v", rows[2])
+	}
+
+	many := make([]faultView, maxFaultRows+7)
+	for i := range many {
+		many[i] = pause
+	}
+	if rows, more := faultRows(many); len(rows) != maxFaultRows || more != 7 {
+		t.Errorf("%d windows: %d rows, %d more; want %d and 7", len(many), len(rows), more, maxFaultRows)
+	}
+}

@@ -115,6 +115,11 @@ faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};o
 {{range .Ticks}}<text x="{{f1 .X}}" y="{{f1 (sub $.Latency.Height 8)}}" text-anchor="middle">{{.Label}}</text>
 {{end}}</svg>{{end}}
 
+<h2>Fault windows ({{len .FaultRows}}{{if .MoreFaults}}, {{.MoreFaults}} more in history.jsonl{{end}})</h2>
+{{if .FaultRows}}<table><tr><th>fault</th><th>nodes</th><th>from</th><th>to</th><th>length</th><th>what the nemesis recorded</th></tr>
+{{range .FaultRows}}<tr><td><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</td><td>{{.Nodes}}</td><td class="num">{{.From}}</td><td class="num">{{.To}}</td><td class="num">{{.Length}}</td><td>{{.Detail}}</td></tr>
+{{end}}</table>{{else}}<p>None.</p>{{end}}
+
 <h2>Linearizability of the lock (porcupine)</h2>
 {{if .Vis}}<table><tr><th>lock</th><th>result</th><th>operations shown</th><th>visualization</th></tr>
 {{range .Vis}}<tr><td>{{.Lock}}</td><td>{{.Result}}</td><td class="num">{{.Ops}}{{if not .Whole}} (a piece){{end}}</td><td><a href="{{.File}}">open</a></td></tr>

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -423,9 +424,137 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 		"%s past it and after process %d was granted the lock at %s; the lock hands the resource no token to refuse a late write, "+
 		"so a write in flight when the lease runs out lands in the next holder's term",
 		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()), q, secs(other.ok.Time))
+	open := openDuring(faults, inv.Time, ret.Time, p, tl)
+	if len(open) == 0 {
+		return s + fmt.Sprintf("; it took %s with no fault window open (a slow request)", span(ret.Time-inv.Time)), true
+	}
+	return s + fmt.Sprintf("; it took %s, with these windows open during it: %s", span(ret.Time-inv.Time), strings.Join(open, ", ")), true
+}
+
+// pieceOps are the clients' operations on a piece's lock in its span,
+// with the anomaly's own (the grant that set the lock's state before the
+// piece among them), in history order.
+func pieceOps(a checker.Anomaly, tl *causeTimeline) []history.Op {
+	piece := slices.Clone(a.Ops)
+	seen := map[int64]bool{}
+	for _, op := range piece {
+		seen[op.Index] = true
+	}
+	for _, op := range tl.ops {
+		if op.Lock == a.Lock && op.Process >= 0 && op.Time >= a.Start && (a.End == checker.Never || op.Time <= a.End) && !seen[op.Index] {
+			piece = append(piece, op)
+		}
+	}
+	slices.SortFunc(piece, func(x, y history.Op) int { return cmp.Compare(x.Index, y.Index) })
+	return piece
+}
+
+// grantInsideLease explains a piece of lock operations with no legal
+// order by two owners at once: a process granted the lock before another's
+// lease, granted (or renewed) before that and not released since, had run
+// out by that process's own reckoning (whichever took effect first, both
+// were answered ok). That
+// is an overlap, and its cause is the overlap's (likelyCause of the two
+// holds), so the piece and the overlap the mutual-exclusion check reports
+// read alike.
+func grantInsideLease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindNonLinearizable || tl == nil {
+		return "", false
+	}
+	piece := pieceOps(a, tl)
+	for i, op := range piece {
+		if op.F != history.FAcquire || op.Type != history.OK {
+			continue
+		}
+		for _, p := range processesOf(piece[:i]) {
+			if p == op.Process {
+				continue
+			}
+			g, ok := lastGrant(piece[:i], p)
+			if !ok || op.Time >= g.deadline() || releasedSince(piece[:i], p, g.ok.Index) {
+				continue
+			}
+			overlap := checker.Anomaly{Kind: checker.KindOverlap, Check: checker.CheckMutex, Lock: a.Lock, Processes: []int{p, op.Process},
+				Start: op.Time, End: g.deadline(), Ops: piece[:i+1]}
+			return fmt.Sprintf("two owners at once: process %d was granted the lock at %s, inside process %d's lease (granted at %s, to %s), "+
+				"which process %d had not released; of that overlap: %s",
+				op.Process, secs(op.Time), p, secs(g.ok.Time), secs(g.deadline()), p, likelyCause(overlap, faults, tl)), true
+		}
+	}
+	return "", false
+}
+
+// processesOf are the processes of ops, in order of their first op.
+func processesOf(ops []history.Op) []int {
+	var out []int
+	for _, op := range ops {
+		if !slices.Contains(out, op.Process) {
+			out = append(out, op.Process)
+		}
+	}
+	return out
+}
+
+// releasedSince says whether process p invoked a release after the line
+// at index from among ops: the model lets such a release free the lock.
+func releasedSince(ops []history.Op, p int, from int64) bool {
+	return slices.ContainsFunc(ops, func(op history.Op) bool {
+		return op.Process == p && op.F == history.FRelease && op.Type == history.Invoke && op.Index > from
+	})
+}
+
+// lateWriteAlone explains a write acknowledged after its holder's lease
+// ran out while nobody else held the lock (a late-write finding): the
+// request outlived the lease it was sent under, and the windows open while
+// it was in flight are what slowed it.
+func lateWriteAlone(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindLateWrite || len(a.Processes) != 1 || tl == nil {
+		return "", false
+	}
+	p := a.Processes[0]
+	var inv, ret *history.Op
+	for i := range a.Ops {
+		if op := &a.Ops[i]; op.Process == p && op.F == history.FAdd {
+			if op.Type == history.Invoke {
+				inv = op
+			} else {
+				ret = op
+			}
+		}
+	}
+	if inv == nil || ret == nil {
+		return "", false
+	}
+	var before []history.Op
+	for _, op := range tl.ops {
+		if op.Index >= inv.Index {
+			break
+		}
+		if op.Process == p && op.Lock == a.Lock {
+			before = append(before, op)
+		}
+	}
+	g, ok := lastGrant(before, p)
+	if !ok || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
+		return "", false
+	}
+	s := fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
+		"%s past it; nobody else held the lock meanwhile, so it overwrote no other holder's work this time",
+		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()))
+	if open := openDuring(faults, inv.Time, ret.Time, p, tl); len(open) > 0 {
+		return s + fmt.Sprintf("; it took %s, with these windows open during it: %s", span(ret.Time-inv.Time), strings.Join(open, ", ")), true
+	}
+	return s + fmt.Sprintf("; it took %s with no fault window open (a slow request)", span(ret.Time-inv.Time)), true
+}
+
+// openDuring names the windows open between from and to that can have
+// slowed process p's requests: not a client clock (it moves no request),
+// not a cut or clock aimed at another coordinator, not another process's
+// pause.
+func openDuring(faults []faultView, from, to int64, p int, tl *causeTimeline) []string {
 	var open []string
 	for _, w := range faults {
-		if w.Kind == history.KindClientClock || w.Start > ret.Time || effectEnd(w) < inv.Time || tl.aimedElsewhere(w, p) {
+		if w.Kind == history.KindClientClock || w.Start > to || effectEnd(w) < from || tl.aimedElsewhere(w, p) {
 			continue
 		}
 		if w.Kind == history.KindClientPause {
@@ -435,10 +564,77 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 		}
 		open = append(open, fmt.Sprintf("%s (%s – %s)", w.Kind, secs(w.Start), secs(w.End)))
 	}
-	if len(open) == 0 {
-		return s + fmt.Sprintf("; it took %s with no fault window open (a slow request)", span(ret.Time-inv.Time)), true
+	return open
+}
+
+// lapsedRelease explains a piece of lock operations with no legal order by
+// the release the model cannot place: a process's release answered ok
+// after its lease had run out and another process had been granted the
+// lock, as if it still held it (the model allows a late ok release only
+// while nobody else acquired). The lock's release did not tell a hold it
+// no longer had from its own. The windows open while that process held
+// the lock are named as what let its hold run out under it.
+func lapsedRelease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindNonLinearizable || tl == nil {
+		return "", false
 	}
-	return s + fmt.Sprintf("; it took %s, with these windows open during it: %s", span(ret.Time-inv.Time), strings.Join(open, ", ")), true
+	// One pass over the lock's history up to the piece's end: the grant
+	// that set a process's lease may lie long before the piece began.
+	type granted struct {
+		process int
+		at      int64
+	}
+	var (
+		pending  = map[string]history.Op{} // "f/process" -> its invocation
+		lastOf   = map[int]grantOf{}
+		releases = map[int]history.Op{} // process -> its release's invocation
+		acquired []granted
+	)
+	for _, op := range tl.ops {
+		if a.End != checker.Never && op.Time > a.End {
+			break
+		}
+		if op.Lock != a.Lock || op.Process < 0 {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d", op.F, op.Process)
+		switch {
+		case op.Type == history.Invoke && op.F == history.FRelease:
+			releases[op.Process] = op
+		case op.Type == history.Invoke:
+			pending[key] = op
+		case op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew) && op.LeaseMS > 0:
+			if inv, ok := pending[key]; ok {
+				lastOf[op.Process] = grantOf{inv, op}
+			}
+			if op.F == history.FAcquire {
+				acquired = append(acquired, granted{op.Process, op.Time})
+			}
+		case op.Type == history.OK && op.F == history.FRelease && op.Time >= a.Start:
+			p := op.Process
+			inv, asked := releases[p]
+			g, held := lastOf[p]
+			if !asked || !held || inv.Time <= g.deadline() || inv.Index < g.ok.Index {
+				continue
+			}
+			for i := len(acquired) - 1; i >= 0 && acquired[i].at > g.deadline(); i-- {
+				other := acquired[i]
+				if other.process == p || other.at >= inv.Time {
+					continue
+				}
+				s := fmt.Sprintf("a release answered ok for a hold that had run out: process %d's lease ran out at %s (granted at %s), "+
+					"process %d was granted the lock at %s, and process %d's release, invoked at %s, was answered ok at %s as if it still "+
+					"held the lock; a lock's release that finds its lease expired or the lock another's must not report success, "+
+					"or its caller cannot tell that its critical section ran unprotected",
+					p, secs(g.deadline()), secs(g.ok.Time), other.process, secs(other.at), p, secs(inv.Time), secs(op.Time))
+				if open := openDuring(faults, g.inv.Time, inv.Time, p, tl); len(open) > 0 {
+					s += fmt.Sprintf("; windows open while process %d held it: %s", p, strings.Join(open, ", "))
+				}
+				return s, true
+			}
+		}
+	}
+	return "", false
 }
 
 // span says a duration of nanoseconds in milliseconds under a second, else
