@@ -397,6 +397,23 @@ func TestCauseFromTimeline(t *testing.T) {
 				"windows open while process 1 held it: partition (2.000s – 5.000s)"}, []string{noFault}},
 		{"a release sent before the other's grant may precede it", lapsed(3400), nil, &causeTimeline{ops: lapsedOps(3400)},
 			[]string{noFault}, []string{"release answered ok"}},
+		// Process 2's acquire (2.0-3.5 s, a 1 s lease) can take effect
+		// before process 1's slow grant (0-5.0 s) and end before it: its
+		// grant came after process 1's lease ran out (3 s from 0) only in
+		// time, not in order, so process 1's release at 6 s may be legal.
+		{"a release after a grant that may have come first", checker.Anomaly{Kind: checker.KindNonLinearizable, Lock: "l", Processes: []int{1, 2},
+			Start: ms(5500), End: ms(6100)}, nil, &causeTimeline{ops: []history.Op{
+			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 2000, 2, history.Invoke, history.FAcquire),
+			op(3, 3500, 2, history.OK, history.FAcquire, lease(1000)), op(4, 5000, 1, history.OK, history.FAcquire, lease(3000)),
+			op(5, 6000, 1, history.Invoke, history.FRelease), op(6, 6100, 1, history.OK, history.FRelease)}},
+			[]string{noFault}, []string{"release answered ok"}},
+		// Process 2's acquire (0.1-2.0 s, 500 ms) can go first and end
+		// before process 1's (0-1.0 s, 10 s) takes effect: no two owners.
+		{"a grant that may precede the other's is no second owner", checker.Anomaly{Kind: checker.KindNonLinearizable, Lock: "l", Processes: []int{1, 2},
+			Start: 0, End: ms(2000)}, nil, &causeTimeline{ops: []history.Op{
+			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 100, 2, history.Invoke, history.FAcquire),
+			op(3, 1000, 1, history.OK, history.FAcquire, lease(10000)), op(4, 2000, 2, history.OK, history.FAcquire, lease(500))}},
+			[]string{noFault}, []string{"two owners"}},
 		{"a piece with two owners reads as their overlap", inPiece(overlap), nil, &causeTimeline{ops: overlap.Ops},
 			[]string{"two owners at once: process 2 was granted the lock at 2.200s, inside process 1's lease (granted at 0.400s, to 3.000s), " +
 				"which process 1 had not released; of that overlap: the lock let process 1's lease go before its own deadline"}, nil},

@@ -3,7 +3,9 @@ package reports
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -389,28 +391,11 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 		return "", false
 	}
 	p, q := a.Processes[0], a.Processes[1]
-	var inv, ret *history.Op
-	for i := range a.Ops {
-		op := &a.Ops[i]
-		if op.Process != p || op.F != history.FAdd {
-			continue
-		}
-		if op.Type == history.Invoke {
-			inv = op
-		} else if inv != nil {
-			ret = op
-		}
-	}
-	if inv == nil || ret == nil {
+	inv, ret, ok := addOf(a.Ops, p)
+	if !ok {
 		return "", false
 	}
-	var before []history.Op
-	for _, op := range a.Ops {
-		if op.Index < inv.Index {
-			before = append(before, op)
-		}
-	}
-	g, ok := lastGrant(before, p)
+	g, ok := lastGrant(a.Ops[:slices.IndexFunc(a.Ops, func(op history.Op) bool { return op.Index >= inv.Index })], p)
 	if !ok || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
 		return "", false
 	}
@@ -420,87 +405,37 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 	if !ok || other.ok.Time <= g.ok.Time || other.ok.Time >= ret.Time {
 		return "", false
 	}
-	s := fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
+	return fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
 		"%s past it and after process %d was granted the lock at %s; the lock hands the resource no token to refuse a late write, "+
 		"so a write in flight when the lease runs out lands in the next holder's term",
-		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()), q, secs(other.ok.Time))
-	open := openDuring(faults, inv.Time, ret.Time, p, tl)
-	if len(open) == 0 {
-		return s + fmt.Sprintf("; it took %s with no fault window open (a slow request)", span(ret.Time-inv.Time)), true
-	}
-	return s + fmt.Sprintf("; it took %s, with these windows open during it: %s", span(ret.Time-inv.Time), strings.Join(open, ", ")), true
+		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()), q, secs(other.ok.Time)) +
+		inFlight(faults, inv, ret, p, tl), true
 }
 
-// pieceOps are the clients' operations on a piece's lock in its span,
-// with the anomaly's own (the grant that set the lock's state before the
-// piece among them), in history order.
-func pieceOps(a checker.Anomaly, tl *causeTimeline) []history.Op {
-	piece := slices.Clone(a.Ops)
-	seen := map[int64]bool{}
-	for _, op := range piece {
-		seen[op.Index] = true
-	}
-	for _, op := range tl.ops {
-		if op.Lock == a.Lock && op.Process >= 0 && op.Time >= a.Start && (a.End == checker.Never || op.Time <= a.End) && !seen[op.Index] {
-			piece = append(piece, op)
-		}
-	}
-	slices.SortFunc(piece, func(x, y history.Op) int { return cmp.Compare(x.Index, y.Index) })
-	return piece
-}
-
-// grantInsideLease explains a piece of lock operations with no legal
-// order by two owners at once: a process granted the lock before another's
-// lease, granted (or renewed) before that and not released since, had run
-// out by that process's own reckoning (whichever took effect first, both
-// were answered ok). That
-// is an overlap, and its cause is the overlap's (likelyCause of the two
-// holds), so the piece and the overlap the mutual-exclusion check reports
-// read alike.
-func grantInsideLease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
-	if a.Kind != checker.KindNonLinearizable || tl == nil {
-		return "", false
-	}
-	piece := pieceOps(a, tl)
-	for i, op := range piece {
-		if op.F != history.FAcquire || op.Type != history.OK {
+// addOf is process p's add among ops: its invocation and completion.
+func addOf(ops []history.Op, p int) (inv, ret history.Op, ok bool) {
+	var asked, done bool
+	for _, op := range ops {
+		if op.Process != p || op.F != history.FAdd {
 			continue
 		}
-		for _, p := range processesOf(piece[:i]) {
-			if p == op.Process {
-				continue
-			}
-			g, ok := lastGrant(piece[:i], p)
-			if !ok || op.Time >= g.deadline() || releasedSince(piece[:i], p, g.ok.Index) {
-				continue
-			}
-			overlap := checker.Anomaly{Kind: checker.KindOverlap, Check: checker.CheckMutex, Lock: a.Lock, Processes: []int{p, op.Process},
-				Start: op.Time, End: g.deadline(), Ops: piece[:i+1]}
-			return fmt.Sprintf("two owners at once: process %d was granted the lock at %s, inside process %d's lease (granted at %s, to %s), "+
-				"which process %d had not released; of that overlap: %s",
-				op.Process, secs(op.Time), p, secs(g.ok.Time), secs(g.deadline()), p, likelyCause(overlap, faults, tl)), true
+		if op.Type == history.Invoke {
+			inv, asked = op, true
+		} else if asked {
+			ret, done = op, true
 		}
 	}
-	return "", false
+	return inv, ret, asked && done
 }
 
-// processesOf are the processes of ops, in order of their first op.
-func processesOf(ops []history.Op) []int {
-	var out []int
-	for _, op := range ops {
-		if !slices.Contains(out, op.Process) {
-			out = append(out, op.Process)
-		}
+// inFlight says how long a request took and the windows open meanwhile
+// that can have slowed it.
+func inFlight(faults []faultView, inv, ret history.Op, p int, tl *causeTimeline) string {
+	open := openDuring(faults, inv.Time, ret.Time, p, tl)
+	if len(open) == 0 {
+		return fmt.Sprintf("; it took %s with no fault window open (a slow request)", span(ret.Time-inv.Time))
 	}
-	return out
-}
-
-// releasedSince says whether process p invoked a release after the line
-// at index from among ops: the model lets such a release free the lock.
-func releasedSince(ops []history.Op, p int, from int64) bool {
-	return slices.ContainsFunc(ops, func(op history.Op) bool {
-		return op.Process == p && op.F == history.FRelease && op.Type == history.Invoke && op.Index > from
-	})
+	return fmt.Sprintf("; it took %s, with these windows open during it: %s", span(ret.Time-inv.Time), strings.Join(open, ", "))
 }
 
 // lateWriteAlone explains a write acknowledged after its holder's lease
@@ -512,39 +447,31 @@ func lateWriteAlone(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s
 		return "", false
 	}
 	p := a.Processes[0]
-	var inv, ret *history.Op
-	for i := range a.Ops {
-		if op := &a.Ops[i]; op.Process == p && op.F == history.FAdd {
-			if op.Type == history.Invoke {
-				inv = op
-			} else {
-				ret = op
+	inv, ret, ok := addOf(a.Ops, p)
+	if !ok {
+		return "", false
+	}
+	// The grant that set the lease: the process's last before the add,
+	// found scanning back from the add (the history is in index order).
+	at, _ := slices.BinarySearchFunc(tl.ops, inv.Index, func(op history.Op, i int64) int { return cmp.Compare(op.Index, i) })
+	var g grantOf
+	var found bool
+	for i := at - 1; i >= 0 && !found; i-- {
+		if ok := tl.ops[i]; ok.Process == p && ok.Lock == a.Lock && ok.Type == history.OK && ok.LeaseMS > 0 && (ok.F == history.FAcquire || ok.F == history.FRenew) {
+			for j := i - 1; j >= 0; j-- {
+				if in := tl.ops[j]; in.Process == p && in.F == ok.F && in.Type == history.Invoke {
+					g, found = grantOf{in, ok}, true
+					break
+				}
 			}
 		}
 	}
-	if inv == nil || ret == nil {
+	if !found || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
 		return "", false
 	}
-	var before []history.Op
-	for _, op := range tl.ops {
-		if op.Index >= inv.Index {
-			break
-		}
-		if op.Process == p && op.Lock == a.Lock {
-			before = append(before, op)
-		}
-	}
-	g, ok := lastGrant(before, p)
-	if !ok || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
-		return "", false
-	}
-	s := fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
+	return fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
 		"%s past it; nobody else held the lock meanwhile, so it overwrote no other holder's work this time",
-		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()))
-	if open := openDuring(faults, inv.Time, ret.Time, p, tl); len(open) > 0 {
-		return s + fmt.Sprintf("; it took %s, with these windows open during it: %s", span(ret.Time-inv.Time), strings.Join(open, ", ")), true
-	}
-	return s + fmt.Sprintf("; it took %s with no fault window open (a slow request)", span(ret.Time-inv.Time)), true
+		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline())) + inFlight(faults, inv, ret, p, tl), true
 }
 
 // openDuring names the windows open between from and to that can have
@@ -567,72 +494,154 @@ func openDuring(faults []faultView, from, to int64, p int, tl *causeTimeline) []
 	return open
 }
 
+// lockReplay follows one lock's grants through a history in one pass, as
+// the piece causes need them: each process's last grant (the one that set
+// its lease), whether it asked to release since, and the ok acquires so far.
+type lockReplay struct {
+	pending  map[fProc]history.Op // an invocation awaiting its completion
+	last     map[int]grantOf
+	released map[int]bool // asked to release since its last grant (ok, info or failed: the model may let it free the lock)
+	releases map[int]history.Op
+	acquired []grantOf
+}
+
+type fProc struct {
+	f string
+	p int
+}
+
+func newLockReplay() *lockReplay {
+	return &lockReplay{pending: map[fProc]history.Op{}, last: map[int]grantOf{}, released: map[int]bool{}, releases: map[int]history.Op{}}
+}
+
+// feed takes the lock's next operation.
+func (r *lockReplay) feed(op history.Op) {
+	key := fProc{op.F, op.Process}
+	switch {
+	case op.Type == history.Invoke && op.F == history.FRelease:
+		r.releases[op.Process] = op
+		r.released[op.Process] = true
+	case op.Type == history.Invoke:
+		r.pending[key] = op
+	case op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew) && op.LeaseMS > 0:
+		inv, ok := r.pending[key]
+		if !ok {
+			return
+		}
+		g := grantOf{inv, op}
+		r.last[op.Process], r.released[op.Process] = g, false
+		if op.F == history.FAcquire {
+			r.acquired = append(r.acquired, g)
+		}
+	}
+}
+
+// after says whether grant q took effect after grant g whatever order the
+// model picks: q was asked for once g was answered, or q's lease outlasts
+// g's answer (had q taken effect first, g would have had to wait for q's
+// lease to end, and q's process can have done nothing in between).
+func after(q, g grantOf) bool {
+	return q.inv.Time > g.ok.Time || q.deadline() > g.ok.Time
+}
+
+// pieceEnd is where a piece's operations end in the history: its last
+// line at or before the piece's end.
+func pieceEnd(a checker.Anomaly, tl *causeTimeline) int {
+	if a.End == checker.Never {
+		return len(tl.ops)
+	}
+	return sort.Search(len(tl.ops), func(i int) bool { return tl.ops[i].Time > a.End })
+}
+
+// grantInsideLease explains a piece of lock operations with no legal
+// order by two owners at once: a process granted the lock inside another's
+// lease, granted (or renewed) before it and not released since, whichever
+// of the two the model orders first. That is an overlap, and its cause is
+// the overlap's (likelyCause of the two holds), so the piece and the
+// overlap the mutual-exclusion check reports read alike.
+func grantInsideLease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindNonLinearizable || tl == nil {
+		return "", false
+	}
+	r := newLockReplay()
+	for _, op := range tl.ops[:pieceEnd(a, tl)] {
+		if op.Lock != a.Lock || op.Process < 0 {
+			continue
+		}
+		if op.F != history.FAcquire || op.Type != history.OK || op.Time < a.Start {
+			r.feed(op)
+			continue
+		}
+		q, ok := grantOfAt(r, op)
+		for _, p := range slices.Sorted(maps.Keys(r.last)) {
+			g := r.last[p]
+			if !ok || p == op.Process || r.released[p] || op.Time >= g.deadline() || (g.ok.F == history.FAcquire && !after(q, g)) {
+				continue
+			}
+			// The overlap's own operations: the two grants (what its
+			// causes read; the rest they find in the timeline).
+			overlap := checker.Anomaly{Kind: checker.KindOverlap, Check: checker.CheckMutex, Lock: a.Lock, Processes: []int{p, op.Process},
+				Start: op.Time, End: g.deadline(), Ops: []history.Op{g.inv, g.ok, q.inv, q.ok}}
+			return fmt.Sprintf("two owners at once: process %d was granted the lock at %s, inside process %d's lease (granted at %s, to %s), "+
+				"which process %d had not released; of that overlap: %s",
+				op.Process, secs(op.Time), p, secs(g.ok.Time), secs(g.deadline()), p, likelyCause(overlap, faults, tl)), true
+		}
+		r.feed(op)
+	}
+	return "", false
+}
+
+// grantOfAt is the grant an ok acquire or renew completes, before it is fed.
+func grantOfAt(r *lockReplay, ok history.Op) (grantOf, bool) {
+	inv, asked := r.pending[fProc{ok.F, ok.Process}]
+	return grantOf{inv, ok}, asked && ok.LeaseMS > 0
+}
+
 // lapsedRelease explains a piece of lock operations with no legal order by
 // the release the model cannot place: a process's release answered ok
 // after its lease had run out and another process had been granted the
-// lock, as if it still held it (the model allows a late ok release only
-// while nobody else acquired). The lock's release did not tell a hold it
-// no longer had from its own. The windows open while that process held
-// the lock are named as what let its hold run out under it.
+// lock after its own grant, as if it still held it (the model allows a
+// late ok release only while nobody else acquired). The lock's release did
+// not tell a hold it no longer had from its own. The windows open while
+// that process held the lock are named as what let its hold run out.
 func lapsedRelease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
 	if a.Kind != checker.KindNonLinearizable || tl == nil {
 		return "", false
 	}
 	// One pass over the lock's history up to the piece's end: the grant
 	// that set a process's lease may lie long before the piece began.
-	type granted struct {
-		process int
-		at      int64
-	}
-	var (
-		pending  = map[string]history.Op{} // "f/process" -> its invocation
-		lastOf   = map[int]grantOf{}
-		releases = map[int]history.Op{} // process -> its release's invocation
-		acquired []granted
-	)
-	for _, op := range tl.ops {
-		if a.End != checker.Never && op.Time > a.End {
-			break
-		}
+	r := newLockReplay()
+	for _, op := range tl.ops[:pieceEnd(a, tl)] {
 		if op.Lock != a.Lock || op.Process < 0 {
 			continue
 		}
-		key := fmt.Sprintf("%s/%d", op.F, op.Process)
-		switch {
-		case op.Type == history.Invoke && op.F == history.FRelease:
-			releases[op.Process] = op
-		case op.Type == history.Invoke:
-			pending[key] = op
-		case op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew) && op.LeaseMS > 0:
-			if inv, ok := pending[key]; ok {
-				lastOf[op.Process] = grantOf{inv, op}
-			}
-			if op.F == history.FAcquire {
-				acquired = append(acquired, granted{op.Process, op.Time})
-			}
-		case op.Type == history.OK && op.F == history.FRelease && op.Time >= a.Start:
-			p := op.Process
-			inv, asked := releases[p]
-			g, held := lastOf[p]
-			if !asked || !held || inv.Time <= g.deadline() || inv.Index < g.ok.Index {
+		if op.Type != history.OK || op.F != history.FRelease || op.Time < a.Start {
+			r.feed(op)
+			continue
+		}
+		p := op.Process
+		inv, asked := r.releases[p]
+		g, held := r.last[p]
+		if !asked || !held || inv.Time <= g.deadline() || inv.Index < g.ok.Index {
+			r.feed(op)
+			continue
+		}
+		for i := len(r.acquired) - 1; i >= 0 && r.acquired[i].ok.Time > g.deadline(); i-- {
+			q := r.acquired[i]
+			if q.ok.Process == p || q.ok.Time >= inv.Time || !after(q, g) {
 				continue
 			}
-			for i := len(acquired) - 1; i >= 0 && acquired[i].at > g.deadline(); i-- {
-				other := acquired[i]
-				if other.process == p || other.at >= inv.Time {
-					continue
-				}
-				s := fmt.Sprintf("a release answered ok for a hold that had run out: process %d's lease ran out at %s (granted at %s), "+
-					"process %d was granted the lock at %s, and process %d's release, invoked at %s, was answered ok at %s as if it still "+
-					"held the lock; a lock's release that finds its lease expired or the lock another's must not report success, "+
-					"or its caller cannot tell that its critical section ran unprotected",
-					p, secs(g.deadline()), secs(g.ok.Time), other.process, secs(other.at), p, secs(inv.Time), secs(op.Time))
-				if open := openDuring(faults, g.inv.Time, inv.Time, p, tl); len(open) > 0 {
-					s += fmt.Sprintf("; windows open while process %d held it: %s", p, strings.Join(open, ", "))
-				}
-				return s, true
+			s := fmt.Sprintf("a release answered ok for a hold that had run out: process %d's lease ran out at %s (granted at %s), "+
+				"process %d was granted the lock at %s, and process %d's release, invoked at %s, was answered ok at %s as if it still "+
+				"held the lock; a lock's release that finds its lease expired or the lock another's must not report success, "+
+				"or its caller cannot tell that its critical section ran unprotected",
+				p, secs(g.deadline()), secs(g.ok.Time), q.ok.Process, secs(q.ok.Time), p, secs(inv.Time), secs(op.Time))
+			if open := openDuring(faults, g.inv.Time, inv.Time, p, tl); len(open) > 0 {
+				s += fmt.Sprintf("; windows open while process %d held it: %s", p, strings.Join(open, ", "))
 			}
+			return s, true
 		}
+		r.feed(op)
 	}
 	return "", false
 }

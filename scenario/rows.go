@@ -235,13 +235,13 @@ var Rows = []Row{
 	{
 		Name: "4n-2dc/lease-fenced/none/dc-local", Recipe: "lease-fenced", Cluster: twoDCs, DCLocal: true,
 		Time: 30 * s, Interval: 5 * s, Seed: 22003,
-		// Invalid in 10 of 10 at load 6-17, 3 of 5 at load 32-45: a loaded
+		// Invalid in 10 of 10 at load 6-17, 3 of 5 at load 32-46: a loaded
 		// machine takes fewer locks (29-34 adds a run), so fewer overlaps
 		// write the resource at once; every run held the lock twice.
 		Want: checker.Invalid, Unsafe: true, Catch: 8, Tier: Full,
 		Mechanism: "No fault: each data centre's LOCAL_SERIAL round sees only its own replicas, and a commit reaches the other data " +
 			"centre after its own LOCAL_QUORUM, so contenders in both data centres hold the lock at once (9-43 overlapping holds a " +
-			"run; 1-4 at load 32-45, in every run) and the fenced resource's conditional read-modify-write, also at LOCAL_SERIAL, lets a write from one data centre " +
+			"run; 1-4 at load 32-46, in every run) and the fenced resource's conditional read-modify-write, also at LOCAL_SERIAL, lets a write from one data centre " +
 			"overwrite an add acknowledged in the other (lost-add, 1-8 a run). Tokens still grew in grant order: the check that fails is the resource's, " +
 			"and it fails only where two holders' writes meet, which a loaded machine's fewer, slower operations make rarer.",
 	},

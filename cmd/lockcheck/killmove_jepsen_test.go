@@ -72,7 +72,7 @@ func TestKilledMidMovement(t *testing.T) {
 	}
 	t.Logf("join: kill to healed ring %v; cluster heal said:\n%s", time.Since(m.killed).Round(time.Second), out)
 	t.Logf("join: cluster heal took %v", time.Since(begin).Round(time.Second))
-	if heal := string(out); !strings.Contains(heal, "healed a fault an earlier run left") || !strings.Contains(heal, "node=n4") || !strings.Contains(heal, "join") {
+	if heal := string(out); !strings.Contains(heal, "healed a fault an earlier run left") || !strings.Contains(heal, "node=n4") || !strings.Contains(heal, "healed=[join]") {
 		t.Errorf("cluster heal did not say it took the spare n4 out of the ring (a join's leftover): %s", heal)
 	}
 	m.startingRing(ctx, "after cluster heal")
