@@ -108,10 +108,11 @@ type FaultWindow struct {
 	Starts     int   // start lines merged into the window
 	Nodes      []string
 	Value      json.RawMessage // the first start line's value
-	// Stop is the value of the stop line that closed the window (nil for
-	// one never stopped): a membership window's says when its streaming
-	// was done and the ring after.
-	Stop json.RawMessage
+	// Stop is the value of the stop line that closed the window: a
+	// membership window's says when its streaming was done and the ring
+	// after. Closed says whether one did (a stop line may carry no value).
+	Stop   json.RawMessage
+	Closed bool
 }
 
 // FaultWindows pairs the start and stop lines of ops (in history order) into
@@ -142,8 +143,7 @@ func FaultWindows(ops []Op, end int64) []FaultWindow {
 			out = append(out, FaultWindow{Kind: kind, Start: op.Time, End: end, Starts: 1, Nodes: addNodes(nil, op.Node), Value: op.Value})
 		case o != nil:
 			if o.n--; o.n == 0 {
-				out[o.at].End = op.Time
-				out[o.at].Stop = op.Value
+				out[o.at].End, out[o.at].Stop, out[o.at].Closed = op.Time, op.Value, true
 				delete(opened, kind)
 			}
 		}

@@ -70,6 +70,9 @@ func TestFaultWindows(t *testing.T) {
 	if string(got[0].Value) != `{"t":1}` {
 		t.Errorf("window value %s, want the first start's", got[0].Value)
 	}
+	if !got[0].Closed || !got[1].Closed || got[2].Closed {
+		t.Errorf("closed %v %v %v, want the two stopped windows only", got[0].Closed, got[1].Closed, got[2].Closed)
+	}
 	if string(got[0].Stop) != `{"t":6}` || string(got[1].Stop) != `{"t":8}` || got[2].Stop != nil {
 		t.Errorf("stop values %s, %s, %s: want the closing stop's (6, 8) and none for a window never stopped", got[0].Stop, got[1].Stop, got[2].Stop)
 	}

@@ -171,7 +171,7 @@ func faultRows(faults []faultView) (rows []faultRow, more int) {
 		}
 		r := faultRow{Kind: f.Kind, Color: f.Color, Nodes: strings.Join(f.Nodes, ", "), From: secs(f.Start), To: secs(f.End),
 			Length: fmt.Sprintf("%.1fs", float64(f.End-f.Start)/1e9)}
-		if f.Stop == nil {
+		if !f.Closed {
 			r.To += " (still in effect at the end)"
 		}
 		if d, ok := movementDetail(f); ok {

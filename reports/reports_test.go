@@ -389,11 +389,11 @@ func TestFailedSetupAndForeignState(t *testing.T) {
 func TestFaultRows(t *testing.T) {
 	s := int64(time.Second)
 	join := faultView{FaultWindow: history.FaultWindow{Kind: history.KindJoin, Start: 2 * s, End: 63 * s, Nodes: []string{"n5"},
-		Value: json.RawMessage(`{"how":"bootstrap, then decommission","node":"n5","ring":{"n2":"UN","n1":"UN"}}`),
-		Stop: json.RawMessage(`{"moved":{"n1":"UN","n2":"UN","n5":"UN"},"ms":61000,"node":"n5","ring":{"n1":"UN","n2":"UN"},"streamed_ms":38200,` +
+		Value:  json.RawMessage(`{"how":"bootstrap, then decommission","node":"n5","ring":{"n2":"UN","n1":"UN"}}`),
+		Closed: true, Stop: json.RawMessage(`{"moved":{"n1":"UN","n2":"UN","n5":"UN"},"ms":61000,"node":"n5","ring":{"n1":"UN","n2":"UN"},"streamed_ms":38200,` +
 			`"resumed":["nodetool bootstrap resume"],"waited_ms":7000}`)}}
 	pause := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPause, Start: 70 * s, End: 75 * s, Nodes: []string{"n1"},
-		Stop: json.RawMessage(`{"frozen":"jvm"}`)}, value: `{"how":"sigstop"}`}
+		Closed: true, Stop: json.RawMessage(`{"frozen":"jvm"}`)}, value: `{"how":"sigstop"}`}
 	open := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: 80 * s, End: 90 * s}, value: `{"cut":"n2"}`}
 
 	rows, more := faultRows([]faultView{join, pause, open})
