@@ -186,6 +186,11 @@ func TestCauseFromTimeline(t *testing.T) {
 			op(3, 1000, 1, history.Invoke, history.FRenew), op(4, 1200, 1, history.OK, history.FRenew, lease(3000)),
 			op(5, 3400, 2, history.Invoke, history.FAcquire), op(6, 3500, 2, history.OK, history.FAcquire, lease(3000)),
 		}}
+	// The same heartbeat answered without lease_ms: the checker renews it
+	// for the acquire's lease.
+	renewedNoLease := renewed
+	renewedNoLease.Ops = slices.Clone(renewed.Ops)
+	renewedNoLease.Ops[3].LeaseMS = 0
 	coordClock := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(1000), End: ms(5000),
 		Value: json.RawMessage(`{"node":"n2","clients":[2],"offset":"+4s","lease":"3s"}`)}}
 	// Process 1's renew at 1 s has an unknown outcome; its client goes on
@@ -339,6 +344,8 @@ func TestCauseFromTimeline(t *testing.T) {
 		{"a skew reset longer ago than its offset", late, []faultView{clockWindow("+400ms")}, nil,
 			[]string{noFault}, []string{"skewed coordinator"}},
 		{"a renewed lease sets the deadline", renewed, nil, nil,
+			[]string{"0.5 s before process 1's deadline (4.000s: its renew invoked at 1.000s plus its 3000 ms lease)"}, nil},
+		{"a renew without lease_ms renews for its grant's lease", renewedNoLease, nil, nil,
 			[]string{"0.5 s before process 1's deadline (4.000s: its renew invoked at 1.000s plus its 3000 ms lease)"}, nil},
 		{"a failed heartbeat", renewed, nil, heartbeatFail,
 			[]string{"failed heartbeat: process 1's renew at 3.700s came back fail (not held)"}, []string{noFault}},

@@ -84,15 +84,36 @@ func (g grantOf) deadline() int64 { return g.inv.Time + g.ok.LeaseMS*1e6 }
 
 // lastGrant is process p's last ok acquire or renew with a lease among ops
 // (its invocation found there too), the grant that set its hold's end.
-func lastGrant(ops []history.Op, p int) (grantOf, bool) {
+// An ok renew without lease_ms renews for the lease of the process's
+// latest acquire before it, as the checker counts it.
+func lastGrant(ops []history.Op, p int) (grantOf, bool) { return lastGrantOn(ops, p, "") }
+
+// lastGrantOn is lastGrant on one lock ("": any), scanning back from the
+// end of ops without copying them.
+func lastGrantOn(ops []history.Op, p int, lock string) (grantOf, bool) {
+	var renew *grantOf // an ok renew without a lease, waiting for its grant's
 	for i := len(ops) - 1; i >= 0; i-- {
 		ok := ops[i]
-		if ok.Process != p || ok.Type != history.OK || ok.LeaseMS <= 0 || (ok.F != history.FAcquire && ok.F != history.FRenew) {
+		if ok.Process != p || ok.Type != history.OK || (ok.F != history.FAcquire && ok.F != history.FRenew) || (lock != "" && ok.Lock != lock) {
+			continue
+		}
+		if renew != nil {
+			if ok.F == history.FAcquire && ok.LeaseMS > 0 {
+				renew.ok.LeaseMS = ok.LeaseMS
+				return *renew, true
+			}
+			continue
+		}
+		if ok.LeaseMS <= 0 && ok.F == history.FAcquire {
 			continue
 		}
 		for j := i - 1; j >= 0; j-- {
 			if inv := ops[j]; inv.Process == p && inv.F == ok.F && inv.Type == history.Invoke {
-				return grantOf{inv, ok}, true
+				if ok.LeaseMS > 0 {
+					return grantOf{inv, ok}, true
+				}
+				renew = &grantOf{inv, ok}
+				break
 			}
 		}
 	}
@@ -451,21 +472,10 @@ func lateWriteAlone(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s
 	if !ok {
 		return "", false
 	}
-	// The grant that set the lease: the process's last before the add,
-	// found scanning back from the add (the history is in index order).
+	// The grant that set the lease: the process's last before the add
+	// (the history is in index order).
 	at, _ := slices.BinarySearchFunc(tl.ops, inv.Index, func(op history.Op, i int64) int { return cmp.Compare(op.Index, i) })
-	var g grantOf
-	var found bool
-	for i := at - 1; i >= 0 && !found; i-- {
-		if ok := tl.ops[i]; ok.Process == p && ok.Lock == a.Lock && ok.Type == history.OK && ok.LeaseMS > 0 && (ok.F == history.FAcquire || ok.F == history.FRenew) {
-			for j := i - 1; j >= 0; j-- {
-				if in := tl.ops[j]; in.Process == p && in.F == ok.F && in.Type == history.Invoke {
-					g, found = grantOf{in, ok}, true
-					break
-				}
-			}
-		}
-	}
+	g, found := lastGrantOn(tl.ops[:at], p, a.Lock)
 	if !found || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
 		return "", false
 	}
@@ -503,6 +513,9 @@ type lockReplay struct {
 	released map[int]bool // asked to release since its last grant (ok, info or failed: the model may let it free the lock)
 	releases map[int]history.Op
 	acquired []grantOf
+	// grantLease is each process's latest acquire's lease, which an ok
+	// renew without lease_ms renews for.
+	grantLease map[int]int64
 }
 
 type fProc struct {
@@ -511,7 +524,8 @@ type fProc struct {
 }
 
 func newLockReplay() *lockReplay {
-	return &lockReplay{pending: map[fProc]history.Op{}, last: map[int]grantOf{}, released: map[int]bool{}, releases: map[int]history.Op{}}
+	return &lockReplay{pending: map[fProc]history.Op{}, last: map[int]grantOf{}, released: map[int]bool{}, releases: map[int]history.Op{},
+		grantLease: map[int]int64{}}
 }
 
 // feed takes the lock's next operation.
@@ -523,10 +537,16 @@ func (r *lockReplay) feed(op history.Op) {
 		r.released[op.Process] = true
 	case op.Type == history.Invoke:
 		r.pending[key] = op
-	case op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew) && op.LeaseMS > 0:
+	case op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew):
 		inv, ok := r.pending[key]
-		if !ok {
+		if op.F == history.FRenew && op.LeaseMS <= 0 {
+			op.LeaseMS = r.grantLease[op.Process] // as the checker renews it
+		}
+		if !ok || op.LeaseMS <= 0 {
 			return
+		}
+		if op.F == history.FAcquire {
+			r.grantLease[op.Process] = op.LeaseMS
 		}
 		g := grantOf{inv, op}
 		r.last[op.Process], r.released[op.Process] = g, false
