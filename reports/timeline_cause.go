@@ -583,14 +583,9 @@ func grantInsideLease(a checker.Anomaly, faults []faultView, tl *causeTimeline) 
 	if a.Kind != checker.KindNonLinearizable || tl == nil {
 		return "", false
 	}
-	r := newLockReplay()
-	for _, op := range tl.ops[:pieceEnd(a, tl)] {
-		if op.Lock != a.Lock || op.Process < 0 {
-			continue
-		}
-		if op.F != history.FAcquire || op.Type != history.OK || op.Time < a.Start {
-			r.feed(op)
-			continue
+	return replayPiece(a, tl, func(r *lockReplay, op history.Op) (string, bool) {
+		if op.F != history.FAcquire || op.Type != history.OK {
+			return "", false
 		}
 		q, ok := grantOfAt(r, op)
 		for _, p := range slices.Sorted(maps.Keys(r.last)) {
@@ -605,6 +600,25 @@ func grantInsideLease(a checker.Anomaly, faults []faultView, tl *causeTimeline) 
 			return fmt.Sprintf("two owners at once: process %d was granted the lock at %s, inside process %d's lease (granted at %s, to %s), "+
 				"which process %d had not released; of that overlap: %s",
 				op.Process, secs(op.Time), p, secs(g.ok.Time), secs(g.deadline()), p, likelyCause(overlap, faults, tl)), true
+		}
+		return "", false
+	})
+}
+
+// replayPiece replays a piece's lock from the history's start to the
+// piece's end (the grant that set a process's lease may lie long before
+// the piece began) and asks at about each of the piece's operations,
+// before it is fed, until at explains the piece.
+func replayPiece(a checker.Anomaly, tl *causeTimeline, at func(r *lockReplay, op history.Op) (string, bool)) (string, bool) {
+	r := newLockReplay()
+	for _, op := range tl.ops[:pieceEnd(a, tl)] {
+		if op.Lock != a.Lock || op.Process < 0 {
+			continue
+		}
+		if op.Time >= a.Start {
+			if s, ok := at(r, op); ok {
+				return s, true
+			}
 		}
 		r.feed(op)
 	}
@@ -628,23 +642,15 @@ func lapsedRelease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (st
 	if a.Kind != checker.KindNonLinearizable || tl == nil {
 		return "", false
 	}
-	// One pass over the lock's history up to the piece's end: the grant
-	// that set a process's lease may lie long before the piece began.
-	r := newLockReplay()
-	for _, op := range tl.ops[:pieceEnd(a, tl)] {
-		if op.Lock != a.Lock || op.Process < 0 {
-			continue
-		}
-		if op.Type != history.OK || op.F != history.FRelease || op.Time < a.Start {
-			r.feed(op)
-			continue
+	return replayPiece(a, tl, func(r *lockReplay, op history.Op) (string, bool) {
+		if op.Type != history.OK || op.F != history.FRelease {
+			return "", false
 		}
 		p := op.Process
 		inv, asked := r.releases[p]
 		g, held := r.last[p]
 		if !asked || !held || inv.Time <= g.deadline() || inv.Index < g.ok.Index {
-			r.feed(op)
-			continue
+			return "", false
 		}
 		for i := len(r.acquired) - 1; i >= 0 && r.acquired[i].ok.Time > g.deadline(); i-- {
 			q := r.acquired[i]
@@ -661,9 +667,8 @@ func lapsedRelease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (st
 			}
 			return s, true
 		}
-		r.feed(op)
-	}
-	return "", false
+		return "", false
+	})
 }
 
 // span says a duration of nanoseconds in milliseconds under a second, else
