@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -40,16 +39,7 @@ func TestMembershipHeal(t *testing.T) {
 	}
 	c := clustertest.Start(t, "heal", cluster.WithNodes(3), cluster.WithSpares(1), cluster.WithReplicationFactor(2), cluster.WithHeap("384M"))
 	ctx := ctxFor(t, 28*time.Minute)
-	ringIs := func(step string, want map[string]string) {
-		t.Helper()
-		got, err := c.Ring(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		if !maps.Equal(got, want) {
-			t.Fatalf("%s: ring %v, want %v", step, got, want)
-		}
-	}
+	ringIs := ringChecker(t, ctx, c)
 	node := func(name string) *cluster.Node {
 		t.Helper()
 		n, err := c.Node(name)

@@ -24,16 +24,7 @@ func TestMembership(t *testing.T) {
 	}
 	c := clustertest.Start(t, "membership", cluster.WithNodes(3), cluster.WithSpares(1), cluster.WithReplicationFactor(2), cluster.WithHeap("384M"))
 	ctx := ctxFor(t, 20*time.Minute)
-	ringIs := func(step string, want map[string]string) {
-		t.Helper()
-		got, err := c.Ring(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		if !maps.Equal(got, want) {
-			t.Fatalf("%s: ring %v, want %v", step, got, want)
-		}
-	}
+	ringIs := ringChecker(t, ctx, c)
 	timed := func(step string, f func(context.Context) error) {
 		t.Helper()
 		begin := time.Now()
@@ -88,5 +79,19 @@ func TestMembership(t *testing.T) {
 	}
 	if err := c.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ringChecker fails the test when the ring is not as a step wants it.
+func ringChecker(t *testing.T, ctx context.Context, c *cluster.Cluster) func(step string, want map[string]string) {
+	return func(step string, want map[string]string) {
+		t.Helper()
+		got, err := c.Ring(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("%s: ring %v, want %v", step, got, want)
+		}
 	}
 }
