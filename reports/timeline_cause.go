@@ -506,16 +506,23 @@ func openDuring(faults []faultView, from, to int64, p int, tl *causeTimeline) []
 
 // lockReplay follows one lock's grants through a history in one pass, as
 // the piece causes need them: each process's last grant (the one that set
-// its lease), whether it asked to release since, and the ok acquires so far.
+// its lease), its last release's invocation, and the ok acquires so far.
 type lockReplay struct {
 	pending  map[fProc]history.Op // an invocation awaiting its completion
 	last     map[int]grantOf
-	released map[int]bool // asked to release since its last grant (ok, info or failed: the model may let it free the lock)
 	releases map[int]history.Op
-	acquired []grantOf
+	// acquired are the ok acquires so far, kept small: a long history's
+	// lock has millions.
+	acquired []acquiredAt
 	// grantLease is each process's latest acquire's lease, which an ok
 	// renew without lease_ms renews for.
 	grantLease map[int]int64
+}
+
+// acquiredAt is an ok acquire as lapsedRelease reads it.
+type acquiredAt struct {
+	process           int
+	inv, ok, deadline int64
 }
 
 type fProc struct {
@@ -524,8 +531,7 @@ type fProc struct {
 }
 
 func newLockReplay() *lockReplay {
-	return &lockReplay{pending: map[fProc]history.Op{}, last: map[int]grantOf{}, released: map[int]bool{}, releases: map[int]history.Op{},
-		grantLease: map[int]int64{}}
+	return &lockReplay{pending: map[fProc]history.Op{}, last: map[int]grantOf{}, releases: map[int]history.Op{}, grantLease: map[int]int64{}}
 }
 
 // feed takes the lock's next operation.
@@ -534,7 +540,6 @@ func (r *lockReplay) feed(op history.Op) {
 	switch {
 	case op.Type == history.Invoke && op.F == history.FRelease:
 		r.releases[op.Process] = op
-		r.released[op.Process] = true
 	case op.Type == history.Invoke:
 		r.pending[key] = op
 	case op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew):
@@ -549,19 +554,26 @@ func (r *lockReplay) feed(op history.Op) {
 			r.grantLease[op.Process] = op.LeaseMS
 		}
 		g := grantOf{inv, op}
-		r.last[op.Process], r.released[op.Process] = g, false
+		r.last[op.Process] = g
 		if op.F == history.FAcquire {
-			r.acquired = append(r.acquired, g)
+			r.acquired = append(r.acquired, acquiredAt{op.Process, inv.Time, op.Time, g.deadline()})
 		}
 	}
+}
+
+// releasedSince says whether process p asked to release after its last
+// grant (ok, info or failed: the model may let it free the lock).
+func (r *lockReplay) releasedSince(p int) bool {
+	rel, ok := r.releases[p]
+	return ok && rel.Index > r.last[p].ok.Index
 }
 
 // after says whether grant q took effect after grant g whatever order the
 // model picks: q was asked for once g was answered, or q's lease outlasts
 // g's answer (had q taken effect first, g would have had to wait for q's
 // lease to end, and q's process can have done nothing in between).
-func after(q, g grantOf) bool {
-	return q.inv.Time > g.ok.Time || q.deadline() > g.ok.Time
+func after(qInv, qDeadline int64, g grantOf) bool {
+	return qInv > g.ok.Time || qDeadline > g.ok.Time
 }
 
 // pieceEnd is where a piece's operations end in the history: its last
@@ -590,7 +602,7 @@ func grantInsideLease(a checker.Anomaly, faults []faultView, tl *causeTimeline) 
 		q, ok := grantOfAt(r, op)
 		for _, p := range slices.Sorted(maps.Keys(r.last)) {
 			g := r.last[p]
-			if !ok || p == op.Process || r.released[p] || op.Time >= g.deadline() || (g.ok.F == history.FAcquire && !after(q, g)) {
+			if !ok || p == op.Process || r.releasedSince(p) || op.Time >= g.deadline() || (g.ok.F == history.FAcquire && !after(q.inv.Time, q.deadline(), g)) {
 				continue
 			}
 			// The overlap's own operations: the two grants (what its
@@ -652,16 +664,16 @@ func lapsedRelease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (st
 		if !asked || !held || inv.Time <= g.deadline() || inv.Index < g.ok.Index {
 			return "", false
 		}
-		for i := len(r.acquired) - 1; i >= 0 && r.acquired[i].ok.Time > g.deadline(); i-- {
+		for i := len(r.acquired) - 1; i >= 0 && r.acquired[i].ok > g.deadline(); i-- {
 			q := r.acquired[i]
-			if q.ok.Process == p || q.ok.Time >= inv.Time || !after(q, g) {
+			if q.process == p || q.ok >= inv.Time || !after(q.inv, q.deadline, g) {
 				continue
 			}
 			s := fmt.Sprintf("a release answered ok for a hold that had run out: process %d's lease ran out at %s (granted at %s), "+
 				"process %d was granted the lock at %s, and process %d's release, invoked at %s, was answered ok at %s as if it still "+
 				"held the lock; a lock's release that finds its lease expired or the lock another's must not report success, "+
 				"or its caller cannot tell that its critical section ran unprotected",
-				p, secs(g.deadline()), secs(g.ok.Time), q.ok.Process, secs(q.ok.Time), p, secs(inv.Time), secs(op.Time))
+				p, secs(g.deadline()), secs(g.ok.Time), q.process, secs(q.ok), p, secs(inv.Time), secs(op.Time))
 			if open := openDuring(faults, g.inv.Time, inv.Time, p, tl); len(open) > 0 {
 				s += fmt.Sprintf("; windows open while process %d held it: %s", p, strings.Join(open, ", "))
 			}
