@@ -197,7 +197,7 @@ func (p RunPhases) String() string {
 		s += fmt.Sprintf(" (%s still open at the deadline, closed after it)", strings.Join(p.Overrun, ", "))
 	}
 	if p.ScheduleWaitMS > 0 {
-		s += fmt.Sprintf(" (%s of it waiting for a schedule that follows its windows)", ms(p.ScheduleWaitMS))
+		s += fmt.Sprintf(" (%s of it waiting for a schedule dealt in full)", ms(p.ScheduleWaitMS))
 	}
 	if p.Undealt > 0 {
 		s += fmt.Sprintf(" (%d schedule steps never dealt)", p.Undealt)

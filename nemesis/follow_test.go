@@ -202,13 +202,19 @@ func TestScheduleFollowBadReferences(t *testing.T) {
 
 // A schedule placed by the clock alone deals as it always did: the file
 // has no "after", the dealer waits for the run's end after its last step,
-// and the same seed draws the same faults. One that follows its windows
-// draws the same faults for the same seed too (the steps are dealt in
-// their order either way).
+// and the same seed draws the same faults. One that follows its windows,
+// or has a range movement among them, draws the same faults for the same
+// seed too (the steps are dealt in their order either way) and is done
+// when its last window ends: the run deals it to the end (DealtInFull).
 func TestScheduleByTheClockUnchanged(t *testing.T) {
 	ms := func(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
 	byClock := Schedule{Steps: []Step{
 		{Kind: Join, At: ms(0), For: ms(60)},
+		{Kind: Kill, At: ms(20), For: ms(10), Overlap: true},
+		{Kind: Pause, At: ms(100), For: ms(10)},
+	}}
+	noMovement := Schedule{Steps: []Step{
+		{Kind: Partition, At: ms(0), For: ms(60)},
 		{Kind: Kill, At: ms(20), For: ms(10), Overlap: true},
 		{Kind: Pause, At: ms(100), For: ms(10)},
 	}}
@@ -233,10 +239,14 @@ func TestScheduleByTheClockUnchanged(t *testing.T) {
 		s     Schedule
 		early bool // Run returns before the run's end
 	}{
-		{"by the clock", byClock, false},
+		{"by the clock", noMovement, false},
+		{"by the clock, a range movement", byClock, true},
 		{"following", following, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.s.DealtInFull() != tc.early {
+				t.Errorf("dealt in full %v, want %v", tc.s.DealtInFull(), tc.early)
+			}
 			var dealt [][]string
 			for range 2 {
 				ops, early := followRun(t, tc.s, nil, 1500*time.Millisecond, 42)
@@ -272,5 +282,31 @@ func TestScheduleFollowJSON(t *testing.T) {
 	}
 	if !s.Follows() || s.End() != 152*time.Second {
 		t.Errorf("follows %v, end %v, want the join's 152s (the kill's lower bound is 20s)", s.Follows(), s.End())
+	}
+}
+
+// A leave placed by the clock after a join that streams long is dealt
+// when the join ends, and the dealer is done then, not at the run's end:
+// the run goes on until it is dealt (the rows' membershipCuts, whose
+// leave a loaded run used to end before dealing).
+func TestScheduleByTheClockWaitsForAMovement(t *testing.T) {
+	ms := func(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
+	s := Schedule{Steps: []Step{
+		{Kind: Join, At: ms(0), For: ms(50), Value: []byte(`{"node":"n4"}`)},
+		{Kind: Leave, At: ms(60), For: ms(50), Value: []byte(`{"node":"n2"}`)},
+	}}
+	if err := s.Validate(); err != nil || !s.DealtInFull() {
+		t.Fatalf("validate %v, dealt in full %v", err, s.DealtInFull())
+	}
+	ops, early := followRun(t, s, map[string]time.Duration{"join n4": 300 * time.Millisecond}, time.Minute, 1)
+	if !early {
+		t.Fatal("the schedule was not done within a minute")
+	}
+	joined, left := line(t, ops, history.StopF(Join), 0), line(t, ops, history.StartF(Leave), 0)
+	if left.Time < joined.Time {
+		t.Errorf("leave at %v, before the join ended at %v", time.Duration(left.Time), time.Duration(joined.Time))
+	}
+	if left.Node != "n2" {
+		t.Errorf("leave of %q, want n2", left.Node)
 	}
 }

@@ -192,6 +192,19 @@ func (s Schedule) Follows() bool {
 	return slices.ContainsFunc(s.Steps, func(st Step) bool { return st.After != nil })
 }
 
+// DealtInFull says whether a run deals the schedule to its end past its
+// requested time: when a step follows another's window, or a window is a
+// range movement. A movement's length is the cluster's (88-265 s for a
+// join on a loaded 2-core machine against 45 s asked), and a plain step
+// after it waits for it, so by the clock alone a loaded run ends before
+// the steps after a movement are dealt and shows nothing of them.
+func (s Schedule) DealtInFull() bool {
+	return s.Follows() || slices.ContainsFunc(s.Steps, func(st Step) bool {
+		k := lookup(st.Kind)
+		return k != nil && k.Streams
+	})
+}
+
 // Overlapping says whether a step of the schedule overlaps the windows
 // before it.
 func (s Schedule) Overlapping() bool {

@@ -169,7 +169,7 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 			return done()
 		}
 	}
-	if !n.schedule.Follows() {
+	if !n.schedule.DealtInFull() {
 		<-ctx.Done()
 	}
 	return done()

@@ -89,7 +89,7 @@ func runRow(t *testing.T, env Env, store string, row scenario.Row, r int, tally 
 	}
 	tc.Store, tc.Log = store, testLogger(t)
 	limit := tc.Time + 10*time.Minute
-	if tc.Schedule != nil && tc.Schedule.Follows() {
+	if tc.Schedule != nil && tc.Schedule.DealtInFull() {
 		limit += nemesis.FollowWait // the run deals its schedule to the end
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)

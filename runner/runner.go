@@ -77,11 +77,13 @@ type Test struct {
 	// Schedule, when set, is dealt in place of random faults (`lockcheck
 	// replay`, `run --schedule`): its kinds are the run's (Nemesis is set
 	// from it), its steps' times and parameters are the faults'. When a
-	// step follows another's window (Step.After) the run lasts at least
-	// Time and until the schedule's last window has ended, at most Time
-	// plus nemesis.FollowWait: a Jepsen user who wrote "kill n1 after the
-	// join streamed" expects that kill in the history, not a run that
-	// ended before the join was done on a slow machine. The phases line
+	// step follows another's window (Step.After) or a window is a range
+	// movement (nemesis.Schedule.DealtInFull) the run lasts at least Time
+	// and until the schedule's last window has ended, at most Time plus
+	// nemesis.FollowWait: a Jepsen user who wrote "kill n1 after the join
+	// streamed", or "leave after the join", expects that kill or leave in
+	// the history, not a run that ended before the join was done on a slow
+	// machine. The phases line
 	// says how long it waited (schedule_wait_ms) and how many steps it
 	// never dealt (undealt); the matrix counts a run with undealt steps
 	// among those without every fault.
@@ -402,10 +404,10 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, t.Time)
 	defer cancel()
-	// A schedule whose steps follow windows runs on past Time until it is
-	// dealt (Test.Schedule), within its cap.
-	nemCtx, follows := runCtx, t.Schedule != nil && t.Schedule.Follows()
-	if follows {
+	// A schedule whose steps follow windows or wait for range movements
+	// runs on past Time until it is dealt (Test.Schedule), within its cap.
+	nemCtx, inFull := runCtx, t.Schedule != nil && t.Schedule.DealtInFull()
+	if inFull {
 		var nemCancel context.CancelFunc
 		nemCtx, nemCancel = context.WithTimeout(ctx, t.Time+nemesis.FollowWait)
 		defer nemCancel()
@@ -431,9 +433,9 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	<-runCtx.Done()
 	deadline := time.Now()
 	openAtDeadline := nem.Active()
-	if follows && ctx.Err() == nil {
+	if inFull && ctx.Err() == nil {
 		if undealt := nem.Undealt(); undealt > 0 || len(openAtDeadline) > 0 {
-			t.say(fmt.Sprintf("the schedule follows its windows: running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
+			t.say(fmt.Sprintf("the schedule follows its windows or range movements: running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
 				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
 		}
 	}
@@ -495,7 +497,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	if t.Schedule != nil {
 		out.Phases.Undealt = nem.Undealt()
-		if follows && faultsEnd.After(deadline) {
+		if inFull && faultsEnd.After(deadline) {
 			out.Phases.ScheduleWaitMS = faultsEnd.Sub(deadline).Milliseconds()
 		}
 		if out.Phases.Undealt > 0 {

@@ -150,7 +150,7 @@ func timing(r Row) string {
 	if len(r.Faults) == 0 {
 		return secs(r.Time)
 	}
-	if r.Schedule != nil && r.Schedule.Follows() {
+	if r.Schedule != nil && r.Schedule.DealtInFull() {
 		return fmt.Sprintf("%s and on until its schedule is dealt (at most %s more)", secs(r.Time), secs(nemesis.FollowWait))
 	}
 	return fmt.Sprintf("%s, fault interval %s", secs(r.Time), secs(r.Interval))
