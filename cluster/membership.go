@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -259,7 +258,7 @@ func (n *Node) WaitWhole(ctx context.Context) error { return n.c.waitWhole(ctx, 
 // would, once the ring is whole again: into the ring (in) or out of it. A
 // bootstrap left joining resumes on 4.x (nodetool bootstrap resume: it
 // streams what is missing) and starts again from empty data on 5.0, which
-// refuses the resume (resumesBootstrap); a node whose bootstrap never began
+// refuses the resume (Version.ResumesBootstrap); a node whose bootstrap never began
 // (it exited) bootstraps again from empty data; a decommission left leaving runs again
 // (CASSANDRA-12008: it resumes). It says what it did.
 func (n *Node) Finish(ctx context.Context, in bool) (string, error) {
@@ -288,7 +287,7 @@ func (n *Node) finishJoin(ctx context.Context) (string, error) {
 		if _, failed := n.bootstrapFailed(ctx); !failed {
 			return "none: it was still joining", n.joined(ctx)
 		}
-		if !n.c.cfg.release().resumesBootstrap() {
+		if !n.c.cfg.release().ResumesBootstrap {
 			return "bootstrap again from empty data", n.bootstrap(ctx, "")
 		}
 		if _, err := n.Nodetool(ctx, "bootstrap", "resume"); err != nil {
@@ -298,23 +297,6 @@ func (n *Node) finishJoin(ctx context.Context) (string, error) {
 	default:
 		return "bootstrap again from empty data", n.bootstrap(ctx, "")
 	}
-}
-
-// resumesBootstrap says whether `nodetool bootstrap resume` completes a
-// bootstrap whose streaming failed on a node that stayed up: on 4.0 and
-// 4.1 it does. 5.0 (CASSANDRA-17679, seen here on 5.0.9 with a source
-// killed mid-stream) refuses it twice over: nodetool itself ("'nodetool
-// bootstrap resume' is disabled.", exit 2) unless its own JVM has
-// -Dcassandra.reset_bootstrap_progress=false or it is given --force, and
-// then the node ("Discovered existing bootstrap data and
-// cassandra.reset_bootstrap_progress is not configured; aborting
-// bootstrap. Please clean up local files manually and try again", from
-// RangeStreamer) when any range had streamed in full, unless the node's
-// own JVM started with that property. A node started without it can only
-// bootstrap again from empty data, as the message says.
-func (v Version) resumesBootstrap() bool {
-	major, _ := strconv.Atoi(strings.SplitN(v.Cassandra, ".", 2)[0])
-	return major < 5
 }
 
 func (n *Node) finishLeave(ctx context.Context) (string, error) {

@@ -32,25 +32,3 @@ func TestBootstrapFailure(t *testing.T) {
 		})
 	}
 }
-
-// A failed bootstrap resumes on 4.x; 5.0 refuses the resume, and the node
-// bootstraps again from empty data.
-func TestResumesBootstrap(t *testing.T) {
-	for _, tc := range []struct {
-		version string
-		resumes bool
-	}{
-		{"4.0", true},
-		{"4.1", true},
-		{"5.0", false},
-		{"6.0-alpha", false},
-	} {
-		v, err := LookupVersion(tc.version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := v.resumesBootstrap(); got != tc.resumes {
-			t.Errorf("%s: resumesBootstrap() = %v, want %v", tc.version, got, tc.resumes)
-		}
-	}
-}

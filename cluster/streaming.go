@@ -22,7 +22,8 @@ func (n *Node) Nodetool(ctx context.Context, args ...string) (string, error) {
 // second until it restarts (0: no cap), both ways Cassandra streams: parts
 // of SSTables (`nodetool setstreamthroughput`, in megabits, whose smallest
 // cap is 1 megabit, 125 kB/s) and entire SSTables (`-e`, in MiB/s, at
-// least 1). A restarted node takes its cassandra.yaml's rates again.
+// least 1; 4.1 and later: Version.ThrottlesEntireSSTables). A restarted
+// node takes its cassandra.yaml's rates again.
 func (n *Node) SetStreamThroughput(ctx context.Context, mbit int) error {
 	if mbit < 0 {
 		return fmt.Errorf("stream throughput %d megabits: want 0 (no cap) or more", mbit)
@@ -33,6 +34,9 @@ func (n *Node) SetStreamThroughput(ctx context.Context, mbit int) error {
 	}
 	if _, err := n.Nodetool(ctx, "setstreamthroughput", strconv.Itoa(mbit)); err != nil {
 		return err
+	}
+	if !n.c.cfg.release().ThrottlesEntireSSTables {
+		return nil
 	}
 	_, err := n.Nodetool(ctx, "setstreamthroughput", "-e", strconv.Itoa(mib))
 	return err

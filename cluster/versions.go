@@ -36,16 +36,37 @@ type Version struct {
 	// Experimental releases are not in `all` of anything and say so when a
 	// cluster starts (an alpha's behaviour is not a finding about Cassandra).
 	Experimental bool
+	// ResumesBootstrap: `nodetool bootstrap resume` completes a bootstrap
+	// whose streaming failed on a node that stayed up, as it does on 4.0
+	// and 4.1. 5.0 (CASSANDRA-17679, seen here on 5.0.9 with a source
+	// killed mid-stream) refuses it twice over: nodetool itself ("'nodetool
+	// bootstrap resume' is disabled.", exit 2) unless its own JVM has
+	// -Dcassandra.reset_bootstrap_progress=false or it is given --force,
+	// and then the node ("Discovered existing bootstrap data and
+	// cassandra.reset_bootstrap_progress is not configured; aborting
+	// bootstrap. Please clean up local files manually and try again", from
+	// RangeStreamer) when any range had streamed in full, unless the node's
+	// own JVM started with that property. A node started without it can
+	// only bootstrap again from empty data, as the message says.
+	ResumesBootstrap bool
+	// ThrottlesEntireSSTables: the release caps entire-SSTable (zero-copy)
+	// streams apart from the others (`nodetool setstreamthroughput -e`,
+	// CASSANDRA-17065, 4.1). 4.0 has no such cap: its nodetool refuses -e
+	// and streams whole SSTables unthrottled.
+	ThrottlesEntireSSTables bool
 }
 
 // versions lists every release line lockcheck builds nodes for, newest
 // last; DefaultVersion names the one a cluster runs without WithVersion.
 var versions = []Version{
 	{Name: "4.0", Cassandra: "4.0.19", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1"}, LegacyYAML: true,
-		Unsafe: map[string]string{PaxosV1UnsafeReads: "-Dcassandra.unsafe.disable-serial-reads-linearizability=true"}},
-	{Name: "4.1", Cassandra: "4.1.10", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants},
-	{Name: "5.0", Cassandra: "5.0.9", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants},
-	{Name: "6.0-alpha", Cassandra: "6.0-alpha2", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants, Experimental: true},
+		Unsafe: map[string]string{PaxosV1UnsafeReads: "-Dcassandra.unsafe.disable-serial-reads-linearizability=true"}, ResumesBootstrap: true},
+	{Name: "4.1", Cassandra: "4.1.10", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants,
+		ResumesBootstrap: true, ThrottlesEntireSSTables: true},
+	{Name: "5.0", Cassandra: "5.0.9", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants,
+		ThrottlesEntireSSTables: true},
+	{Name: "6.0-alpha", Cassandra: "6.0-alpha2", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants, Experimental: true,
+		ThrottlesEntireSSTables: true},
 }
 
 // The variants that switch off CASSANDRA-12126's fix, as Config.PaxosVariant
