@@ -528,7 +528,7 @@ func (c *Cluster) ResetMembership(ctx context.Context) (bool, error) {
 			// decommission); so does a decommission that failed.
 			if st != "UN" {
 				_ = c.waitWhole(ctx, n)
-				if st == "UL" {
+				if leaving(st) {
 					if _, err := n.finishLeave(ctx); err != nil {
 						errs = append(errs, err)
 					}
@@ -551,7 +551,7 @@ func (c *Cluster) ResetMembership(ctx context.Context) (bool, error) {
 	}
 	for _, n := range c.nodes {
 		st, in := ring[n.Name]
-		if in && st != "UL" {
+		if in && !leaving(st) {
 			continue
 		}
 		if in { // a decommission left running or failed: let it end, or run it again
@@ -568,3 +568,8 @@ func (c *Cluster) ResetMembership(ctx context.Context) (bool, error) {
 	}
 	return changed, errors.Join(errs...)
 }
+
+// leaving says whether a node's state in the ring is leaving: UL, or DL
+// when it was killed meanwhile (it restarts as a member, whose leave
+// finishLeave runs again).
+func leaving(state string) bool { return state == "UL" || state == "DL" }

@@ -200,15 +200,16 @@ func TestScheduleFollowBadReferences(t *testing.T) {
 	}
 }
 
-// A schedule placed by the clock alone deals as it always did: the file
-// has no "after", the dealer waits for the run's end after its last step,
-// and the same seed draws the same faults. One that follows its windows,
-// or has a range movement among them, draws the same faults for the same
-// seed too (the steps are dealt in their order either way) and is done
-// when its last window ends: the run deals it to the end (DealtInFull).
+// A schedule placed by the clock alone, with no range movement, deals as
+// it always did: the file has no "after", the dealer waits for the run's
+// end after its last step, and the same seed draws the same faults. One
+// that follows its windows, or has a range movement among its steps,
+// draws the same faults for the same seed too (the steps are dealt in
+// their order either way) and is done when its last window ends: the run
+// deals it to the end (DealtInFull).
 func TestScheduleByTheClockUnchanged(t *testing.T) {
 	ms := func(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
-	byClock := Schedule{Steps: []Step{
+	withMovement := Schedule{Steps: []Step{
 		{Kind: Join, At: ms(0), For: ms(60)},
 		{Kind: Kill, At: ms(20), For: ms(10), Overlap: true},
 		{Kind: Pause, At: ms(100), For: ms(10)},
@@ -218,7 +219,7 @@ func TestScheduleByTheClockUnchanged(t *testing.T) {
 		{Kind: Kill, At: ms(20), For: ms(10), Overlap: true},
 		{Kind: Pause, At: ms(100), For: ms(10)},
 	}}
-	b, err := json.Marshal(byClock)
+	b, err := json.Marshal(withMovement)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestScheduleByTheClockUnchanged(t *testing.T) {
 		t.Errorf("read back %+v (%v): follows %v, end %v", back, err, back.Follows(), back.End())
 	}
 	following := Schedule{Steps: []Step{
-		byClock.Steps[0],
+		withMovement.Steps[0],
 		{Kind: Kill, After: &Follow{Step: 1, Phase: Started}, At: ms(20), For: ms(10), Overlap: true},
 		{Kind: Pause, After: &Follow{Step: 1, Phase: Ended}, At: ms(10), For: ms(10)},
 	}}
@@ -240,7 +241,7 @@ func TestScheduleByTheClockUnchanged(t *testing.T) {
 		early bool // Run returns before the run's end
 	}{
 		{"by the clock", noMovement, false},
-		{"by the clock, a range movement", byClock, true},
+		{"by the clock, a range movement", withMovement, true},
 		{"following", following, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -109,7 +110,7 @@ func ringBefore(ctx context.Context, targets []Target) map[string]string {
 // whose reset ran first has them, whichever node moved) and, when they
 // healed something, says it of the nodes ring showed moved: a node in the
 // ring that is no member (a spare: a join's leftover), and a member
-// leaving (UL) or out of it (a leave's; a removed member looks the same,
+// leaving (UL, or DL when it was killed meanwhile) or out of it (a leave's; a removed member looks the same,
 // and its heal, a bootstrap back, is the same).
 func membershipLeftovers(targets []Target, ring map[string]string, healed map[string][]string) []Leftover {
 	member := func(k string) bool { return slices.Contains([]string{Join, Leave, Replace, Remove}, k) }
@@ -127,8 +128,8 @@ func membershipLeftovers(targets []Target, ring map[string]string, healed map[st
 		switch st, in := ring[t.Name]; {
 		case !in:
 			out = append(out, Leftover{Node: t.Name, Healed: []string{Leave}, Found: []string{"out of the ring"}})
-		case st == "UL":
-			out = append(out, Leftover{Node: t.Name, Healed: []string{Leave}, Found: []string{"leaving the ring, UL"}})
+		case strings.HasSuffix(st, "L"): // UL, or DL: killed while leaving
+			out = append(out, Leftover{Node: t.Name, Healed: []string{Leave}, Found: []string{"leaving the ring, " + st}})
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(ring)) {

@@ -101,6 +101,9 @@ func TestMembershipResetFindsLeftovers(t *testing.T) {
 			history.HealLeftover{Node: "n4", Healed: []string{Join}, Found: []string{"a spare in the ring, UN"}}},
 		{"member leaving", func(s map[string]string) { s["n2"] = "UL" },
 			history.HealLeftover{Node: "n2", Healed: []string{Leave}, Found: []string{"leaving the ring, UL"}}},
+		// Killed while leaving, and the harness with it: down and leaving.
+		{"member down leaving", func(s map[string]string) { s["n2"] = "DL" },
+			history.HealLeftover{Node: "n2", Healed: []string{Leave}, Found: []string{"leaving the ring, DL"}}},
 		{"member out", func(s map[string]string) { delete(s, "n2") },
 			history.HealLeftover{Node: "n2", Healed: []string{Leave}, Found: []string{"out of the ring"}}},
 	} {

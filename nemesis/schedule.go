@@ -74,8 +74,9 @@ const (
 	Ended Phase = "ended"
 )
 
-// FollowWait is how far past its requested time a run whose schedule
-// follows windows may run to deal it (runner.Test.Schedule): a membership
+// FollowWait is how far past its requested time a run whose schedule is
+// dealt in full (Schedule.DealtInFull) may run to deal it
+// (runner.Test.Schedule): a membership
 // window's own bound, since the windows such a schedule follows are range
 // movements.
 const FollowWait = membershipWait

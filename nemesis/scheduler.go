@@ -70,8 +70,9 @@ func (n *Nemesis) Run(ctx context.Context) error {
 //
 // A step that follows another (Step.After) is due At after the moment
 // that step's window reached its phase, not after the start. A schedule
-// with such steps does not wait for ctx once every step is dealt: it
-// returns when the last window has ended, so that the runner can end a
+// with such steps, or with a range movement among its steps
+// (Schedule.DealtInFull), does not wait for ctx once every step is dealt:
+// it returns when the last window has ended, so that the runner can end a
 // run that outlasted its time as soon as the schedule is done (see
 // runner.Test.Time). A step whose moment never comes (the window it
 // follows did not start, or ended without streaming) is not dealt: a

@@ -435,7 +435,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	openAtDeadline := nem.Active()
 	if inFull && ctx.Err() == nil {
 		if undealt := nem.Undealt(); undealt > 0 || len(openAtDeadline) > 0 {
-			t.say(fmt.Sprintf("the schedule follows its windows or range movements: running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
+			t.say(fmt.Sprintf("the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
 				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
 		}
 	}
