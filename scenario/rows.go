@@ -349,7 +349,7 @@ var Rows = []Row{
 			"and did not commit stays in its Paxos state, and the next round's prepare on a quorum finds any that a quorum accepted. " +
 			"The range movements wait for the ring to be whole; a kill that lands in a stream fails the movement (decommission " +
 			"again heals a leave; a failed bootstrap starts again from empty data on 5.0, which refuses nodetool bootstrap resume, " +
-			"and is resumed on 4.x, not yet run for real; TestMembershipHeal shows the 5.0 paths on a real cluster; the stop line's " +
+			"and is resumed on 4.x; TestMembershipHeal shows both on a real cluster, 5.0.9 and 4.1.10; the stop line's " +
 			"resumed says how). Fencing holds where measured.",
 	},
 	{
