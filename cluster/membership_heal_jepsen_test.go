@@ -55,6 +55,31 @@ func TestMembershipHeal(t *testing.T) {
 		cluster.WithReplicationFactor(2), cluster.WithHeap("384M"))
 	ctx := ctxFor(t, 28*time.Minute)
 	ringIs := ringChecker(t, ctx, c)
+	// finish completes a failed movement as the membership kinds do, and
+	// checks how; reset puts the ring back to its start.
+	finish := func(step string, n *cluster.Node, in bool, want string) {
+		t.Helper()
+		timed(t, ctx, step, func(ctx context.Context) error {
+			how, err := n.Finish(ctx, in)
+			if how != want {
+				t.Errorf("%s: %q, want %q", step, how, want)
+			}
+			t.Logf("%s: %s", step, how)
+			return err
+		})
+	}
+	var start map[string]string
+	reset := func(step string) {
+		t.Helper()
+		timed(t, ctx, step, func(ctx context.Context) error {
+			changed, err := c.ResetMembership(ctx)
+			if err == nil && !changed {
+				t.Errorf("%s: the ring had moved and the reset changed nothing", step)
+			}
+			return err
+		})
+		ringIs("after "+step, start)
+	}
 	node := func(name string) *cluster.Node {
 		t.Helper()
 		n, err := c.Node(name)
@@ -66,7 +91,7 @@ func TestMembershipHeal(t *testing.T) {
 	n1, n2, n3 := node("n1"), node("n2"), node("n3")
 	n4 := c.Spares()[0]
 	members := []*cluster.Node{n1, n2, n3}
-	start := map[string]string{"n1": "UN", "n2": "UN", "n3": "UN"}
+	start = map[string]string{"n1": "UN", "n2": "UN", "n3": "UN"}
 	ringIs("start", start)
 
 	s, err := c.Session(ctx)
@@ -111,30 +136,16 @@ func TestMembershipHeal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	timed(t, ctx, "finish of n4's join", func(ctx context.Context) error {
-		how, err := n4.Finish(ctx, true)
-		// 5.0 refuses the resume: the node bootstraps again
-		// (Version.ResumesBootstrap).
-		want := "bootstrap again from empty data"
-		if c.Version().ResumesBootstrap {
-			want = "nodetool bootstrap resume"
-		}
-		if how != want {
-			t.Errorf("finish of n4's join: %q, want %q", how, want)
-		}
-		t.Logf("finish of n4's join: %s", how)
-		return err
-	})
+	// 5.0 refuses the resume: the node bootstraps again
+	// (Version.ResumesBootstrap).
+	resumed := "bootstrap again from empty data"
+	if c.Version().ResumesBootstrap {
+		resumed = "nodetool bootstrap resume"
+	}
+	finish("finish of n4's join", n4, true, resumed)
 	ringIs("after the resumed join", map[string]string{"n1": "UN", "n2": "UN", "n3": "UN", "n4": "UN"})
 	readAlone(t, ctx, c, n4, n1, n2)
-	timed(t, ctx, "reset (n4 leaves)", func(ctx context.Context) error {
-		changed, err := c.ResetMembership(ctx)
-		if err == nil && !changed {
-			t.Error("reset with n4 in the ring changed nothing")
-		}
-		return err
-	})
-	ringIs("after the reset", start)
+	reset("reset (n4 leaves)")
 
 	// Leave: n2 decommissions, and n3, which receives its (n3, n1], dies
 	// inside that stream.
@@ -172,22 +183,9 @@ func TestMembershipHeal(t *testing.T) {
 	if err := n2.SetStreamThroughput(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	timed(t, ctx, "finish of n2's decommission", func(ctx context.Context) error {
-		how, err := n2.Finish(ctx, false)
-		if how != "nodetool decommission again (it resumes)" {
-			t.Errorf("finish of n2's decommission: %q, want nodetool decommission again (it resumes)", how)
-		}
-		return err
-	})
+	finish("finish of n2's decommission", n2, false, "nodetool decommission again (it resumes)")
 	ringIs("after the decommission ran again", map[string]string{"n1": "UN", "n3": "UN"})
-	timed(t, ctx, "reset (n2 bootstraps back)", func(ctx context.Context) error {
-		changed, err := c.ResetMembership(ctx)
-		if err == nil && !changed {
-			t.Error("reset with n2 out of the ring changed nothing")
-		}
-		return err
-	})
-	ringIs("after the second reset", start)
+	reset("reset (n2 bootstraps back)")
 
 	// Leave, the leaver killed: n2 decommissions again and dies itself
 	// inside its stream to n3. Its tokens are still its own, so it starts
@@ -207,22 +205,9 @@ func TestMembershipHeal(t *testing.T) {
 		t.Fatal("decommission of n2, killed mid-stream, succeeded")
 	}
 	seen(t, ctx, n1, func(ring map[string]string) bool { return ring["n2"] == "DL" }, "n2 down and leaving")
-	timed(t, ctx, "finish of the killed n2's decommission", func(ctx context.Context) error {
-		how, err := n2.Finish(ctx, false)
-		if how != "restart, then decommission again" {
-			t.Errorf("finish of the killed n2's decommission: %q, want restart, then decommission again", how)
-		}
-		return err
-	})
+	finish("finish of the killed n2's decommission", n2, false, "restart, then decommission again")
 	ringIs("after the killed leaver's decommission", map[string]string{"n1": "UN", "n3": "UN"})
-	timed(t, ctx, "reset (n2 bootstraps back again)", func(ctx context.Context) error {
-		changed, err := c.ResetMembership(ctx)
-		if err == nil && !changed {
-			t.Error("reset with n2 out of the ring changed nothing")
-		}
-		return err
-	})
-	ringIs("after the third reset", start)
+	reset("reset (n2 bootstraps back again)")
 	readAll(t, ctx, s, gocql.All)
 }
 
