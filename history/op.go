@@ -179,8 +179,9 @@ type RunPhases struct {
 	// Overrun names the fault windows still open at the deadline.
 	Overrun []string `json:"overrun,omitempty"`
 	// ScheduleWaitMS: how long the faults ran past the requested time to
-	// finish a schedule dealt in full: one whose steps follow windows or
-	// that has a range movement among its steps (run --schedule).
+	// finish a schedule dealt in full (one whose steps follow windows or
+	// that has a range movement among its steps: run --schedule), or a
+	// drawn run of range movements dealing each of its kinds once.
 	ScheduleWaitMS int64 `json:"schedule_wait_ms,omitempty"`
 	// Undealt: how many of a schedule's steps were never dealt (the run
 	// ended first, their start failed, or the window they follow never
@@ -198,7 +199,7 @@ func (p RunPhases) String() string {
 		s += fmt.Sprintf(" (%s still open at the deadline, closed after it)", strings.Join(p.Overrun, ", "))
 	}
 	if p.ScheduleWaitMS > 0 {
-		s += fmt.Sprintf(" (%s of it waiting for a schedule dealt in full)", ms(p.ScheduleWaitMS))
+		s += fmt.Sprintf(" (%s of it past the requested time, dealing the rest of its faults)", ms(p.ScheduleWaitMS))
 	}
 	if p.Undealt > 0 {
 		s += fmt.Sprintf(" (%d schedule steps never dealt)", p.Undealt)

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,73 @@ func TestScheduleByTheClockWaitsForAMovement(t *testing.T) {
 	}
 	if left.Node != "n2" {
 		t.Errorf("leave of %q, want n2", left.Node)
+	}
+}
+
+// A drawn run of range movements deals each of its kinds once even when
+// the first outlasts the run's time (WithFirstRound): each movement
+// streams for 300 ms of a 100 ms run, and the second still comes after
+// the first; then Run returns, long before its ctx ends. Without the
+// option the run ends with its time, the second never dealt.
+func TestDrawnMovementsDealEachKindOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		firstRound bool
+		want       []string // kinds dealt, in order
+	}{
+		{"first round dealt", true, []string{Join, Leave}},
+		{"cut at the time", false, []string{Join}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, fs := fakeCluster(3)
+			ring := newFakeRing("n1", "n2", "n3")
+			ring.slow = map[string]time.Duration{"join n4": 300 * time.Millisecond}
+			for _, m := range []string{"n1", "n2", "n3"} {
+				ring.slow["decommission "+m] = 300 * time.Millisecond
+			}
+			for _, f := range fs {
+				f.ring = ring
+			}
+			rec := &timedRec{}
+			rec.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta})
+			timeUp, done := make(chan struct{}), make(chan struct{})
+			time.AfterFunc(100*time.Millisecond, func() { close(timeUp) })
+			opts := []Option{WithKinds(Join, Leave), WithSeed(3), WithInterval(20 * time.Millisecond),
+				WithSpares([]Target{{Name: "n4", Node: &fakeNode{name: "n4", ring: ring}}})}
+			limit := time.Minute
+			if tc.firstRound {
+				opts = append(opts, WithFirstRound(timeUp))
+			} else {
+				limit = 100 * time.Millisecond
+			}
+			n, err := New(ts, rec, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
+			defer cancel()
+			go func() { defer close(done); _ = n.Run(ctx) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run did not return within 30 s")
+			}
+			var got []string
+			for _, op := range starts(rec.all()) {
+				kind, _, _ := history.FaultEvent(op.F)
+				got = append(got, kind)
+			}
+			// The deck's order is the seed's: with both kinds restarting
+			// nodes, the join may come second; what matters is that each
+			// comes once.
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if tc.firstRound && !slices.Equal(got, want) {
+				t.Errorf("dealt %v, want each of %v once", got, want)
+			}
+			if !tc.firstRound && len(got) >= 2 {
+				t.Errorf("dealt %v within a 100 ms run whose first window streams 300 ms", got)
+			}
+		})
 	}
 }

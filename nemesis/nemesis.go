@@ -234,6 +234,18 @@ func WithSpares(ts []Target) Option { return func(n *Nemesis) { n.env.Spares = t
 // of drawing faults: a replay. The run's kinds are the schedule's.
 func WithSchedule(s Schedule) Option { return func(n *Nemesis) { n.schedule = &s } }
 
+// WithFirstRound makes a drawn run deal every one of its kinds at least
+// once: Run's ctx is the run's time plus a bound, timeUp closes at the
+// run's time, and from then on Run deals only the kinds it has not dealt
+// (one try each, at the usual intervals) and returns when none is left.
+// A run that dealt them all in its time is the same with it as without.
+// For drawn range movements (MovesRing), whose windows last as long as
+// the cluster takes: a join+leave run whose join outlasts the run's time
+// would otherwise show no leave.
+func WithFirstRound(timeUp <-chan struct{}) Option {
+	return func(n *Nemesis) { n.timeUp = timeUp }
+}
+
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(n *Nemesis) { n.env.Log = l } }
 
@@ -246,6 +258,10 @@ type Nemesis struct {
 	env      Env
 
 	schedule *Schedule
+	// timeUp, when set, is closed at the run's requested end: a drawn run
+	// then deals the kinds it has not dealt yet, once each, and returns
+	// (WithFirstRound).
+	timeUp <-chan struct{}
 
 	mu     sync.Mutex
 	active []string

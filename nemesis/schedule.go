@@ -200,8 +200,15 @@ func (s Schedule) Follows() bool {
 // after it waits for it, so by the clock alone a loaded run ends before
 // the steps after a movement are dealt and shows nothing of them.
 func (s Schedule) DealtInFull() bool {
-	return s.Follows() || slices.ContainsFunc(s.Steps, func(st Step) bool {
-		k := lookup(st.Kind)
+	return s.Follows() || MovesRing(s.Kinds())
+}
+
+// MovesRing says whether a kind among kinds is a range movement: a drawn
+// run of such kinds deals each of them once even past its time
+// (WithFirstRound), as a schedule of them is dealt in full.
+func MovesRing(kinds []string) bool {
+	return slices.ContainsFunc(kinds, func(name string) bool {
+		k := lookup(name)
 		return k != nil && k.Streams
 	})
 }

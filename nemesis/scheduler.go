@@ -30,7 +30,24 @@ func (n *Nemesis) Run(ctx context.Context) error {
 	}
 	var errs []error
 	var deck []fault
+	// dealt and tried serve WithFirstRound: the kinds dealt so far, and
+	// those given their one try after the time was up.
+	dealt, tried := map[string]bool{}, map[string]bool{}
 	for {
+		if n.isTimeUp() {
+			deck = slices.DeleteFunc(deck, func(f fault) bool { return dealt[f.Name] || tried[f.Name] })
+			if len(deck) == 0 {
+				for _, f := range n.kinds {
+					if !dealt[f.Name] && !tried[f.Name] {
+						deck = append(deck, f)
+					}
+				}
+			}
+			if len(deck) == 0 {
+				return errors.Join(errs...)
+			}
+			tried[deck[0].Name] = true
+		}
 		if !sleep(ctx, n.jitter()) {
 			return errors.Join(errs...)
 		}
@@ -51,6 +68,9 @@ func (n *Nemesis) Run(ctx context.Context) error {
 		started, err := n.deal(ctx, kind, n.jitter(), nil)
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if started {
+			dealt[kind.Name] = true
 		}
 		if !started && ctx.Err() == nil {
 			deck = append(deck, kind) // tried again after the rest of the round
@@ -323,6 +343,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-ctx.Done():
+		return false
+	}
+}
+
+// isTimeUp says whether the run's requested time is over for a drawn run
+// dealt WithFirstRound; never without it (Run then ends with its ctx).
+func (n *Nemesis) isTimeUp() bool {
+	if n.timeUp == nil {
+		return false
+	}
+	select {
+	case <-n.timeUp:
+		return true
+	default:
 		return false
 	}
 }

@@ -83,7 +83,9 @@ type Test struct {
 	// nemesis.FollowWait: a Jepsen user who wrote "kill n1 after the join
 	// streamed", or "leave after the join", expects that kill or leave in
 	// the history, not a run that ended before the join was done on a slow
-	// machine. The phases line
+	// machine. A drawn run of range movements (nemesis.MovesRing) runs on
+	// in the same way until each of its kinds was dealt once
+	// (nemesis.WithFirstRound). The phases line
 	// says how long it waited (schedule_wait_ms) and how many steps it
 	// never dealt (undealt); the matrix counts a run with undealt steps
 	// among those without every fault.
@@ -387,9 +389,19 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		wl = lw
 		clientsOpt = append(clientsOpt, nemesis.WithClients(lw.Control()))
 	}
+	// A schedule whose steps follow windows or wait for range movements
+	// runs on past Time until it is dealt (Test.Schedule), and a drawn run
+	// of range movements until each of its kinds was dealt once, within
+	// the same cap.
+	timeUp := make(chan struct{})
 	nemOpts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
+	inFull := nemesis.MovesRing(t.Nemesis)
+	if inFull {
+		nemOpts = append(nemOpts, nemesis.WithFirstRound(timeUp))
+	}
 	if t.Schedule != nil {
 		nemOpts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
+		inFull = t.Schedule.DealtInFull()
 	}
 	if t.SkewMax > 0 {
 		nemOpts = append(nemOpts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
@@ -404,9 +416,8 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, t.Time)
 	defer cancel()
-	// A schedule whose steps follow windows or wait for range movements
-	// runs on past Time until it is dealt (Test.Schedule), within its cap.
-	nemCtx, inFull := runCtx, t.Schedule != nil && t.Schedule.DealtInFull()
+	context.AfterFunc(runCtx, func() { close(timeUp) })
+	nemCtx := runCtx
 	if inFull {
 		var nemCancel context.CancelFunc
 		nemCtx, nemCancel = context.WithTimeout(ctx, t.Time+nemesis.FollowWait)
@@ -435,8 +446,11 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	openAtDeadline := nem.Active()
 	if inFull && ctx.Err() == nil {
 		if undealt := nem.Undealt(); undealt > 0 || len(openAtDeadline) > 0 {
-			t.say(fmt.Sprintf("the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
-				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
+			what := fmt.Sprintf("the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps to deal", undealt)
+			if t.Schedule == nil {
+				what = "a drawn run of range movements deals each of its kinds once: running on until it has (or its try failed"
+			}
+			t.say(fmt.Sprintf("%s, open: %s; at most %s more)", what, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
 		}
 	}
 	<-nemDone
@@ -495,11 +509,11 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	if faultsEnd.Sub(deadline) > time.Second {
 		out.Phases.Overrun = openAtDeadline
 	}
+	if inFull && faultsEnd.After(deadline) {
+		out.Phases.ScheduleWaitMS = faultsEnd.Sub(deadline).Milliseconds()
+	}
 	if t.Schedule != nil {
 		out.Phases.Undealt = nem.Undealt()
-		if inFull && faultsEnd.After(deadline) {
-			out.Phases.ScheduleWaitMS = faultsEnd.Sub(deadline).Milliseconds()
-		}
 		if out.Phases.Undealt > 0 {
 			log.Warn("schedule steps never dealt (the run's cap came first, their start failed, or the window they follow never reached its phase)",
 				"undealt", out.Phases.Undealt, "of", len(t.Schedule.Steps))

@@ -294,7 +294,7 @@ func TestRunWaitsForAFollowingSchedule(t *testing.T) {
 			if p.Undealt != tc.undealt || (p.ScheduleWaitMS > 0) != tc.waited {
 				t.Errorf("phases %+v: want undealt %d, waited %v", p, tc.undealt, tc.waited)
 			}
-			if tc.waited && (p.FaultsMS < 650 || !strings.Contains(p.String(), "waiting for a schedule dealt in full")) {
+			if tc.waited && (p.FaultsMS < 650 || !strings.Contains(p.String(), "past the requested time, dealing the rest of its faults")) {
 				t.Errorf("faults ran %d ms (want 650 or more: the first hold and the second's offset): %s", p.FaultsMS, p)
 			}
 		})

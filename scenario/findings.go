@@ -153,6 +153,9 @@ func timing(r Row) string {
 	if r.Schedule != nil && r.Schedule.DealtInFull() {
 		return fmt.Sprintf("%s and on until its schedule is dealt (at most %s more)", secs(r.Time), secs(nemesis.FollowWait))
 	}
+	if r.Schedule == nil && nemesis.MovesRing(r.Faults) {
+		return fmt.Sprintf("%s, fault interval %s, and on until each kind is dealt once (at most %s more)", secs(r.Time), secs(r.Interval), secs(nemesis.FollowWait))
+	}
 	return fmt.Sprintf("%s, fault interval %s", secs(r.Time), secs(r.Interval))
 }
 
