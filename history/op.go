@@ -179,9 +179,8 @@ type RunPhases struct {
 	// Overrun names the fault windows still open at the deadline.
 	Overrun []string `json:"overrun,omitempty"`
 	// ScheduleWaitMS: how long the faults ran past the requested time to
-	// finish a schedule dealt in full (one whose steps follow windows or
-	// that has a range movement among its steps: run --schedule), or a
-	// drawn run of range movements dealing each of its kinds once.
+	// finish a schedule dealt in full: one whose steps follow windows or
+	// that has a range movement among its steps (run --schedule).
 	ScheduleWaitMS int64 `json:"schedule_wait_ms,omitempty"`
 	// Undealt: how many of a schedule's steps were never dealt (the run
 	// ended first, their start failed, or the window they follow never

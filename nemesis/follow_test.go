@@ -316,66 +316,95 @@ func TestScheduleByTheClockWaitsForAMovement(t *testing.T) {
 // A drawn run of range movements deals each of its kinds once even when
 // the first outlasts the run's time (WithFirstRound): each movement
 // streams for 300 ms of a 100 ms run, and the second still comes after
-// the first; then Run returns, long before its ctx ends. Without the
-// option the run ends with its time, the second never dealt.
+// the first; then Run returns, long before its ctx ends. A run that
+// dealt every kind in its time (quick movements, a 400 ms run) is the
+// same with the option as without: the same kinds in the same order,
+// nothing started after its time (20 ms for the start under way then),
+// and it returns then.
 func TestDrawnMovementsDealEachKindOnce(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		firstRound bool
-		want       []string // kinds dealt, in order
+		name string
+		slow time.Duration // each movement's streaming
+		time time.Duration // the run's requested time
+		want int           // windows dealt; 0: the same as without the option
 	}{
-		{"first round dealt", true, []string{Join, Leave}},
-		{"cut at the time", false, []string{Join}},
+		{"first round past the time", 300 * time.Millisecond, 100 * time.Millisecond, 2},
+		{"dealt in time", 0, 400 * time.Millisecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts, fs := fakeCluster(3)
-			ring := newFakeRing("n1", "n2", "n3")
-			ring.slow = map[string]time.Duration{"join n4": 300 * time.Millisecond}
-			for _, m := range []string{"n1", "n2", "n3"} {
-				ring.slow["decommission "+m] = 300 * time.Millisecond
+			run := func(firstRound bool) ([]history.Op, time.Duration) {
+				ts, fs := fakeCluster(3)
+				ring := newFakeRing("n1", "n2", "n3")
+				ring.slow = map[string]time.Duration{"join n4": tc.slow}
+				for _, m := range []string{"n1", "n2", "n3"} {
+					ring.slow["decommission "+m] = tc.slow
+				}
+				for _, f := range fs {
+					f.ring = ring
+				}
+				rec := &timedRec{}
+				rec.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta})
+				opts := []Option{WithKinds(Join, Leave), WithSeed(3), WithInterval(20 * time.Millisecond),
+					WithSpares([]Target{{Name: "n4", Node: &fakeNode{name: "n4", ring: ring}}})}
+				limit := tc.time
+				if firstRound {
+					timeUp := make(chan struct{})
+					time.AfterFunc(tc.time, func() { close(timeUp) })
+					opts, limit = append(opts, WithFirstRound(timeUp)), time.Minute
+				}
+				n, err := New(ts, rec, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), limit)
+				defer cancel()
+				begin, done := time.Now(), make(chan struct{})
+				go func() { defer close(done); _ = n.Run(ctx) }()
+				select {
+				case <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatal("Run did not return within 30 s")
+				}
+				return rec.all(), time.Since(begin)
 			}
-			for _, f := range fs {
-				f.ring = ring
+			kinds := func(ops []history.Op) []string {
+				var out []string
+				for _, op := range starts(ops) {
+					kind, _, _ := history.FaultEvent(op.F)
+					out = append(out, kind)
+				}
+				return out
 			}
-			rec := &timedRec{}
-			rec.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta})
-			timeUp, done := make(chan struct{}), make(chan struct{})
-			time.AfterFunc(100*time.Millisecond, func() { close(timeUp) })
-			opts := []Option{WithKinds(Join, Leave), WithSeed(3), WithInterval(20 * time.Millisecond),
-				WithSpares([]Target{{Name: "n4", Node: &fakeNode{name: "n4", ring: ring}}})}
-			limit := time.Minute
-			if tc.firstRound {
-				opts = append(opts, WithFirstRound(timeUp))
-			} else {
-				limit = 100 * time.Millisecond
+			with, took := run(true)
+			without, _ := run(false)
+			if tc.want > 0 {
+				// The deck's order is the seed's; what matters is that
+				// each kind comes once, where the run cut at its time
+				// dealt one.
+				got := kinds(with)
+				slices.Sort(got)
+				if !slices.Equal(got, []string{Join, Leave}) {
+					t.Errorf("dealt %v, want each of join and leave once", got)
+				}
+				if len(kinds(without)) >= 2 {
+					t.Errorf("without the option, dealt %v within a %v run whose windows stream %v", kinds(without), tc.time, tc.slow)
+				}
+				return
 			}
-			n, err := New(ts, rec, opts...)
-			if err != nil {
-				t.Fatal(err)
+			// The same seed deals the same kinds in the same order; how
+			// many fit in the time is the scheduler's timing, so one
+			// list is the other's prefix.
+			got, want := kinds(with), kinds(without)
+			if k := min(len(got), len(want)); len(got) < 2 || !slices.Equal(got[:k], want[:k]) {
+				t.Errorf("dealt %v with the option, %v without", got, want)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), limit)
-			defer cancel()
-			go func() { defer close(done); _ = n.Run(ctx) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("Run did not return within 30 s")
+			for _, op := range starts(with) {
+				if time.Duration(op.Time) > tc.time+20*time.Millisecond {
+					t.Errorf("%s started at %v, after the run's %v", op.F, time.Duration(op.Time), tc.time)
+				}
 			}
-			var got []string
-			for _, op := range starts(rec.all()) {
-				kind, _, _ := history.FaultEvent(op.F)
-				got = append(got, kind)
-			}
-			// The deck's order is the seed's: with both kinds restarting
-			// nodes, the join may come second; what matters is that each
-			// comes once.
-			slices.Sort(got)
-			want := slices.Sorted(slices.Values(tc.want))
-			if tc.firstRound && !slices.Equal(got, want) {
-				t.Errorf("dealt %v, want each of %v once", got, want)
-			}
-			if !tc.firstRound && len(got) >= 2 {
-				t.Errorf("dealt %v within a 100 ms run whose first window streams 300 ms", got)
+			if took > tc.time+200*time.Millisecond {
+				t.Errorf("Run returned %v after its start, %v after its time", took, took-tc.time)
 			}
 		})
 	}

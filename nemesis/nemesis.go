@@ -238,7 +238,9 @@ func WithSchedule(s Schedule) Option { return func(n *Nemesis) { n.schedule = &s
 // once: Run's ctx is the run's time plus a bound, timeUp closes at the
 // run's time, and from then on Run deals only the kinds it has not dealt
 // (one try each, at the usual intervals) and returns when none is left.
-// A run that dealt them all in its time is the same with it as without.
+// Until timeUp the sleeps and windows end with it as they would with
+// ctx ending there, so a run that dealt them all in its time is the same
+// with it as without.
 // For drawn range movements (MovesRing), whose windows last as long as
 // the cluster takes: a join+leave run whose join outlasts the run's time
 // would otherwise show no leave.
@@ -265,7 +267,8 @@ type Nemesis struct {
 
 	mu     sync.Mutex
 	active []string
-	// undealt counts the schedule's steps not (yet) started.
+	// undealt counts the schedule's steps not (yet) started, or a drawn
+	// run's kinds not dealt yet (WithFirstRound).
 	undealt int
 }
 
@@ -313,6 +316,9 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	}
 	if err := errors.Join(refused...); err != nil {
 		return nil, err
+	}
+	if n.schedule == nil && n.timeUp != nil {
+		n.undealt = len(n.kinds)
 	}
 	e := &n.env
 	if n.interval <= 0 || e.SkewMin <= 0 || e.SkewMax < e.SkewMin {

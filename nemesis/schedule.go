@@ -76,7 +76,8 @@ const (
 
 // FollowWait is how far past its requested time a run whose schedule is
 // dealt in full (Schedule.DealtInFull) may run to deal it
-// (runner.Test.Schedule): a membership
+// (runner.Test.Schedule), or a drawn run of range movements to deal each
+// of its kinds once (WithFirstRound): a membership
 // window's own bound, since the windows such a schedule follows are range
 // movements.
 const FollowWait = membershipWait

@@ -28,12 +28,29 @@ func (n *Nemesis) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
+	// live is ctx until the time is up (WithFirstRound): the sleeps and
+	// windows dealt in the run's time end with it as they do without the
+	// option; only the first round's late tries get ctx's longer bound.
+	live := ctx
+	if n.timeUp != nil {
+		var cancel context.CancelFunc
+		live, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-n.timeUp:
+				cancel()
+			case <-live.Done():
+			}
+		}()
+	}
 	var errs []error
 	var deck []fault
 	// dealt and tried serve WithFirstRound: the kinds dealt so far, and
 	// those given their one try after the time was up.
 	dealt, tried := map[string]bool{}, map[string]bool{}
 	for {
+		dctx := live
 		if n.isTimeUp() {
 			deck = slices.DeleteFunc(deck, func(f fault) bool { return dealt[f.Name] || tried[f.Name] })
 			if len(deck) == 0 {
@@ -47,8 +64,12 @@ func (n *Nemesis) Run(ctx context.Context) error {
 				return errors.Join(errs...)
 			}
 			tried[deck[0].Name] = true
+			dctx = ctx
 		}
-		if !sleep(ctx, n.jitter()) {
+		if !sleep(dctx, n.jitter()) {
+			if n.isTimeUp() && ctx.Err() == nil {
+				continue // the first round's tries, if any are left
+			}
 			return errors.Join(errs...)
 		}
 		// Kinds are dealt from a shuffled deck, so that every kind comes
@@ -65,17 +86,25 @@ func (n *Nemesis) Run(ctx context.Context) error {
 		}
 		kind := deck[0]
 		deck = deck[1:]
-		started, err := n.deal(ctx, kind, n.jitter(), nil)
+		started, err := n.deal(dctx, kind, n.jitter(), nil)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if started {
+		if started && !dealt[kind.Name] {
 			dealt[kind.Name] = true
+			if n.timeUp != nil {
+				n.mu.Lock()
+				n.undealt--
+				n.mu.Unlock()
+			}
 		}
-		if !started && ctx.Err() == nil {
+		if !started && dctx.Err() == nil {
 			deck = append(deck, kind) // tried again after the rest of the round
 		}
-		if ctx.Err() != nil {
+		if dctx.Err() != nil {
+			if n.isTimeUp() && ctx.Err() == nil {
+				continue
+			}
 			return errors.Join(errs...)
 		}
 	}
@@ -198,7 +227,8 @@ func (n *Nemesis) runSchedule(ctx context.Context) error {
 
 // Undealt is how many of the schedule's steps were not dealt (not
 // started: the run ended first, their start failed, or the window they
-// follow never reached its phase); 0 without a schedule.
+// follow never reached its phase); for a drawn run WithFirstRound, how
+// many of its kinds were not dealt yet; else 0.
 func (n *Nemesis) Undealt() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -444,13 +444,14 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	<-runCtx.Done()
 	deadline := time.Now()
 	openAtDeadline := nem.Active()
-	if inFull && ctx.Err() == nil {
-		if undealt := nem.Undealt(); undealt > 0 || len(openAtDeadline) > 0 {
-			what := fmt.Sprintf("the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps to deal", undealt)
-			if t.Schedule == nil {
-				what = "a drawn run of range movements deals each of its kinds once: running on until it has (or its try failed"
-			}
-			t.say(fmt.Sprintf("%s, open: %s; at most %s more)", what, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
+	if undealt := nem.Undealt(); inFull && ctx.Err() == nil {
+		switch {
+		case t.Schedule != nil && (undealt > 0 || len(openAtDeadline) > 0):
+			t.say(fmt.Sprintf("the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
+				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
+		case t.Schedule == nil && undealt > 0:
+			t.say(fmt.Sprintf("a drawn run of range movements deals each of its kinds once: running on until it has (%d kinds to deal, open: %s; at most %s more)",
+				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
 		}
 	}
 	<-nemDone
@@ -509,10 +510,10 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	if faultsEnd.Sub(deadline) > time.Second {
 		out.Phases.Overrun = openAtDeadline
 	}
-	if inFull && faultsEnd.After(deadline) {
-		out.Phases.ScheduleWaitMS = faultsEnd.Sub(deadline).Milliseconds()
-	}
 	if t.Schedule != nil {
+		if inFull && faultsEnd.After(deadline) {
+			out.Phases.ScheduleWaitMS = faultsEnd.Sub(deadline).Milliseconds()
+		}
 		out.Phases.Undealt = nem.Undealt()
 		if out.Phases.Undealt > 0 {
 			log.Warn("schedule steps never dealt (the run's cap came first, their start failed, or the window they follow never reached its phase)",
