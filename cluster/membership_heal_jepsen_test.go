@@ -147,15 +147,21 @@ func TestMembershipHeal(t *testing.T) {
 	readAlone(t, ctx, c, n4, n1, n2)
 	reset("reset (n4 leaves)")
 
+	// startLeave starts n2's decommission, its streams capped, and waits
+	// until it streams to n3: the moment a node is killed in.
+	startLeave := func() (<-chan error, cluster.Stream, time.Time) {
+		t.Helper()
+		if err := n2.SetStreamThroughput(ctx, leaveMbit); err != nil {
+			t.Fatal(err)
+		}
+		begin, done := time.Now(), make(chan error, 1)
+		go func() { done <- n2.Decommission(ctx) }()
+		return done, waitStream(t, ctx, n2, n3, true, done), begin
+	}
+
 	// Leave: n2 decommissions, and n3, which receives its (n3, n1], dies
 	// inside that stream.
-	if err := n2.SetStreamThroughput(ctx, leaveMbit); err != nil {
-		t.Fatal(err)
-	}
-	leaveBegin := time.Now()
-	leaveErr := make(chan error, 1)
-	go func() { leaveErr <- n2.Decommission(ctx) }()
-	st = waitStream(t, ctx, n2, n3, true, leaveErr)
+	leaveErr, st, leaveBegin := startLeave()
 	streamBegan = time.Now()
 	t.Logf("decommission of n2: streaming to n3 %v after the start (%d of %d bytes)", streamBegan.Sub(leaveBegin).Round(100*time.Millisecond), st.Done, st.Total)
 	if err := n3.Kill(ctx); err != nil {
@@ -190,13 +196,7 @@ func TestMembershipHeal(t *testing.T) {
 	// Leave, the leaver killed: n2 decommissions again and dies itself
 	// inside its stream to n3. Its tokens are still its own, so it starts
 	// again as the member it is, and Finish decommissions it once more.
-	if err := n2.SetStreamThroughput(ctx, leaveMbit); err != nil {
-		t.Fatal(err)
-	}
-	leaveBegin = time.Now()
-	leaveErr = make(chan error, 1)
-	go func() { leaveErr <- n2.Decommission(ctx) }()
-	st = waitStream(t, ctx, n2, n3, true, leaveErr)
+	leaveErr, st, leaveBegin = startLeave()
 	t.Logf("decommission of n2, to be killed: streaming to n3 %v after the start (%d of %d bytes)", since(leaveBegin), st.Done, st.Total)
 	if err := n2.Kill(ctx); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -128,7 +127,7 @@ func membershipLeftovers(targets []Target, ring map[string]string, healed map[st
 		switch st, in := ring[t.Name]; {
 		case !in:
 			out = append(out, Leftover{Node: t.Name, Healed: []string{Leave}, Found: []string{"out of the ring"}})
-		case strings.HasSuffix(st, "L"): // UL, or DL: killed while leaving
+		case st == "UL" || st == "DL": // DL: killed while leaving, as cluster.leaving reads it
 			out = append(out, Leftover{Node: t.Name, Healed: []string{Leave}, Found: []string{"leaving the ring, " + st}})
 		}
 	}

@@ -394,14 +394,15 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	// of range movements until each of its kinds was dealt once, within
 	// the same cap.
 	timeUp := make(chan struct{})
-	nemOpts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
-	inFull := nemesis.MovesRing(t.Nemesis)
-	if inFull {
-		nemOpts = append(nemOpts, nemesis.WithFirstRound(timeUp))
-	}
+	var nemOpts []nemesis.Option
+	var inFull bool
 	if t.Schedule != nil {
-		nemOpts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
-		inFull = t.Schedule.DealtInFull()
+		nemOpts, inFull = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}, t.Schedule.DealtInFull()
+	} else {
+		nemOpts, inFull = []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}, nemesis.MovesRing(t.Nemesis)
+		if inFull {
+			nemOpts = append(nemOpts, nemesis.WithFirstRound(timeUp))
+		}
 	}
 	if t.SkewMax > 0 {
 		nemOpts = append(nemOpts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
