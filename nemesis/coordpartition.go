@@ -70,12 +70,10 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 		}
 		alone = v.Node
 	}
-	g := Grudge{}
 	var others []string
 	for _, t := range e.Targets {
-		if t.Name != alone && !stopped(ctx, t) {
+		if t.Name != alone {
 			others = append(others, t.Name)
-			g[t.Name] = []string{alone}
 		}
 	}
 	atRest := false
@@ -95,14 +93,16 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 	c := chainOf(CoordPartition)
 	// The nodes one at a time would take seconds on a loaded machine (four
 	// docker execs each) while the group waits at rest: all at once.
-	cut, err := onNodes(e, others, func(t Target) error {
+	cut, err := onNodes(ctx, e, others, func(t Target) error {
 		return c.add(ctx, t.Node, "-s", e.ipOf(alone), "-p", "tcp", "--dport", strconv.Itoa(InternodePort), "-j", "DROP")
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("nemesis: coord-partition: %w", err), removeChainParallel(context.WithoutCancel(ctx), e, c))
+		return nil, errors.Join(fmt.Errorf("nemesis: coord-partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
+	g := Grudge{}
 	otherClients := map[string][]int{}
-	for _, n := range others {
+	for _, n := range cut {
+		g[n] = []string{alone}
 		if cs := groups[n]; len(cs) > 0 {
 			otherClients[n] = cs
 		}
@@ -110,10 +110,10 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 	value := history.CoordPartitionStart{Node: alone, Clients: groups[alone], Others: otherClients, Grudge: g,
 		Port: InternodePort, AtRest: atRest}
 	if err := e.Record(history.StartF(CoordPartition), value, cut); err != nil {
-		return nil, errors.Join(err, removeChainParallel(context.WithoutCancel(ctx), e, c))
+		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
 	}
 	return func(ctx context.Context) error {
-		err := removeChainParallel(ctx, e, c)
+		err := removeChain(ctx, e, c)
 		if err != nil {
 			err = fmt.Errorf("nemesis: heal coord-partition: %w", err)
 		}
@@ -134,9 +134,14 @@ func (e *Env) ipOf(name string) string {
 	return ""
 }
 
-// onNodes runs f on the named nodes at once and returns their names in
-// target order.
-func onNodes(e *Env, names []string, f func(Target) error) ([]string, error) {
+// onNodes runs f on the named nodes at once and returns, in target order,
+// those it ran on. A node whose container is stopped is passed over (one
+// killed, or out of the ring after a leave): it has no rules to take a cut,
+// nor to remove (they went with its container), and Cassandra's messages do
+// not reach it. So is one whose container stops while f runs on it: a
+// leaver's, stopped as its decommission ends, fails the exec ("exited
+// 126") a moment before Docker reports it stopped.
+func onNodes(ctx context.Context, e *Env, names []string, f func(Target) error) ([]string, error) {
 	var ts []Target
 	for _, t := range e.Targets {
 		if slices.Contains(names, t.Name) {
@@ -144,39 +149,54 @@ func onNodes(e *Env, names []string, f func(Target) error) ([]string, error) {
 		}
 	}
 	errs := parallel(ts, func(t Target) error {
+		if stopped(ctx, t) {
+			return errPassedOver
+		}
 		if err := f(t); err != nil {
+			if stoppedMeanwhile(ctx, t) {
+				e.Log.Info("nemesis: node stopped while its rules changed: passed over", "node", t.Name, "err", err)
+				return errPassedOver
+			}
 			return fmt.Errorf("%s: %w", t.Name, err)
 		}
 		return nil
 	})
-	out := make([]string, len(ts))
+	var ran []string
+	var failed []error
 	for i, t := range ts {
-		out[i] = t.Name
+		switch {
+		case errs[i] == nil:
+			ran = append(ran, t.Name)
+		case !errors.Is(errs[i], errPassedOver):
+			failed = append(failed, errs[i])
+		}
 	}
-	return out, errors.Join(errs...)
+	return ran, errors.Join(failed...)
 }
 
-// stopped says whether t's container is stopped: a node killed, or out of
-// the ring (a member that decommissioned during a leave window). It has
-// no rules to take a cut (nor to remove: they went with its container),
-// and Cassandra's own messages do not reach it.
+var errPassedOver = errors.New("container stopped")
+
+// stopped says whether t's container is stopped (or not yet started).
 func stopped(ctx context.Context, t Target) bool {
 	st, err := t.Node.State(ctx)
 	return err == nil && st != "running" && st != "paused"
 }
 
-// removeChainParallel is removeChain on every node at once, but a
-// stopped one.
-func removeChainParallel(ctx context.Context, e *Env, c chain) error {
-	var names []string
-	for _, t := range e.Targets {
-		if !stopped(ctx, t) {
-			names = append(names, t.Name)
+// exitWait bounds how long a failed exec waits for Docker to report its
+// container stopped; a paused one is not stopping and fails at once.
+const exitWait = 5 * time.Second
+
+func stoppedMeanwhile(ctx context.Context, t Target) bool {
+	deadline := time.Now().Add(exitWait)
+	for {
+		st, err := t.Node.State(ctx)
+		switch {
+		case err != nil || st == "paused":
+			return false
+		case st != "running":
+			return true
+		case time.Now().After(deadline) || !sleep(ctx, exitWait/20):
+			return false
 		}
 	}
-	_, err := onNodes(e, names, func(t Target) error {
-		_, err := c.remove(ctx, t.Node)
-		return err
-	})
-	return err
 }

@@ -88,7 +88,7 @@ func (p *dcPartition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop,
 		mode, dcs, g = dcGrudge(e)
 	}
 	c := chainOf(DCPartition)
-	nodes, err := applyGrudge(ctx, e, c, g)
+	nodes, g, err := applyGrudge(ctx, e, c, g)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: dc-partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}

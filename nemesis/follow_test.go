@@ -320,8 +320,8 @@ func TestScheduleByTheClockWaitsForAMovement(t *testing.T) {
 // streams for 300 ms of a 100 ms run, and the second still comes after
 // the first; then Run returns, long before its ctx ends. A run that
 // dealt every kind in its time (quick movements, a 400 ms run) is the
-// same with the option as without: the same kinds in the same order,
-// nothing started after its time (20 ms for the start under way then),
+// same with the option as without: the same kinds in the same order, no
+// kind dealt again after its time (20 ms for the start under way then),
 // and it returns then.
 func TestDrawnMovementsDealEachKindOnce(t *testing.T) {
 	for _, tc := range []struct {
@@ -400,12 +400,20 @@ func TestDrawnMovementsDealEachKindOnce(t *testing.T) {
 			if k := min(len(got), len(want)); len(got) < 2 || !slices.Equal(got[:k], want[:k]) {
 				t.Errorf("dealt %v with the option, %v without", got, want)
 			}
+			// A loaded machine can leave a kind undealt at the time: that
+			// kind alone may start once after it.
+			dealt, late := map[string]bool{}, false
 			for _, op := range starts(with) {
+				kind, _, _ := history.FaultEvent(op.F)
 				if time.Duration(op.Time) > tc.time+20*time.Millisecond {
-					t.Errorf("%s started at %v, after the run's %v", op.F, time.Duration(op.Time), tc.time)
+					if dealt[kind] {
+						t.Errorf("%s started at %v, after the run's %v, and it had been dealt", op.F, time.Duration(op.Time), tc.time)
+					}
+					late = true
 				}
+				dealt[kind] = true
 			}
-			if took > tc.time+200*time.Millisecond {
+			if !late && took > tc.time+200*time.Millisecond {
 				t.Errorf("Run returned %v after its start, %v after its time", took, took-tc.time)
 			}
 		})

@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -107,40 +106,45 @@ const GatewayName = "clients"
 
 // applyGrudge adds, on every node with a grudge, one rule to the kind's
 // chain that drops packets from the sources named (then the rule's tail,
-// e.g. a statistic match). It returns the names of the nodes it changed.
-func applyGrudge(ctx context.Context, e *Env, c chain, g Grudge, tail ...string) ([]string, error) {
+// e.g. a statistic match), on every node at once. It returns the nodes it
+// changed and the grudge as applied: a node onNodes passes over (its
+// container stopped) took no rule, so the record does not say it did.
+func applyGrudge(ctx context.Context, e *Env, c chain, g Grudge, tail ...string) ([]string, Grudge, error) {
 	ips := map[string]string{GatewayName: e.Gateway}
 	for _, t := range e.Targets {
 		ips[t.Name] = t.IP
 	}
-	var nodes []string
+	var names []string
 	for _, t := range e.Targets {
-		from := g[t.Name]
-		if len(from) == 0 {
-			continue
+		if len(g[t.Name]) > 0 {
+			names = append(names, t.Name)
 		}
-		nodes = append(nodes, t.Name)
-		srcs := make([]string, len(from))
-		for i, f := range from {
+	}
+	cut, err := onNodes(ctx, e, names, func(t Target) error {
+		srcs := make([]string, len(g[t.Name]))
+		for i, f := range g[t.Name] {
 			srcs[i] = ips[f]
 		}
 		rule := append([]string{"-s", strings.Join(srcs, ",")}, tail...)
-		rule = append(rule, "-j", "DROP")
-		if err := c.add(ctx, t.Node, rule...); err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Name, err)
-		}
+		return c.add(ctx, t.Node, append(rule, "-j", "DROP")...)
+	})
+	applied := Grudge{}
+	for _, n := range cut {
+		applied[n] = g[n]
 	}
-	return nodes, nil
+	return cut, applied, err
 }
 
-// removeChain removes the chain from every node (a stop, or a start that
-// failed halfway).
+// removeChain removes the chain from every node at once (a stop, or a
+// start that failed halfway); a stopped node has none to remove.
 func removeChain(ctx context.Context, e *Env, c chain) error {
-	var errs []error
-	for _, t := range e.Targets {
-		if _, err := c.remove(ctx, t.Node); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", t.Name, err))
-		}
+	names := make([]string, len(e.Targets))
+	for i, t := range e.Targets {
+		names[i] = t.Name
 	}
-	return errors.Join(errs...)
+	_, err := onNodes(ctx, e, names, func(t Target) error {
+		_, err := c.remove(ctx, t.Node)
+		return err
+	})
+	return err
 }

@@ -88,11 +88,12 @@ func (l *loss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error)
 		d = v
 	}
 	c := chainOf(Loss)
-	nodes, err := applyGrudge(ctx, e, c, d.Drops,
+	nodes, applied, err := applyGrudge(ctx, e, c, d.Drops,
 		"-m", "statistic", "--mode", "random", "--probability", strconv.FormatFloat(d.Probability, 'f', 2, 64))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: loss: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
+	d.Drops = applied
 	if err := e.Record(history.StartF(Loss), d, nodes); err != nil {
 		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
 	}

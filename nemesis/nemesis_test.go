@@ -29,8 +29,12 @@ type fakeNode struct {
 	freezerFails bool
 	stopped      bool
 	killed       bool
-	offset       time.Duration
-	calls        []string
+	// stopsAtChange: the container stops as lockcheck's next iptables
+	// change begins (a leaver's, as its decommission ends): that exec fails
+	// as runc's does, and State says "exited" from then on.
+	stopsAtChange bool
+	offset        time.Duration
+	calls         []string
 	// lazy: the node's data lives on a lazy filesystem holding unsynced
 	// bytes; a power cut drops them.
 	lazy     bool
@@ -160,6 +164,10 @@ func (f *fakeNode) Exec(ctx context.Context, cmd ...string) (string, error) {
 	}
 	if len(cmd) < 3 || cmd[0] != "iptables" || cmd[1] != "-w" {
 		return "", fmt.Errorf("unexpected command %q", cmd)
+	}
+	if f.stopsAtChange && cmd[2] != "-S" {
+		f.killed = true
+		return "", errors.New("exited 126: OCI runtime exec failed: exec failed: unable to start container process: error writing config to pipe: write init-p: broken pipe")
 	}
 	if f.chains == nil {
 		f.chains = map[string][]string{}

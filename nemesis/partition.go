@@ -107,7 +107,7 @@ func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, e
 		kind, g = v.Kind, v.Grudge
 	}
 	c := chainOf(Partition)
-	nodes, err := applyGrudge(ctx, e, c, g)
+	nodes, g, err := applyGrudge(ctx, e, c, g)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
