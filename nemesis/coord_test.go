@@ -204,38 +204,11 @@ func TestChainNamesFitIptables(t *testing.T) {
 	}
 }
 
-// A node whose container is stopped (a member out of the ring during a
-// leave window, or killed) takes no part in a cut: the others are cut,
-// the start and the stop succeed.
-func TestCoordPartitionSkipsAStoppedNode(t *testing.T) {
-	ts, fs := fakeCluster(3)
-	fs[1].killed = true // n2
-	n, err := New(ts, &memRec{}, WithKinds(CoordPartition), WithClients(&fakeClients{n: 4, clocks: map[int]time.Duration{}}),
-		WithPins(testPins), WithGateway("10.0.0.1"), WithSchedule(Schedule{Steps: []Step{{Kind: CoordPartition, Value: []byte(`{"node":"n1"}`)}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.env.step = &n.schedule.Steps[0]
-	stop, err := n.kinds[0].Start(context.Background(), &n.env, time.Second)
-	n.env.step = nil
-	if err != nil {
-		t.Fatalf("start with n2 stopped: %v", err)
-	}
-	if rules := fs[2].rules(); len(rules) != 1 {
-		t.Errorf("n3 rules %v, want the cut of n1", rules)
-	}
-	if err := stop(context.Background()); err != nil {
-		t.Errorf("stop with n2 stopped: %v", err)
-	}
-	if len(fs[2].chains) > 0 {
-		t.Errorf("n3 keeps %v after the stop", fs[2].chains)
-	}
-}
-
-// A node whose container stops while its rule goes in (a leaver's, as its
-// decommission ends) is passed over by every cut: the fault starts on the
+// A node whose container is stopped (killed, or out of the ring during a
+// leave window), or stops while its rule goes in (a leaver's, as its
+// decommission ends), is passed over by every cut: the fault starts on the
 // others, its record says the node took no rule, and the heal succeeds.
-func TestCutsPassOverANodeThatStopsMeanwhile(t *testing.T) {
+func TestCutsPassOverAStoppedNode(t *testing.T) {
 	for _, tc := range []struct {
 		kind  string
 		given string // the cut as a schedule gives it, n2 in it
@@ -247,61 +220,64 @@ func TestCutsPassOverANodeThatStopsMeanwhile(t *testing.T) {
 			`"grudge":{"n1":["n3","n4"],"n2":["n3","n4"],"n3":["n1","n2"],"n4":["n1","n2"]}}`},
 		{kind: CoordPartition, given: `{"node":"n1"}`},
 	} {
-		t.Run(tc.kind, func(t *testing.T) {
-			ts, fs := fakeCluster(3)
-			if tc.dcs {
-				ts, fs = twoDCs()
-			}
-			fs[1].stopsAtChange = true // n2
-			rec := &memRec{}
-			opts := []Option{WithKinds(tc.kind), WithGateway("10.0.0.1"), WithSchedule(Schedule{Steps: []Step{{Kind: tc.kind, Value: []byte(tc.given)}}})}
-			if tc.kind == CoordPartition {
-				opts = append(opts, WithClients(&fakeClients{n: 4, clocks: map[int]time.Duration{}}), WithPins(testPins))
-			}
-			n, err := New(ts, rec, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.env.step = &n.schedule.Steps[0]
-			stop, err := n.kinds[0].Start(context.Background(), &n.env, time.Second)
-			n.env.step = nil
-			if err != nil {
-				t.Fatalf("start with n2 stopping: %v", err)
-			}
-			ops := rec.all()
-			if len(ops) != 1 || ops[0].F != history.StartF(tc.kind) {
-				t.Fatalf("lines %+v, want one start", ops)
-			}
-			var v struct {
-				Grudge Grudge `json:"grudge"`
-				Drops  Grudge `json:"drops"`
-			}
-			if err := json.Unmarshal(ops[0].Value, &v); err != nil {
-				t.Fatal(err)
-			}
-			g := v.Grudge
-			if tc.kind == Loss {
-				g = v.Drops
-			}
-			if _, ok := g["n2"]; ok || len(g) == 0 {
-				t.Errorf("recorded grudge %v: want the others' rules, none for n2", g)
-			}
-			if strings.Contains(ops[0].Node, "n2") {
-				t.Errorf("start line's nodes %q name n2", ops[0].Node)
-			}
-			for i, f := range fs {
-				if i != 1 && len(g[f.name]) > 0 && len(f.rules()) != 1 {
-					t.Errorf("%s rules %v, want its one rule", f.name, f.rules())
+		for _, meanwhile := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stops meanwhile %v", tc.kind, meanwhile), func(t *testing.T) {
+				ts, fs := fakeCluster(3)
+				if tc.dcs {
+					ts, fs = twoDCs()
 				}
-			}
-			if err := stop(context.Background()); err != nil {
-				t.Errorf("stop with n2 stopped: %v", err)
-			}
-			for i, f := range fs {
-				if i != 1 && (len(f.chains) > 0 || len(f.jumps) > 0) {
-					t.Errorf("%s keeps %v %v after the stop", f.name, f.chains, f.jumps)
+				fs[1].stopsAtChange, fs[1].killed = meanwhile, !meanwhile // n2
+				rec := &memRec{}
+				opts := []Option{WithKinds(tc.kind), WithGateway("10.0.0.1"),
+					WithSchedule(Schedule{Steps: []Step{{Kind: tc.kind, Value: []byte(tc.given)}}})}
+				if tc.kind == CoordPartition {
+					opts = append(opts, WithClients(&fakeClients{n: 4, clocks: map[int]time.Duration{}}), WithPins(testPins))
 				}
-			}
-		})
+				n, err := New(ts, rec, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.env.step = &n.schedule.Steps[0]
+				stop, err := n.kinds[0].Start(context.Background(), &n.env, time.Second)
+				n.env.step = nil
+				if err != nil {
+					t.Fatalf("start with n2 stopped: %v", err)
+				}
+				ops := rec.all()
+				if len(ops) != 1 || ops[0].F != history.StartF(tc.kind) {
+					t.Fatalf("lines %+v, want one start", ops)
+				}
+				var v struct {
+					Grudge Grudge `json:"grudge"`
+					Drops  Grudge `json:"drops"`
+				}
+				if err := json.Unmarshal(ops[0].Value, &v); err != nil {
+					t.Fatal(err)
+				}
+				g := v.Grudge
+				if tc.kind == Loss {
+					g = v.Drops
+				}
+				if _, ok := g["n2"]; ok || len(g) == 0 {
+					t.Errorf("recorded grudge %v: want the others' rules, none for n2", g)
+				}
+				if strings.Contains(ops[0].Node, "n2") {
+					t.Errorf("start line's nodes %q name n2", ops[0].Node)
+				}
+				for i, f := range fs {
+					if i != 1 && len(g[f.name]) > 0 && len(f.rules()) != 1 {
+						t.Errorf("%s rules %v, want its one rule", f.name, f.rules())
+					}
+				}
+				if err := stop(context.Background()); err != nil {
+					t.Errorf("stop with n2 stopped: %v", err)
+				}
+				for i, f := range fs {
+					if i != 1 && (len(f.chains) > 0 || len(f.jumps) > 0) {
+						t.Errorf("%s keeps %v %v after the stop", f.name, f.chains, f.jumps)
+					}
+				}
+			})
+		}
 	}
 }
