@@ -196,7 +196,10 @@ const (
 )
 
 // Grudge maps a node's name to the names of the nodes it drops packets
-// from; "clients" stands for the harness's gateway.
+// from; "clients" stands for the harness's gateway. A start line records
+// it as applied: a node whose container was stopped took no rule and is
+// not a key, while the kind's label (a partition's kind, a dc-partition's
+// mode and data centres) stays as drawn.
 type Grudge map[string][]string
 
 // PartitionStart is the value of a start-partition line.

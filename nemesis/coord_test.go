@@ -3,7 +3,10 @@ package nemesis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -207,26 +210,33 @@ func TestChainNamesFitIptables(t *testing.T) {
 // A node whose container is stopped (killed, or out of the ring during a
 // leave window), or stops while its rule goes in (a leaver's, as its
 // decommission ends), is passed over by every cut: the fault starts on the
-// others, its record says the node took no rule, and the heal succeeds.
+// others, its record says the node took no rule, and the heal succeeds. A
+// host whose JVM is down but which runs commands (over SSH) takes its rule
+// and loses it at the heal; a cut all of whose nodes are stopped fails.
 func TestCutsPassOverAStoppedNode(t *testing.T) {
 	for _, tc := range []struct {
 		kind  string
 		given string // the cut as a schedule gives it, n2 in it
 		dcs   bool
+		whole Grudge // the cut on every node
 	}{
-		{kind: Partition, given: `{"kind":"isolate","grudge":{"n1":["n2"],"n2":["n1","n3"],"n3":["n2"]}}`},
-		{kind: Loss, given: `{"mode":"nodes","probability":0.2,"drops":{"n1":["n2"],"n2":["n1"],"n3":["n1"]}}`},
+		{kind: Partition, given: `{"kind":"isolate","grudge":{"n1":["n2"],"n2":["n1","n3"],"n3":["n2"]}}`,
+			whole: Grudge{"n1": {"n2"}, "n2": {"n1", "n3"}, "n3": {"n2"}}},
+		{kind: Loss, given: `{"mode":"nodes","probability":0.2,"drops":{"n1":["n2"],"n2":["n1"],"n3":["n1"]}}`,
+			whole: Grudge{"n1": {"n2"}, "n2": {"n1"}, "n3": {"n1"}}},
 		{kind: DCPartition, dcs: true, given: `{"mode":"both","dcs":{"dc1":["n1","n2"],"dc2":["n3","n4"]},` +
-			`"grudge":{"n1":["n3","n4"],"n2":["n3","n4"],"n3":["n1","n2"],"n4":["n1","n2"]}}`},
-		{kind: CoordPartition, given: `{"node":"n1"}`},
+			`"grudge":{"n1":["n3","n4"],"n2":["n3","n4"],"n3":["n1","n2"],"n4":["n1","n2"]}}`,
+			whole: Grudge{"n1": {"n3", "n4"}, "n2": {"n3", "n4"}, "n3": {"n1", "n2"}, "n4": {"n1", "n2"}}},
+		{kind: CoordPartition, given: `{"node":"n1"}`, whole: Grudge{"n2": {"n1"}, "n3": {"n1"}}},
 	} {
-		for _, meanwhile := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/stops meanwhile %v", tc.kind, meanwhile), func(t *testing.T) {
+		for _, how := range []string{"stopped", "stops meanwhile", "jvm down"} {
+			t.Run(tc.kind+"/"+how, func(t *testing.T) {
 				ts, fs := fakeCluster(3)
 				if tc.dcs {
 					ts, fs = twoDCs()
 				}
-				fs[1].stopsAtChange, fs[1].killed = meanwhile, !meanwhile // n2
+				n2 := fs[1]
+				n2.killed, n2.stopsAtChange, n2.jvmDown = how == "stopped", how == "stops meanwhile", how == "jvm down"
 				rec := &memRec{}
 				opts := []Option{WithKinds(tc.kind), WithGateway("10.0.0.1"),
 					WithSchedule(Schedule{Steps: []Step{{Kind: tc.kind, Value: []byte(tc.given)}}})}
@@ -241,7 +251,7 @@ func TestCutsPassOverAStoppedNode(t *testing.T) {
 				stop, err := n.kinds[0].Start(context.Background(), &n.env, time.Second)
 				n.env.step = nil
 				if err != nil {
-					t.Fatalf("start with n2 stopped: %v", err)
+					t.Fatalf("start with n2 %s: %v", how, err)
 				}
 				ops := rec.all()
 				if len(ops) != 1 || ops[0].F != history.StartF(tc.kind) {
@@ -254,30 +264,46 @@ func TestCutsPassOverAStoppedNode(t *testing.T) {
 				if err := json.Unmarshal(ops[0].Value, &v); err != nil {
 					t.Fatal(err)
 				}
-				g := v.Grudge
+				got := v.Grudge
 				if tc.kind == Loss {
-					g = v.Drops
+					got = v.Drops
 				}
-				if _, ok := g["n2"]; ok || len(g) == 0 {
-					t.Errorf("recorded grudge %v: want the others' rules, none for n2", g)
+				want := maps.Clone(tc.whole)
+				if how != "jvm down" {
+					delete(want, "n2")
 				}
-				if strings.Contains(ops[0].Node, "n2") {
-					t.Errorf("start line's nodes %q name n2", ops[0].Node)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("recorded grudge %v, want %v", got, want)
 				}
-				for i, f := range fs {
-					if i != 1 && len(g[f.name]) > 0 && len(f.rules()) != 1 {
-						t.Errorf("%s rules %v, want its one rule", f.name, f.rules())
+				for _, f := range fs {
+					if took := len(f.rules()) == 1; took != (len(want[f.name]) > 0) {
+						t.Errorf("%s rules %v, grudge %v", f.name, f.rules(), want[f.name])
+					}
+					if strings.Contains(ops[0].Node, f.name) != (len(want[f.name]) > 0) {
+						t.Errorf("start line's nodes %q, grudge %v", ops[0].Node, want)
 					}
 				}
 				if err := stop(context.Background()); err != nil {
-					t.Errorf("stop with n2 stopped: %v", err)
+					t.Errorf("stop with n2 %s: %v", how, err)
 				}
-				for i, f := range fs {
-					if i != 1 && (len(f.chains) > 0 || len(f.jumps) > 0) {
+				for _, f := range fs {
+					if len(f.chains) > 0 || len(f.jumps) > 0 {
 						t.Errorf("%s keeps %v %v after the stop", f.name, f.chains, f.jumps)
 					}
 				}
 			})
 		}
 	}
+	t.Run("nothing to cut", func(t *testing.T) {
+		ts, fs := fakeCluster(3)
+		fs[0].killed = true
+		n, err := New(ts, &memRec{}, WithKinds(Partition), WithSchedule(Schedule{Steps: []Step{{Kind: Partition, Value: []byte(`{"kind":"isolate","grudge":{"n1":["n2","n3"]}}`)}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.env.step = &n.schedule.Steps[0]
+		if _, err := n.kinds[0].Start(context.Background(), &n.env, time.Second); !errors.Is(err, errNothingCut) {
+			t.Errorf("start with its one node stopped: %v, want %v", err, errNothingCut)
+		}
+	})
 }

@@ -96,6 +96,9 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 	cut, err := onNodes(ctx, e, others, func(t Target) error {
 		return c.add(ctx, t.Node, "-s", e.ipOf(alone), "-p", "tcp", "--dport", strconv.Itoa(InternodePort), "-j", "DROP")
 	})
+	if err == nil && len(cut) == 0 {
+		err = errNothingCut
+	}
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: coord-partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
@@ -135,12 +138,13 @@ func (e *Env) ipOf(name string) string {
 }
 
 // onNodes runs f on the named nodes at once and returns, in target order,
-// those it ran on. A node whose container is stopped is passed over (one
-// killed, or out of the ring after a leave): it has no rules to take a cut,
-// nor to remove (they went with its container), and Cassandra's messages do
-// not reach it. So is one whose container stops while f runs on it: a
-// leaver's, stopped as its decommission ends, fails the exec ("exited
-// 126") a moment before Docker reports it stopped.
+// those it ran on. A node where f fails and whose container is then found
+// stopped is passed over: one killed, or out of the ring after a leave, has
+// no rules to take a cut nor to remove (they went with its container), and
+// Cassandra's messages do not reach it; a leaver's container stopping as
+// its decommission ends fails the exec ("exited 126") a moment before
+// Docker reports it stopped. f runs first everywhere: a host over SSH whose
+// JVM is down says "exited" but keeps its kernel's rules, and takes them.
 func onNodes(ctx context.Context, e *Env, names []string, f func(Target) error) ([]string, error) {
 	var ts []Target
 	for _, t := range e.Targets {
@@ -149,9 +153,6 @@ func onNodes(ctx context.Context, e *Env, names []string, f func(Target) error) 
 		}
 	}
 	errs := parallel(ts, func(t Target) error {
-		if stopped(ctx, t) {
-			return errPassedOver
-		}
 		if err := f(t); err != nil {
 			if stoppedMeanwhile(ctx, t) {
 				e.Log.Info("nemesis: node stopped while its rules changed: passed over", "node", t.Name, "err", err)
@@ -174,16 +175,16 @@ func onNodes(ctx context.Context, e *Env, names []string, f func(Target) error) 
 	return ran, errors.Join(failed...)
 }
 
-var errPassedOver = errors.New("container stopped")
-
-// stopped says whether t's container is stopped (or not yet started).
-func stopped(ctx context.Context, t Target) bool {
-	st, err := t.Node.State(ctx)
-	return err == nil && st != "running" && st != "paused"
-}
+var (
+	errPassedOver = errors.New("container stopped")
+	// errNothingCut fails a cut all of whose nodes were passed over: its
+	// record would say nothing, and a replay would draw another.
+	errNothingCut = errors.New("every node it would cut is stopped")
+)
 
 // exitWait bounds how long a failed exec waits for Docker to report its
-// container stopped; a paused one is not stopping and fails at once.
+// container stopped (or not yet started again); a paused one is not
+// stopping and fails at once.
 const exitWait = 5 * time.Second
 
 func stoppedMeanwhile(ctx context.Context, t Target) bool {

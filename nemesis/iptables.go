@@ -128,6 +128,9 @@ func applyGrudge(ctx context.Context, e *Env, c chain, g Grudge, tail ...string)
 		rule := append([]string{"-s", strings.Join(srcs, ",")}, tail...)
 		return c.add(ctx, t.Node, append(rule, "-j", "DROP")...)
 	})
+	if err == nil && len(cut) == 0 && len(names) > 0 {
+		err = errNothingCut
+	}
 	applied := Grudge{}
 	for _, n := range cut {
 		applied[n] = g[n]

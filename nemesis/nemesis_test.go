@@ -33,8 +33,11 @@ type fakeNode struct {
 	// change begins (a leaver's, as its decommission ends): that exec fails
 	// as runc's does, and State says "exited" from then on.
 	stopsAtChange bool
-	offset        time.Duration
-	calls         []string
+	// jvmDown: a host over SSH whose Cassandra is not running: State says
+	// "exited" while the host runs commands and keeps its rules.
+	jvmDown bool
+	offset  time.Duration
+	calls   []string
 	// lazy: the node's data lives on a lazy filesystem holding unsynced
 	// bytes; a power cut drops them.
 	lazy     bool
@@ -288,7 +291,7 @@ func (f *fakeNode) State(ctx context.Context) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
-	case f.killed:
+	case f.killed, f.jvmDown:
 		return "exited", nil
 	case f.paused:
 		return "paused", nil
