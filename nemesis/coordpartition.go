@@ -70,10 +70,11 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 		}
 		alone = v.Node
 	}
-	var others []string
+	// Every other node drops the cut node's internode traffic.
+	g := Grudge{}
 	for _, t := range e.Targets {
 		if t.Name != alone {
-			others = append(others, t.Name)
+			g[t.Name] = []string{alone}
 		}
 	}
 	atRest := false
@@ -92,20 +93,14 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 	}
 	c := chainOf(CoordPartition)
 	// The nodes one at a time would take seconds on a loaded machine (four
-	// docker execs each) while the group waits at rest: all at once.
-	cut, err := onNodes(ctx, e, others, func(t Target) error {
-		return c.add(ctx, t.Node, "-s", e.ipOf(alone), "-p", "tcp", "--dport", strconv.Itoa(InternodePort), "-j", "DROP")
-	})
-	if err == nil && len(cut) == 0 {
-		err = errNothingCut
-	}
+	// docker execs each) while the group waits at rest: applyGrudge cuts
+	// them all at once.
+	cut, g, err := applyGrudge(ctx, e, c, g, "-p", "tcp", "--dport", strconv.Itoa(InternodePort))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: coord-partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
-	g := Grudge{}
 	otherClients := map[string][]int{}
 	for _, n := range cut {
-		g[n] = []string{alone}
 		if cs := groups[n]; len(cs) > 0 {
 			otherClients[n] = cs
 		}
@@ -126,78 +121,4 @@ func (p *coordPartition) Start(ctx context.Context, e *Env, _ time.Duration) (St
 
 func (p *coordPartition) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
 	return resetChain(ctx, chainOf(CoordPartition), t)
-}
-
-func (e *Env) ipOf(name string) string {
-	for _, t := range e.Targets {
-		if t.Name == name {
-			return t.IP
-		}
-	}
-	return ""
-}
-
-// onNodes runs f on the named nodes at once and returns, in target order,
-// those it ran on. A node where f fails and whose container is then found
-// stopped is passed over: one killed, or out of the ring after a leave, has
-// no rules to take a cut nor to remove (they went with its container), and
-// Cassandra's messages do not reach it; a leaver's container stopping as
-// its decommission ends fails the exec ("exited 126") a moment before
-// Docker reports it stopped. f runs first everywhere: a host over SSH whose
-// JVM is down says "exited" but keeps its kernel's rules, and takes them.
-func onNodes(ctx context.Context, e *Env, names []string, f func(Target) error) ([]string, error) {
-	var ts []Target
-	for _, t := range e.Targets {
-		if slices.Contains(names, t.Name) {
-			ts = append(ts, t)
-		}
-	}
-	errs := parallel(ts, func(t Target) error {
-		if err := f(t); err != nil {
-			if stoppedMeanwhile(ctx, t) {
-				e.Log.Info("nemesis: node stopped while its rules changed: passed over", "node", t.Name, "err", err)
-				return errPassedOver
-			}
-			return fmt.Errorf("%s: %w", t.Name, err)
-		}
-		return nil
-	})
-	var ran []string
-	var failed []error
-	for i, t := range ts {
-		switch {
-		case errs[i] == nil:
-			ran = append(ran, t.Name)
-		case !errors.Is(errs[i], errPassedOver):
-			failed = append(failed, errs[i])
-		}
-	}
-	return ran, errors.Join(failed...)
-}
-
-var (
-	errPassedOver = errors.New("container stopped")
-	// errNothingCut fails a cut all of whose nodes were passed over: its
-	// record would say nothing, and a replay would draw another.
-	errNothingCut = errors.New("every node it would cut is stopped")
-)
-
-// exitWait bounds how long a failed exec waits for Docker to report its
-// container stopped (or not yet started again); a paused one is not
-// stopping and fails at once.
-const exitWait = 5 * time.Second
-
-func stoppedMeanwhile(ctx context.Context, t Target) bool {
-	deadline := time.Now().Add(exitWait)
-	for {
-		st, err := t.Node.State(ctx)
-		switch {
-		case err != nil || st == "paused":
-			return false
-		case st != "running":
-			return true
-		case time.Now().After(deadline) || !sleep(ctx, exitWait/20):
-			return false
-		}
-	}
 }

@@ -2,10 +2,12 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -150,4 +152,69 @@ func removeChain(ctx context.Context, e *Env, c chain) error {
 		return err
 	})
 	return err
+}
+
+// onNodes runs f on the named nodes at once and returns, in target order,
+// those it ran on. A node where f fails and whose container is then found
+// stopped is passed over: one killed, or out of the ring after a leave, has
+// no rules to take a cut nor to remove (they went with its container), and
+// Cassandra's messages do not reach it; a leaver's container stopping as
+// its decommission ends fails the exec ("exited 126") a moment before
+// Docker reports it stopped. f runs first everywhere: a host over SSH whose
+// JVM is down says "exited" but keeps its kernel's rules, and takes them.
+func onNodes(ctx context.Context, e *Env, names []string, f func(Target) error) ([]string, error) {
+	var ts []Target
+	for _, t := range e.Targets {
+		if slices.Contains(names, t.Name) {
+			ts = append(ts, t)
+		}
+	}
+	errs := parallel(ts, func(t Target) error {
+		if err := f(t); err != nil {
+			if stoppedMeanwhile(ctx, t) {
+				e.Log.Info("nemesis: node stopped while its rules changed: passed over", "node", t.Name, "err", err)
+				return errPassedOver
+			}
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+		return nil
+	})
+	var ran []string
+	var failed []error
+	for i, t := range ts {
+		switch {
+		case errs[i] == nil:
+			ran = append(ran, t.Name)
+		case !errors.Is(errs[i], errPassedOver):
+			failed = append(failed, errs[i])
+		}
+	}
+	return ran, errors.Join(failed...)
+}
+
+var (
+	errPassedOver = errors.New("container stopped")
+	// errNothingCut fails a cut all of whose nodes were passed over: its
+	// record would say nothing, and a replay would draw another.
+	errNothingCut = errors.New("every node it would cut is stopped")
+)
+
+// exitWait bounds how long a failed exec waits for Docker to report its
+// container stopped (or not yet started again); a paused one is not
+// stopping and fails at once.
+const exitWait = 5 * time.Second
+
+func stoppedMeanwhile(ctx context.Context, t Target) bool {
+	deadline := time.Now().Add(exitWait)
+	for {
+		st, err := t.Node.State(ctx)
+		switch {
+		case err != nil || st == "paused":
+			return false
+		case st != "running":
+			return true
+		case time.Now().After(deadline) || !sleep(ctx, exitWait/20):
+			return false
+		}
+	}
 }

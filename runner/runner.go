@@ -445,15 +445,14 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	<-runCtx.Done()
 	deadline := time.Now()
 	openAtDeadline := nem.Active()
-	if undealt := nem.Undealt(); inFull && ctx.Err() == nil {
-		switch {
-		case t.Schedule != nil && (undealt > 0 || len(openAtDeadline) > 0):
-			t.say(fmt.Sprintf("the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps to deal, open: %s; at most %s more)",
-				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
-		case t.Schedule == nil && undealt > 0:
-			t.say(fmt.Sprintf("a drawn run of range movements deals each of its kinds once: running on until it has (%d kinds to deal, open: %s; at most %s more)",
-				undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
+	// A drawn run's windows open at the time end with it; a schedule's
+	// are waited for.
+	if undealt := nem.Undealt(); inFull && ctx.Err() == nil && (undealt > 0 || t.Schedule != nil && len(openAtDeadline) > 0) {
+		what := "the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps"
+		if t.Schedule == nil {
+			what = "a drawn run of range movements deals each of its kinds once: running on until it has (%d kinds"
 		}
+		t.say(fmt.Sprintf(what+" to deal, open: %s; at most %s more)", undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
 	}
 	<-nemDone
 	faultsEnd := time.Now()
