@@ -336,10 +336,12 @@ func Attach(ctx context.Context, opts ...Option) (*Cluster, error) {
 }
 
 func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
-	cs, err := d.containers(ctx, cfg.name)
+	all, err := d.containers(ctx, cfg.name)
 	if err != nil {
 		return nil, err
 	}
+	// A helper a killed harness left (runBeside) is not a node.
+	cs := slices.DeleteFunc(all, func(s container.Summary) bool { return s.Labels[labelHelper] != "" })
 	// Containers that all stopped are still the cluster (its data, its
 	// address plan): a harness killed while the kill fault held a 1-node
 	// cluster down, or a machine reboot, leaves it so. Attach it: the

@@ -42,6 +42,8 @@ const (
 	labelSpares   = "io.lockcheck.spares"
 	labelSpare    = "io.lockcheck.spare"
 	labelSkip     = "io.lockcheck.skip-paxos-repair"
+	// labelHelper marks a short-lived container that is not a node.
+	labelHelper = "io.lockcheck.helper"
 )
 
 // docker is the Docker client testcontainers-go provides (it finds the
@@ -209,6 +211,45 @@ func (d *docker) execResult(ctx context.Context, id string, cmd []string) (strin
 		return out.String(), -1, fmt.Errorf("exec %q: %w", cmd, err)
 	}
 	return out.String(), ins.ExitCode, nil
+}
+
+// runBeside runs cmd in a new container of image that shares the network
+// namespace of container id (and may change its rules), waits for it and
+// removes it; it returns the command's combined output and exit code. The
+// helper carries the cluster's label, so that a harness killed meanwhile
+// leaves nothing Down does not remove, and no node label, so that Attach
+// does not take it for a node.
+func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd []string) (string, int, error) {
+	res, err := d.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{
+			Image:      image,
+			Entrypoint: cmd[:1],
+			Cmd:        cmd[1:],
+			Labels:     map[string]string{labelCluster: cluster, labelHelper: "netns"},
+		},
+		HostConfig: &container.HostConfig{
+			CapAdd:      []string{"NET_ADMIN"},
+			NetworkMode: container.NetworkMode("container:" + id),
+		},
+	})
+	if err != nil {
+		return "", -1, fmt.Errorf("run %q beside: %w", cmd, err)
+	}
+	defer d.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true})
+	w := d.ContainerWait(ctx, res.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := d.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		return "", -1, fmt.Errorf("run %q beside: %w", cmd, err)
+	}
+	var code int
+	select {
+	case r := <-w.Result:
+		code = int(r.StatusCode)
+	case err := <-w.Error:
+		return "", -1, fmt.Errorf("run %q beside: wait: %w", cmd, err)
+	case <-ctx.Done():
+		return "", -1, fmt.Errorf("run %q beside: %w", cmd, ctx.Err())
+	}
+	return d.logsSince(ctx, res.ID, ""), code, nil
 }
 
 // file is one file copied into a container before it starts.

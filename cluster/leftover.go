@@ -25,8 +25,15 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 	}
 	switch st := ins.Container.State.Status; st {
 	case container.StatePaused:
-		// docker exec is refused in a paused container: nothing more can be read.
-		return []string{"container paused"}, nil
+		// docker exec is refused in a paused container: only its rules,
+		// which live in its network namespace, can be read.
+		out := []string{"container paused"}
+		if rules, err := n.iptablesRules(ctx); err != nil {
+			return nil, err
+		} else if len(rules) > 0 {
+			out = append(out, fmt.Sprintf("%d iptables rules", len(rules)))
+		}
+		return out, nil
 	case container.StateRunning:
 	default:
 		return []string{"container " + string(st)}, nil
@@ -57,7 +64,7 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 // iptablesRules lists the node's filter rules (-A lines) and chains it did
 // not start with (-N lines).
 func (n *Node) iptablesRules(ctx context.Context) ([]string, error) {
-	out, err := n.Exec(ctx, "iptables", "-w", "-S")
+	out, err := n.NetExec(ctx, "iptables", "-w", "-S")
 	if err != nil {
 		return nil, err
 	}

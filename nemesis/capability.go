@@ -18,7 +18,7 @@ type Capability = string
 // (issue 22's membership kinds: "membership").
 var (
 	CapIPTables = NewCapability("iptables",
-		"iptables as root (a Docker node always; a host over SSH as root or with sudo -n)")
+		"iptables as root (a Docker node always, paused too; a host over SSH as root or with sudo -n)")
 	CapClock = NewCapability("clock",
 		"move the Cassandra JVM's clock (libfaketime in a Docker node; over SSH libfaketime on the JVM, or --ssh-clock-step)")
 	CapSignals = NewCapability("signals",

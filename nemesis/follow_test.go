@@ -402,19 +402,23 @@ func TestDrawnMovementsDealEachKindOnce(t *testing.T) {
 			}
 			// A loaded machine can leave a kind undealt at the time: that
 			// kind alone may start once after it, and Run returns after
-			// its window.
-			dealt, end := map[string]bool{}, tc.time
+			// its window. A start is recorded a moment after the deal was
+			// decided, which at load 40 can be a tenth of a second: a kind
+			// decided in time may be recorded after it, so the rule is
+			// that no kind starts twice after the time. A run without it
+			// deals every 20 ms for its minute.
+			const slack = 100 * time.Millisecond
+			late, end := map[string]int{}, tc.time
 			for _, op := range starts(with) {
 				kind, _, _ := history.FaultEvent(op.F)
-				if at := time.Duration(op.Time); at > tc.time+20*time.Millisecond {
-					if dealt[kind] {
-						t.Errorf("%s started at %v, after the run's %v, and it had been dealt", op.F, at, tc.time)
+				if at := time.Duration(op.Time); at > tc.time {
+					if late[kind]++; late[kind] > 1 {
+						t.Errorf("%s started at %v, its second start after the run's %v", op.F, at, tc.time)
 					}
 					end = max(end, at+30*time.Millisecond) // its window: 1.5 intervals at most
 				}
-				dealt[kind] = true
 			}
-			if took > end+200*time.Millisecond {
+			if took > end+5*slack {
 				t.Errorf("Run returned %v after its start, %v after its time", took, took-tc.time)
 			}
 		})

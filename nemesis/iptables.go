@@ -27,7 +27,7 @@ func (c chain) String() string { return string(c) }
 // exists says whether the chain is on the node; it asks with `iptables -S`
 // so that a node it cannot reach is an error, not "no chain".
 func (c chain) exists(ctx context.Context, n Node) (bool, error) {
-	out, err := n.Exec(ctx, "iptables", "-w", "-S")
+	out, err := netExec(ctx, n, "iptables", "-w", "-S")
 	if err != nil {
 		return false, fmt.Errorf("list iptables rules: %w", err)
 	}
@@ -41,25 +41,40 @@ func (c chain) add(ctx context.Context, n Node, rule ...string) error {
 		return err
 	}
 	if !ok {
-		if _, err := n.Exec(ctx, "iptables", "-w", "-N", string(c)); err != nil {
+		if _, err := netExec(ctx, n, "iptables", "-w", "-N", string(c)); err != nil {
 			return fmt.Errorf("create chain %s: %w", c, err)
 		}
 		// The harness's own control connection (SSH) passes first: a
 		// partition must never cut it off from the heal.
 		if cp, ok := n.(ControlPorter); ok && cp.ControlPort() > 0 {
-			if _, err := n.Exec(ctx, "iptables", "-w", "-A", string(c), "-p", "tcp", "--dport", strconv.Itoa(cp.ControlPort()), "-j", "RETURN"); err != nil {
+			if _, err := netExec(ctx, n, "iptables", "-w", "-A", string(c), "-p", "tcp", "--dport", strconv.Itoa(cp.ControlPort()), "-j", "RETURN"); err != nil {
 				return fmt.Errorf("exempt the control port in %s: %w", c, err)
 			}
 		}
-		if _, err := n.Exec(ctx, "iptables", "-w", "-I", "INPUT", "-j", string(c)); err != nil {
+		if _, err := netExec(ctx, n, "iptables", "-w", "-I", "INPUT", "-j", string(c)); err != nil {
 			return fmt.Errorf("jump to chain %s: %w", c, err)
 		}
 	}
 	args := append([]string{"iptables", "-w", "-A", string(c)}, rule...)
-	if _, err := n.Exec(ctx, args...); err != nil {
+	if _, err := netExec(ctx, n, args...); err != nil {
 		return fmt.Errorf("add rule to %s: %w", c, err)
 	}
 	return nil
+}
+
+// NetExecer is a Node that can change its network rules while it is
+// frozen: Docker refuses an exec into a paused container, and a pause
+// overlapping a cut on one node would otherwise fail the cut, or its heal.
+type NetExecer interface {
+	NetExec(ctx context.Context, cmd ...string) (string, error)
+}
+
+// netExec runs an iptables command on n, through NetExec where n has it.
+func netExec(ctx context.Context, n Node, cmd ...string) (string, error) {
+	if ne, ok := n.(NetExecer); ok {
+		return ne.NetExec(ctx, cmd...)
+	}
+	return n.Exec(ctx, cmd...)
 }
 
 // ControlPorter is a Node the harness drives over the network (SSH): every
@@ -75,16 +90,16 @@ func (c chain) remove(ctx context.Context, n Node) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	if _, err := n.Exec(ctx, "iptables", "-w", "-F", string(c)); err != nil {
+	if _, err := netExec(ctx, n, "iptables", "-w", "-F", string(c)); err != nil {
 		return true, fmt.Errorf("flush chain %s: %w", c, err)
 	}
 	// Every jump goes, should an interrupted add have left two.
 	for range 8 {
-		if _, err := n.Exec(ctx, "iptables", "-w", "-D", "INPUT", "-j", string(c)); err != nil {
+		if _, err := netExec(ctx, n, "iptables", "-w", "-D", "INPUT", "-j", string(c)); err != nil {
 			break
 		}
 	}
-	if _, err := n.Exec(ctx, "iptables", "-w", "-X", string(c)); err != nil {
+	if _, err := netExec(ctx, n, "iptables", "-w", "-X", string(c)); err != nil {
 		return true, fmt.Errorf("delete chain %s: %w", c, err)
 	}
 	return true, nil

@@ -247,3 +247,77 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 		t.Errorf("second heal found %+v, %v", again, err)
 	}
 }
+
+// TestCutsReachPausedNodes: a partition cut while every node's container is
+// paused (docker exec refuses each) takes its rules on the nodes it names,
+// and its stop removes them while they are still paused. About 10 s.
+func TestCutsReachPausedNodes(t *testing.T) {
+	c := clustertest.Get(t)
+	ts := targetsOf(c)
+	if len(ts) < 2 {
+		t.Skip("needs a cluster of 2 nodes or more (LOCKCHECK_NODES)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, tg := range ts {
+		// The cgroup freezer refuses now and then on a busy machine ("unable
+		// to freeze"), as the pause kind knows: ask again a while.
+		var err error
+		for range 20 {
+			if err = tg.Node.Pause(ctx); err == nil || !strings.Contains(err.Error(), "unable to freeze") {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if err != nil && strings.Contains(err.Error(), "unable to freeze") {
+			t.Skipf("the cgroup freezer refused %s for 20 s: %v", tg.Name, err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tg.Node.Unpause(context.Background()) })
+	}
+	rec := &nemesis.MemRec{}
+	n, err := nemesis.New(ts, rec, nemesis.WithKinds(nemesis.Partition), nemesis.WithSeed(1), nemesis.WithGateway(c.GatewayIP()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := nemesis.StartKind(ctx, n, 0)
+	if err != nil {
+		t.Fatalf("cut of paused nodes: %v", err)
+	}
+	chain := nemesis.ChainOf(nemesis.Partition)
+	rules := func(tg nemesis.Target) string {
+		out, err := tg.Node.(nemesis.NetExecer).NetExec(ctx, "iptables", "-w", "-S")
+		if err != nil {
+			t.Fatalf("%s: %v", tg.Name, err)
+		}
+		return out
+	}
+	var start history.PartitionStart
+	if err := json.Unmarshal(rec.All()[0].Value, &start); err != nil || len(start.Grudge) == 0 {
+		t.Fatalf("start line %s: %v", rec.All()[0].Value, err)
+	}
+	g := start.Grudge
+	for _, tg := range ts {
+		if has := strings.Contains(rules(tg), "-A "+chain+" -s "); has != (len(g[tg.Name]) > 0) {
+			t.Errorf("%s: a drop rule is %v, its grudge %v", tg.Name, has, g[tg.Name])
+		}
+		// What `cluster status` and the leftover heal's record say of it.
+		f, err := tg.Node.(*cluster.Node).Faults(ctx)
+		if err != nil || !slices.Contains(f, "container paused") || (len(g[tg.Name]) > 0) != slices.ContainsFunc(f, func(s string) bool { return strings.HasSuffix(s, "iptables rules") }) {
+			t.Errorf("%s: faults %q (%v), its grudge %v", tg.Name, f, err, g[tg.Name])
+		}
+	}
+	if err := stop(ctx); err != nil {
+		t.Fatalf("heal of paused nodes: %v", err)
+	}
+	for _, tg := range ts {
+		if out := rules(tg); strings.Contains(out, "LOCKCHECK") {
+			t.Errorf("%s after the stop:\n%s", tg.Name, out)
+		}
+		if st, _ := tg.Node.State(ctx); st != "paused" {
+			t.Errorf("%s is %s: the test wants the heal to meet it paused", tg.Name, st)
+		}
+	}
+}
