@@ -28,6 +28,19 @@ func targetsOf(c *cluster.Cluster) []nemesis.Target {
 	return ts
 }
 
+// twoOrMore returns the shared cluster, its targets and a 3-minute ctx,
+// skipping a test that needs two nodes on a cluster of one.
+func twoOrMore(t *testing.T) (*cluster.Cluster, []nemesis.Target, context.Context) {
+	c := clustertest.Get(t)
+	ts := targetsOf(c)
+	if len(ts) < 2 {
+		t.Skip("needs a cluster of 2 nodes or more (LOCKCHECK_NODES)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return c, ts, ctx
+}
+
 // dropped sums the packet counters of the chain's rules.
 func dropped(t *testing.T, ctx context.Context, n nemesis.Node, c string) int {
 	t.Helper()
@@ -69,13 +82,7 @@ func seedFor(t *testing.T, ts []nemesis.Target, gateway, mode string) int64 {
 // from the clients' gateway), and the stop removes its chain and jump and
 // nothing else; a reset then finds nothing. About 15 s.
 func TestLossDropsAndHeals(t *testing.T) {
-	c := clustertest.Get(t)
-	ts := targetsOf(c)
-	if len(ts) < 2 {
-		t.Skip("needs a cluster of 2 nodes or more (LOCKCHECK_NODES)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	c, ts, ctx := twoOrMore(t)
 	// A rule of the node's own, which no heal may touch.
 	own := []string{"INPUT", "-p", "tcp", "--dport", "9999", "-j", "ACCEPT"}
 	if _, err := ts[0].Node.Exec(ctx, append([]string{"iptables", "-w", "-A"}, own...)...); err != nil {
@@ -252,13 +259,7 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 // paused (docker exec refuses each) takes its rules on the nodes it names,
 // and its stop removes them while they are still paused. About 10 s.
 func TestCutsReachPausedNodes(t *testing.T) {
-	c := clustertest.Get(t)
-	ts := targetsOf(c)
-	if len(ts) < 2 {
-		t.Skip("needs a cluster of 2 nodes or more (LOCKCHECK_NODES)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	c, ts, ctx := twoOrMore(t)
 	for _, tg := range ts {
 		// The cgroup freezer refuses now and then on a busy machine ("unable
 		// to freeze"), as the pause kind knows: ask again a while.
