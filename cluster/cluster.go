@@ -707,6 +707,13 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 			return nil, fmt.Errorf("inspect %s: %w", n.Name, err)
 		}
 		out[i].Container = string(ins.Container.State.Status)
+		if ins.Container.State.Status == container.StatePaused {
+			// Its rules can be read (Faults); the ring and version cannot.
+			if out[i].Faults, err = n.Faults(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if ins.Container.State.Status != container.StateRunning {
 			if i < len(c.nodes) {
 				out[i].Faults = []string{"container " + string(ins.Container.State.Status)}

@@ -493,6 +493,18 @@ func TestFaultsNamesLeftovers(t *testing.T) {
 	if f := faults(); f != "container paused, 1 iptables rules" {
 		t.Errorf("Faults of a paused node = %q, want container paused and its rule (nothing else can be read)", f)
 	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.Name == "n3" && strings.Join(s.Faults, ", ") != "container paused, 1 iptables rules" {
+			t.Errorf("cluster status of the paused n3 says %q", s.Faults)
+		}
+	}
+	if f, err := n.Foreign(ctx); err != nil || len(f) != 1 {
+		t.Errorf("Foreign of the paused n3 = %q, %v: want its one rule", f, err)
+	}
 	if err := n.Unpause(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -220,6 +220,9 @@ func (d *docker) execResult(ctx context.Context, id string, cmd []string) (strin
 // leaves nothing Down does not remove, and no node label, so that Attach
 // does not take it for a node.
 func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd []string) (string, int, error) {
+	if len(cmd) == 0 {
+		return "", -1, errors.New("run beside: no command")
+	}
 	res, err := d.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
 			Image:      image,
@@ -235,7 +238,11 @@ func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd [
 	if err != nil {
 		return "", -1, fmt.Errorf("run %q beside: %w", cmd, err)
 	}
-	defer d.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true})
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		d.ContainerRemove(rctx, res.ID, client.ContainerRemoveOptions{Force: true})
+	}()
 	w := d.ContainerWait(ctx, res.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := d.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
 		return "", -1, fmt.Errorf("run %q beside: %w", cmd, err)
@@ -249,7 +256,18 @@ func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd [
 	case <-ctx.Done():
 		return "", -1, fmt.Errorf("run %q beside: %w", cmd, ctx.Err())
 	}
-	return d.logsSince(ctx, res.ID, ""), code, nil
+	// Its output is the answer (`iptables -S`): one that cannot be read
+	// is an error, never "no rules".
+	rc, err := d.ContainerLogs(ctx, res.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return "", -1, fmt.Errorf("run %q beside: output: %w", cmd, err)
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, io.LimitReader(rc, 4<<20)); err != nil {
+		return out.String(), -1, fmt.Errorf("run %q beside: output: %w", cmd, err)
+	}
+	return out.String(), code, nil
 }
 
 // file is one file copied into a container before it starts.

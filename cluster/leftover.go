@@ -109,14 +109,14 @@ func (n *Node) Foreign(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	switch container.ContainerState(st) {
-	case container.StateRunning:
+	case container.StateRunning, container.StatePaused:
 	case container.StateDead, container.StateRemoving:
 		// Docker itself gave up on it: no heal starts it again.
 		return []string{"container " + st + " (Docker cannot start it again: `lockcheck cluster down`, then up)"}, nil
 	default:
 		return nil, nil // no exec; the heal starts it, or its health check says why not
 	}
-	out, err := n.Exec(ctx, "iptables", "-w", "-S")
+	out, err := n.NetExec(ctx, "iptables", "-w", "-S")
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func foreignRules(out string) []string {
 // lockcheck's or not, and ACCEPT policies): `lockcheck cluster heal
 // --force` on a cluster lockcheck made, where no rule is anyone's firewall.
 func (n *Node) RemoveForeign(ctx context.Context) error {
-	_, err := n.Exec(ctx, "sh", "-c", "iptables -w -P INPUT ACCEPT && iptables -w -P OUTPUT ACCEPT && iptables -w -P FORWARD ACCEPT && iptables -w -F && iptables -w -X")
+	_, err := n.NetExec(ctx, "sh", "-c", "iptables -w -P INPUT ACCEPT && iptables -w -P OUTPUT ACCEPT && iptables -w -P FORWARD ACCEPT && iptables -w -F && iptables -w -X")
 	if err != nil {
 		return fmt.Errorf("%s: flush iptables: %w", n.Name, err)
 	}

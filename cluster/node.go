@@ -65,20 +65,21 @@ func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
 // cut and its heal thus reach a frozen node, as the kernel's rules reach
 // it: a pause overlapping a partition on one node is an ordinary schedule.
 func (n *Node) NetExec(ctx context.Context, cmd ...string) (string, error) {
-	out, err := n.Exec(ctx, cmd...)
-	if err == nil {
-		return out, nil
-	}
-	ins, ierr := n.c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
-	if ierr != nil || !ins.Container.State.Paused {
-		return out, err
-	}
-	out, code, rerr := n.c.d.runBeside(ctx, n.c.cfg.name, n.ContainerID, ins.Container.Image, cmd)
-	if rerr != nil {
-		return out, fmt.Errorf("%s (paused): %w", n.Name, rerr)
+	out, code, err := n.c.d.execResult(ctx, n.ContainerID, cmd)
+	if err != nil {
+		// Docker refused the exec (a command that ran and failed is not
+		// run again): beside it, if that was because it is paused.
+		ins, ierr := n.c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
+		if ierr != nil || !ins.Container.State.Paused {
+			return out, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		var rerr error
+		if out, code, rerr = n.c.d.runBeside(ctx, n.c.cfg.name, n.ContainerID, ins.Container.Image, cmd); rerr != nil {
+			return out, fmt.Errorf("%s (paused): %w", n.Name, errors.Join(err, rerr))
+		}
 	}
 	if code != 0 {
-		return out, fmt.Errorf("%s (paused): %q exited %d: %s", n.Name, cmd, code, strings.TrimSpace(out))
+		return out, fmt.Errorf("%s: %q exited %d: %s", n.Name, cmd, code, strings.TrimSpace(out))
 	}
 	return out, nil
 }

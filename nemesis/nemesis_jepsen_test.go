@@ -287,6 +287,8 @@ func TestCutsReachPausedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cut of paused nodes: %v", err)
 	}
+	// Should the test stop before the stop, the next test's cluster is clean.
+	t.Cleanup(func() { clustertest.HealLeftovers(context.Background(), c, nil) })
 	chain := nemesis.ChainOf(nemesis.Partition)
 	rules := func(tg nemesis.Target) string {
 		out, err := tg.Node.(nemesis.NetExecer).NetExec(ctx, "iptables", "-w", "-S")

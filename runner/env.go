@@ -68,6 +68,10 @@ var _ Env = ClusterEnv{}
 // run time, so checked here).
 var _ nemesis.MemberNode = (*cluster.Node)(nil)
 
+// A cluster's node changes its rules while paused (NetExec, found by
+// assertion at run time).
+var _ nemesis.NetExecer = (*cluster.Node)(nil)
+
 // Targets are the cluster's nodes for the nemesis.
 func (e ClusterEnv) Targets() []nemesis.Target {
 	var ts []nemesis.Target
