@@ -439,7 +439,7 @@ func TestWaitHealthySeesPartition(t *testing.T) {
 
 // TestFaultsNamesLeftovers leaves on a node every fault a harness killed
 // mid-run can leave, one after another, and checks that Faults (what `cluster
-// status` prints) names each, that a paused container shows its rules only, and
+// status` prints) names each, that a paused container shows its rules and clock, and
 // that a stopped node says so; the shared heal then clears it.
 func TestFaultsNamesLeftovers(t *testing.T) {
 	c := clustertest.Get(t)
@@ -488,17 +488,19 @@ func TestFaultsNamesLeftovers(t *testing.T) {
 	if err := n.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Its rules are read from its network namespace; the rest would need
-	// an exec into the container, which Docker refuses.
-	if f := faults(); f != "container paused, 1 iptables rules" {
-		t.Errorf("Faults of a paused node = %q, want container paused and its rule (nothing else can be read)", f)
+	// Its rules are read from its network namespace and its clock file
+	// through Docker's archive API; its JVM's state would need an exec,
+	// which Docker refuses.
+	const paused = "container paused, 1 iptables rules, clock offset +3.000000"
+	if f := faults(); f != paused {
+		t.Errorf("Faults of a paused node = %q, want %q (its stopped JVM cannot be read)", f, paused)
 	}
 	st, err := c.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range st {
-		if s.Name == "n3" && strings.Join(s.Faults, ", ") != "container paused, 1 iptables rules" {
+		if s.Name == "n3" && strings.Join(s.Faults, ", ") != paused {
 			t.Errorf("cluster status of the paused n3 says %q", s.Faults)
 		}
 	}

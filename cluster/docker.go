@@ -270,6 +270,29 @@ func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd [
 	return out.String(), code, nil
 }
 
+// readFile reads one regular file out of a container, running, paused or
+// stopped (Docker's archive API), at most 1 MiB of it.
+func (d *docker) readFile(ctx context.Context, id, path string) ([]byte, error) {
+	res, err := d.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: path})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer res.Content.Close()
+	tr := tar.NewReader(res.Content)
+	h, err := tr.Next()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if h.Typeflag != tar.TypeReg {
+		return nil, fmt.Errorf("read %s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(tr, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
+}
+
 // file is one file copied into a container before it starts.
 type file struct {
 	path string

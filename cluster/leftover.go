@@ -24,22 +24,17 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("inspect %s: %w", n.Name, err)
 	}
 	switch st := ins.Container.State.Status; st {
-	case container.StatePaused:
-		// docker exec is refused in a paused container: only its rules,
-		// which live in its network namespace, can be read.
-		out := []string{"container paused"}
-		if rules, err := n.iptablesRules(ctx); err != nil {
-			return nil, err
-		} else if len(rules) > 0 {
-			out = append(out, fmt.Sprintf("%d iptables rules", len(rules)))
-		}
-		return out, nil
-	case container.StateRunning:
+	case container.StatePaused, container.StateRunning:
 	default:
 		return []string{"container " + string(st)}, nil
 	}
 	var out []string
-	if stopped, err := n.jvmStopped(ctx); err != nil {
+	if ins.Container.State.Paused {
+		// docker exec is refused in a paused container: its rules (its
+		// network namespace) and clock file can be read, a stopped JVM
+		// cannot be told from the freeze.
+		out = append(out, "container paused")
+	} else if stopped, err := n.jvmStopped(ctx); err != nil {
 		return nil, err
 	} else if stopped {
 		out = append(out, "jvm stopped")
@@ -51,7 +46,7 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 	if len(rules) > 0 {
 		out = append(out, fmt.Sprintf("%d iptables rules", len(rules)))
 	}
-	off, err := n.Exec(ctx, "cat", faketimeFile)
+	off, err := n.clockLine(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -65,17 +65,25 @@ func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
 // cut and its heal thus reach a frozen node, as the kernel's rules reach
 // it: a pause overlapping a partition on one node is an ordinary schedule.
 func (n *Node) NetExec(ctx context.Context, cmd ...string) (string, error) {
+	return n.execOrPaused(ctx, cmd, func(image string) (string, int, error) {
+		return n.c.d.runBeside(ctx, n.c.cfg.name, n.ContainerID, image, cmd)
+	})
+}
+
+// execOrPaused runs cmd in the container like Exec; when Docker refuses the
+// exec because the container is paused, paused (given the node's image)
+// does the command's work another way. A command that ran and failed is
+// not done again.
+func (n *Node) execOrPaused(ctx context.Context, cmd []string, paused func(image string) (string, int, error)) (string, error) {
 	out, code, err := n.c.d.execResult(ctx, n.ContainerID, cmd)
 	if err != nil {
-		// Docker refused the exec (a command that ran and failed is not
-		// run again): beside it, if that was because it is paused.
 		ins, ierr := n.c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
 		if ierr != nil || !ins.Container.State.Paused {
 			return out, fmt.Errorf("%s: %w", n.Name, err)
 		}
-		var rerr error
-		if out, code, rerr = n.c.d.runBeside(ctx, n.c.cfg.name, n.ContainerID, ins.Container.Image, cmd); rerr != nil {
-			return out, fmt.Errorf("%s (paused): %w", n.Name, errors.Join(err, rerr))
+		var perr error
+		if out, code, perr = paused(ins.Container.Image); perr != nil {
+			return out, fmt.Errorf("%s (paused): %w", n.Name, errors.Join(err, perr))
 		}
 	}
 	if code != 0 {
@@ -223,8 +231,14 @@ func (n *Node) Restart(ctx context.Context) error {
 func (n *Node) SetClockOffset(ctx context.Context, d time.Duration) error {
 	// Written aside and renamed: libfaketime rereads the file on every call
 	// and must never see it half written.
-	script := fmt.Sprintf("printf '%%s' '%s' > %s.tmp && mv %s.tmp %s", clockOffsetLine(d), faketimeFile, faketimeFile, faketimeFile)
-	_, err := n.Exec(ctx, "sh", "-c", script)
+	line := clockOffsetLine(d)
+	script := fmt.Sprintf("printf '%%s' '%s' > %s.tmp && mv %s.tmp %s", line, faketimeFile, faketimeFile, faketimeFile)
+	_, err := n.execOrPaused(ctx, []string{"sh", "-c", script}, func(string) (string, int, error) {
+		// Copied in place through Docker's archive API: nothing in a
+		// frozen container reads it meanwhile. A clock fault overlapping
+		// a pause on one node is an ordinary schedule.
+		return "", 0, n.c.d.copyFiles(ctx, n.ContainerID, []file{{path: faketimeFile, mode: 0o644, body: []byte(line)}})
+	})
 	return err
 }
 
@@ -347,11 +361,20 @@ func parseNodetoolStatus(out string) map[string]RingEntry {
 	return view
 }
 
+// clockLine is libfaketime's offset file as it stands, read from a paused
+// container too.
+func (n *Node) clockLine(ctx context.Context) (string, error) {
+	return n.execOrPaused(ctx, []string{"cat", faketimeFile}, func(string) (string, int, error) {
+		b, err := n.c.d.readFile(ctx, n.ContainerID, faketimeFile)
+		return string(b), 0, err
+	})
+}
+
 // ClockOffset is the offset SetClockOffset last gave the node's clock (read
 // back from libfaketime's file, so that a reset finds what an earlier
 // process left).
 func (n *Node) ClockOffset(ctx context.Context) (time.Duration, error) {
-	out, err := n.Exec(ctx, "cat", faketimeFile)
+	out, err := n.clockLine(ctx)
 	if err != nil {
 		return 0, err
 	}

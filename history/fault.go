@@ -88,7 +88,7 @@ type HealLeftover struct {
 	// Found is what the node showed before the heal, in `lockcheck cluster
 	// status` words ("container paused", "jvm stopped", "2 iptables rules",
 	// "clock offset +5.000000", "container exited"), when the node can say;
-	// a paused container shows its iptables rules only.
+	// a paused container cannot show a stopped JVM.
 	Found []string `json:"found,omitempty"`
 }
 

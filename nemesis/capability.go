@@ -20,7 +20,7 @@ var (
 	CapIPTables = NewCapability("iptables",
 		"iptables as root (a Docker node always, paused too; a host over SSH as root or with sudo -n)")
 	CapClock = NewCapability("clock",
-		"move the Cassandra JVM's clock (libfaketime in a Docker node; over SSH libfaketime on the JVM, or --ssh-clock-step)")
+		"move the Cassandra JVM's clock (libfaketime in a Docker node, paused too; over SSH libfaketime on the JVM, or --ssh-clock-step)")
 	CapSignals = NewCapability("signals",
 		"freeze and resume the node or its JVM (SIGSTOP/SIGCONT; a Docker node also docker pause)")
 	CapRestart = NewCapability("restart",

@@ -3,6 +3,7 @@
 package nemesis_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net"
@@ -255,14 +256,13 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 	}
 }
 
-// TestCutsReachPausedNodes: a partition cut while every node's container is
-// paused (docker exec refuses each) takes its rules on the nodes it names,
-// and its stop removes them while they are still paused. About 10 s.
-func TestCutsReachPausedNodes(t *testing.T) {
-	c, ts, ctx := twoOrMore(t)
+// pauseAll freezes every node's container for the rest of the test (the
+// cleanup thaws them and heals what a failed test left). The cgroup freezer
+// refuses now and then on a busy machine ("unable to freeze"), as the pause
+// kind knows: it is asked again a while.
+func pauseAll(t *testing.T, ctx context.Context, c *cluster.Cluster, ts []nemesis.Target) {
+	t.Cleanup(func() { clustertest.HealLeftovers(context.Background(), c, nil) })
 	for _, tg := range ts {
-		// The cgroup freezer refuses now and then on a busy machine ("unable
-		// to freeze"), as the pause kind knows: ask again a while.
 		var err error
 		for range 20 {
 			if err = tg.Node.Pause(ctx); err == nil || !strings.Contains(err.Error(), "unable to freeze") {
@@ -278,6 +278,25 @@ func TestCutsReachPausedNodes(t *testing.T) {
 		}
 		t.Cleanup(func() { tg.Node.Unpause(context.Background()) })
 	}
+}
+
+// stillPaused fails the test for a node the faults' stop did not meet
+// paused (a thaw would have hidden what the test is about).
+func stillPaused(t *testing.T, ctx context.Context, ts []nemesis.Target) {
+	t.Helper()
+	for _, tg := range ts {
+		if st, _ := tg.Node.State(ctx); st != "paused" {
+			t.Errorf("%s is %s: the test wants the stop to meet it paused", tg.Name, st)
+		}
+	}
+}
+
+// TestCutsReachPausedNodes: a partition cut while every node's container is
+// paused (docker exec refuses each) takes its rules on the nodes it names,
+// and its stop removes them while they are still paused. About 10 s.
+func TestCutsReachPausedNodes(t *testing.T) {
+	c, ts, ctx := twoOrMore(t)
+	pauseAll(t, ctx, c, ts)
 	rec := &nemesis.MemRec{}
 	n, err := nemesis.New(ts, rec, nemesis.WithKinds(nemesis.Partition), nemesis.WithSeed(1), nemesis.WithGateway(c.GatewayIP()))
 	if err != nil {
@@ -287,8 +306,6 @@ func TestCutsReachPausedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cut of paused nodes: %v", err)
 	}
-	// Should the test stop before the stop, the next test's cluster is clean.
-	t.Cleanup(func() { clustertest.HealLeftovers(context.Background(), c, nil) })
 	chain := nemesis.ChainOf(nemesis.Partition)
 	rules := func(tg nemesis.Target) string {
 		out, err := tg.Node.(nemesis.NetExecer).NetExec(ctx, "iptables", "-w", "-S")
@@ -319,8 +336,47 @@ func TestCutsReachPausedNodes(t *testing.T) {
 		if out := rules(tg); strings.Contains(out, "LOCKCHECK") {
 			t.Errorf("%s after the stop:\n%s", tg.Name, out)
 		}
-		if st, _ := tg.Node.State(ctx); st != "paused" {
-			t.Errorf("%s is %s: the test wants the heal to meet it paused", tg.Name, st)
+	}
+	stillPaused(t, ctx, ts)
+}
+
+// TestClockReachesPausedNodes: a clock fault dealt while every node's
+// container is paused sets the offsets its start line records (read back
+// from the frozen nodes), and its stop sets them to zero. About 10 s.
+func TestClockReachesPausedNodes(t *testing.T) {
+	c, ts, ctx := twoOrMore(t)
+	pauseAll(t, ctx, c, ts)
+	rec := &nemesis.MemRec{}
+	n, err := nemesis.New(ts, rec, nemesis.WithKinds(nemesis.Clock), nemesis.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := nemesis.StartKind(ctx, n, 0)
+	if err != nil {
+		t.Fatalf("clock of paused nodes: %v", err)
+	}
+	var start history.ClockStart
+	if err := json.Unmarshal(rec.All()[0].Value, &start); err != nil || len(start.Offsets) == 0 {
+		t.Fatalf("start line %s: %v", rec.All()[0].Value, err)
+	}
+	t.Logf("start-clock %s", rec.All()[0].Value)
+	if start.Kind == "bump" {
+		// A strobe flips its offsets back and forth: only its stop is
+		// asserted.
+		for _, tg := range ts {
+			want, _ := time.ParseDuration(cmp.Or(start.Offsets[tg.Name], "0s"))
+			if got, err := tg.Node.ClockOffset(ctx); err != nil || got != want {
+				t.Errorf("%s: clock offset %v (%v), its start line says %v", tg.Name, got, err, want)
+			}
 		}
 	}
+	if err := stop(ctx); err != nil {
+		t.Fatalf("stop on paused nodes: %v", err)
+	}
+	for _, tg := range ts {
+		if got, err := tg.Node.ClockOffset(ctx); err != nil || got != 0 {
+			t.Errorf("%s after the stop: clock offset %v (%v)", tg.Name, got, err)
+		}
+	}
+	stillPaused(t, ctx, ts)
 }
