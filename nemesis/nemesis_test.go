@@ -147,13 +147,26 @@ func (f *fakeNode) ResetMembership(context.Context) (bool, error) {
 var errDead = errors.New("container not running")
 
 func (f *fakeNode) Exec(ctx context.Context, cmd ...string) (string, error) {
+	return f.exec(cmd, false)
+}
+
+// NetExec reaches a paused node's rules, as cluster.Node's does from a
+// helper container in its network namespace.
+func (f *fakeNode) NetExec(ctx context.Context, cmd ...string) (string, error) {
+	if cmd[0] != "iptables" {
+		return "", fmt.Errorf("NetExec of %q", cmd)
+	}
+	return f.exec(cmd, true)
+}
+
+func (f *fakeNode) exec(cmd []string, throughPause bool) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, strings.Join(cmd, " "))
 	if f.killed {
 		return "", errDead
 	}
-	if f.paused {
+	if f.paused && !throughPause {
 		return "", errors.New("container is paused")
 	}
 	if len(cmd) >= 3 && cmd[0] == "ps" {

@@ -44,10 +44,21 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 		return "docker"
 	}
 	resume := func(ctx context.Context) error {
-		if jvm {
+		// A kill overlapping the pause on this node ended the freeze with
+		// its process (a killed container is not paused, and the kill's
+		// restart starts it thawed): nothing is left to resume.
+		st, err := t.Node.State(ctx)
+		switch {
+		case err != nil:
+			return err
+		case st != "running" && st != "paused":
+			return nil
+		case jvm:
 			return t.Node.SignalJVM(ctx, "CONT")
+		case st == "paused":
+			return t.Node.Unpause(ctx)
 		}
-		return t.Node.Unpause(ctx)
+		return nil
 	}
 	freeze := func() error {
 		var err error

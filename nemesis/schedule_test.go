@@ -3,6 +3,7 @@ package nemesis
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -254,5 +255,55 @@ func TestScheduleOverlap(t *testing.T) {
 		if err := (Schedule{Steps: bad}).Validate(); err == nil {
 			t.Errorf("%s: valid", name)
 		}
+	}
+}
+
+// TestOverlapsOnOneNode: a user's schedule may overlap faults on one node.
+// A cut reaches a paused node (its rules change beside the freeze), and a
+// pause whose node a kill ended and restarted, or still holds down, stops
+// with nothing to resume; each window keeps its start and stop lines.
+func TestOverlapsOnOneNode(t *testing.T) {
+	ms := func(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
+	docker, jvm := json.RawMessage(`{"how":"docker"}`), json.RawMessage(`{"how":"jvm"}`)
+	for _, tc := range []struct {
+		name  string
+		steps []Step
+	}{
+		{"cut inside a container pause", []Step{
+			{Kind: Pause, For: ms(600), Nodes: []string{"n1"}, Value: docker},
+			{Kind: Partition, At: ms(50), For: ms(100), Overlap: true,
+				Value: json.RawMessage(`{"kind":"isolate","grudge":{"n1":["n2","n3"],"n2":["n1"],"n3":["n1"]}}`)},
+		}},
+		{"kill inside a container pause", []Step{
+			{Kind: Pause, For: ms(600), Nodes: []string{"n1"}, Value: docker},
+			{Kind: Kill, At: ms(50), For: ms(100), Overlap: true, Nodes: []string{"n1"}},
+		}},
+		{"JVM pause ending inside a kill", []Step{
+			{Kind: Pause, For: ms(150), Nodes: []string{"n1"}, Value: jvm},
+			{Kind: Kill, At: ms(50), For: ms(500), Overlap: true, Nodes: []string{"n1"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops := runNemesis(t, 2*time.Second, WithSchedule(Schedule{Steps: tc.steps}))
+			var lines []string
+			for _, op := range ops {
+				if _, _, ok := history.FaultEvent(op.F); ok {
+					lines = append(lines, op.F+" "+op.Node)
+					if op.F == history.StartF(Partition) {
+						var v history.PartitionStart
+						if err := json.Unmarshal(op.Value, &v); err != nil || len(v.Grudge["n1"]) != 2 {
+							t.Errorf("the paused n1 took no rule: %s", op.Value)
+						}
+					}
+				}
+			}
+			for _, s := range tc.steps {
+				for _, f := range []string{history.StartF(s.Kind), history.StopF(s.Kind)} {
+					if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, f+" ") }) {
+						t.Errorf("no %s line: %v", f, lines)
+					}
+				}
+			}
+		})
 	}
 }
