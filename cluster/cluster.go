@@ -708,7 +708,8 @@ func (c *Cluster) Status(ctx context.Context) ([]NodeStatus, error) {
 		}
 		out[i].Container = string(ins.Container.State.Status)
 		if ins.Container.State.Status == container.StatePaused {
-			// Its rules can be read (Faults); the ring and version cannot.
+			// Its rules and clock can be read (Faults); the ring and
+			// version cannot.
 			if out[i].Faults, err = n.Faults(ctx); err != nil {
 				return nil, err
 			}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -27,6 +28,10 @@ type Node struct {
 	DC string
 
 	c *Cluster
+	// frozen is held while something is done to the paused container
+	// another way than exec (execOrPaused) and by Unpause: nothing in it
+	// thaws halfway through.
+	frozen sync.Mutex
 }
 
 func (n *Node) String() string { return n.Name }
@@ -72,18 +77,30 @@ func (n *Node) NetExec(ctx context.Context, cmd ...string) (string, error) {
 
 // execOrPaused runs cmd in the container like Exec; when Docker refuses the
 // exec because the container is paused, paused (given the node's image)
-// does the command's work another way. A command that ran and failed is
-// not done again.
+// does the command's work another way, and Unpause waits for it. A command
+// that ran and failed is not done again.
 func (n *Node) execOrPaused(ctx context.Context, cmd []string, paused func(image string) (string, int, error)) (string, error) {
 	out, code, err := n.c.d.execResult(ctx, n.ContainerID, cmd)
 	if err != nil {
+		n.frozen.Lock()
 		ins, ierr := n.c.d.ContainerInspect(ctx, n.ContainerID, client.ContainerInspectOptions{})
-		if ierr != nil || !ins.Container.State.Paused {
+		switch {
+		case ierr == nil && ins.Container.State.Paused:
+			var perr error
+			out, code, perr = paused(ins.Container.Image)
+			n.frozen.Unlock()
+			if perr != nil {
+				return out, fmt.Errorf("%s (paused): %w", n.Name, errors.Join(err, perr))
+			}
+		case ierr == nil && ins.Container.State.Running:
+			// Refused while paused, thawed since: once more, as usual.
+			n.frozen.Unlock()
+			if out, code, err = n.c.d.execResult(ctx, n.ContainerID, cmd); err != nil {
+				return out, fmt.Errorf("%s: %w", n.Name, err)
+			}
+		default:
+			n.frozen.Unlock()
 			return out, fmt.Errorf("%s: %w", n.Name, err)
-		}
-		var perr error
-		if out, code, perr = paused(ins.Container.Image); perr != nil {
-			return out, fmt.Errorf("%s (paused): %w", n.Name, errors.Join(err, perr))
 		}
 	}
 	if code != 0 {
@@ -103,6 +120,8 @@ func (n *Node) Pause(ctx context.Context) error {
 
 // Unpause resumes a paused node.
 func (n *Node) Unpause(ctx context.Context) error {
+	n.frozen.Lock()
+	defer n.frozen.Unlock()
 	if _, err := n.c.d.ContainerUnpause(ctx, n.ContainerID, client.ContainerUnpauseOptions{}); err != nil {
 		return fmt.Errorf("unpause %s: %w", n.Name, err)
 	}
@@ -234,9 +253,11 @@ func (n *Node) SetClockOffset(ctx context.Context, d time.Duration) error {
 	line := clockOffsetLine(d)
 	script := fmt.Sprintf("printf '%%s' '%s' > %s.tmp && mv %s.tmp %s", line, faketimeFile, faketimeFile, faketimeFile)
 	_, err := n.execOrPaused(ctx, []string{"sh", "-c", script}, func(string) (string, int, error) {
-		// Copied in place through Docker's archive API: nothing in a
-		// frozen container reads it meanwhile. A clock fault overlapping
-		// a pause on one node is an ordinary schedule.
+		// Written anew through Docker's archive API (its unpack replaces
+		// the file, not atomically), which is safe only because nothing in
+		// the frozen container reads it meanwhile and Unpause waits. A
+		// clock fault overlapping a pause on one node is an ordinary
+		// schedule.
 		return "", 0, n.c.d.copyFiles(ctx, n.ContainerID, []file{{path: faketimeFile, mode: 0o644, body: []byte(line)}})
 	})
 	return err

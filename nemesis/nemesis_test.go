@@ -253,7 +253,7 @@ func (f *fakeNode) Unpause(ctx context.Context) error {
 	return f.set("unpause", f.paused, func() { f.paused = false })
 }
 func (f *fakeNode) SignalJVM(ctx context.Context, sig string) error {
-	return f.set("signal "+sig, !f.killed, func() { f.stopped = sig == "STOP" })
+	return f.set("signal "+sig, !f.killed && !f.paused, func() { f.stopped = sig == "STOP" }) // an exec, which Docker refuses while paused
 }
 func (f *fakeNode) Kill(ctx context.Context) error {
 	return f.set("kill", !f.killed, func() { f.killed = true })

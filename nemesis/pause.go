@@ -50,7 +50,17 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 		st, err := t.Node.State(ctx)
 		switch {
 		case err != nil:
-			return err
+			// Not known: resumed as if nothing had ended it.
+			var rerr error
+			if jvm {
+				rerr = t.Node.SignalJVM(ctx, "CONT")
+			} else {
+				rerr = t.Node.Unpause(ctx)
+			}
+			if rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			return nil
 		case st != "running" && st != "paused":
 			return nil
 		case jvm:
