@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -528,4 +529,92 @@ func TestFaultsNamesLeftovers(t *testing.T) {
 	if f := faults(); f != "" {
 		t.Errorf("after the heal: Faults = %q, want none", f)
 	}
+}
+
+// strayChild is set in the process TestStrayHelpersRemoved starts and
+// kills: the cluster whose paused n3 it runs a long helper beside.
+const strayChild = "LOCKCHECK_STRAY_CHILD"
+
+// TestStrayHelpersRemoved kills a process while its helper container (a
+// command in a paused node's network namespace) runs, and checks that
+// RemoveStrayHelpers removes that helper and no live process's.
+func TestStrayHelpersRemoved(t *testing.T) {
+	if name := os.Getenv(strayChild); name != "" {
+		ctx := ctxFor(t, 5*time.Minute)
+		c, err := cluster.Attach(ctx, cluster.WithName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.Node("n3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := n.NetExec(ctx, "sleep", "240")
+		t.Fatalf("the helper ended before the kill: %q, %v", out, err)
+	}
+	c := clustertest.Get(t)
+	ctx := ctxFor(t, 4*time.Minute)
+	n, err := c.Node("n3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Unpause(context.Background()) })
+	helpers := func() int {
+		t.Helper()
+		cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", "io.lockcheck.helper").Add("label", "io.lockcheck.cluster="+c.Name())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Items)
+	}
+	waitHelpers := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); helpers() != want; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d helper containers, want %d", helpers(), want)
+			}
+		}
+	}
+	if n := helpers(); n != 0 {
+		t.Fatalf("%d helper containers before the test", n)
+	}
+
+	child := exec.Command(os.Args[0], "-test.run=^TestStrayHelpersRemoved$")
+	child.Env = append(os.Environ(), strayChild+"="+c.Name(), "LOCKCHECK_SHARED=none")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitHelpers(1)
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	// A live process's helper, running meanwhile, stays.
+	live := make(chan error, 1)
+	go func() {
+		_, err := n.NetExec(ctx, "sleep", "6")
+		live <- err
+	}()
+	waitHelpers(2)
+	removed, err := c.RemoveStrayHelpers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 {
+		t.Errorf("removed %q, want the killed process's one helper", removed)
+	}
+	if err := <-live; err != nil {
+		t.Errorf("the live helper: %v", err)
+	}
+	waitHelpers(0)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -216,10 +217,11 @@ func (d *docker) execResult(ctx context.Context, id string, cmd []string) (strin
 // runBeside runs cmd in a new container of image that shares the network
 // namespace of container id (and may change its rules), waits for it and
 // removes it; it returns the command's combined output and exit code. The
-// helper carries the cluster's label, so that a harness killed meanwhile
-// leaves nothing Down does not remove, and no node label, so that Attach
-// does not take it for a node.
-func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd []string) (string, int, error) {
+// helper carries the cluster's label, so that Down removes one a harness
+// killed meanwhile left, its owner's, so that the next leftover heal does
+// (RemoveStrayHelpers), and no node label, so that Attach does not take it
+// for a node.
+func (d *docker) runBeside(ctx context.Context, log *slog.Logger, cluster, id, image string, cmd []string) (string, int, error) {
 	if len(cmd) == 0 {
 		return "", -1, errors.New("run beside: no command")
 	}
@@ -228,7 +230,7 @@ func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd [
 			Image:      image,
 			Entrypoint: cmd[:1],
 			Cmd:        cmd[1:],
-			Labels:     map[string]string{labelCluster: cluster, labelHelper: "netns"},
+			Labels:     map[string]string{labelCluster: cluster, labelHelper: "netns", labelOwner: owner()},
 		},
 		HostConfig: &container.HostConfig{
 			CapAdd:      []string{"NET_ADMIN"},
@@ -241,7 +243,11 @@ func (d *docker) runBeside(ctx context.Context, cluster, id, image string, cmd [
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		d.ContainerRemove(rctx, res.ID, client.ContainerRemoveOptions{Force: true})
+		if _, err := d.ContainerRemove(rctx, res.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			// The command's answer stands; the next leftover heal or
+			// Down removes the helper.
+			log.Warn("helper container left", "id", res.ID[:12], "err", err)
+		}
 	}()
 	w := d.ContainerWait(ctx, res.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := d.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {

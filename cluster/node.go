@@ -71,7 +71,7 @@ func (n *Node) Exec(ctx context.Context, cmd ...string) (string, error) {
 // it: a pause overlapping a partition on one node is an ordinary schedule.
 func (n *Node) NetExec(ctx context.Context, cmd ...string) (string, error) {
 	return n.execOrPaused(ctx, cmd, func(image string) (string, int, error) {
-		return n.c.d.runBeside(ctx, n.c.cfg.name, n.ContainerID, image, cmd)
+		return n.c.d.runBeside(ctx, n.c.log, n.c.cfg.name, n.ContainerID, image, cmd)
 	})
 }
 

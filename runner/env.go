@@ -62,7 +62,10 @@ type Env interface {
 // ClusterEnv runs tests on a cluster.Cluster.
 type ClusterEnv struct{ *cluster.Cluster }
 
-var _ Env = ClusterEnv{}
+var (
+	_ Env          = ClusterEnv{}
+	_ strayRemover = ClusterEnv{}
+)
 
 // A cluster's node serves the membership kinds (found by assertion at
 // run time, so checked here).
@@ -197,8 +200,19 @@ func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog
 		return err
 	}
 	defer lease.Release()
+	if sr, ok := env.(strayRemover); ok {
+		if _, err := sr.RemoveStrayHelpers(ctx); err != nil {
+			return err
+		}
+	}
 	_, err = nemesis.HealAndWait(ctx, env.Targets(), env, rec, log)
 	return err
+}
+
+// strayRemover removes what a killed process left beside the nodes
+// (cluster.Cluster's helper containers).
+type strayRemover interface {
+	RemoveStrayHelpers(ctx context.Context) ([]string, error)
 }
 
 // foreignFix says what to do about state on a node lockcheck did not make:

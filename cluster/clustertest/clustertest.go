@@ -115,6 +115,9 @@ func HealLeftovers(ctx context.Context, c *cluster.Cluster, log *slog.Logger) er
 		return err
 	}
 	defer lease.Release()
+	if _, err := c.RemoveStrayHelpers(ctx); err != nil {
+		return err
+	}
 	var targets []nemesis.Target
 	for _, n := range c.Nodes() {
 		targets = append(targets, nemesis.Target{Name: n.Name, IP: n.IP, Node: n})

@@ -81,7 +81,7 @@ func TestHarnessKilled(t *testing.T) {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
 	store := filepath.Join(t.TempDir(), "store")
-	containers, networks := dockerNames(t, "ps", "-a"), dockerNames(t, "network", "ls")
+	containers, networks := containersBut(t, name), dockerNames(t, "network", "ls")
 	faketime := tempEntries(t, "lockcheck-faketime-")
 
 	k := &killer{t: t, bin: bin, cluster: name, store: store}
@@ -157,7 +157,7 @@ func TestHarnessKilled(t *testing.T) {
 		leaks += len(ps)
 		t.Errorf("processes of the runs left: %v", ps)
 	}
-	if now := dockerNames(t, "ps", "-a"); !subset(now, containers) {
+	if now := containersBut(t, name); !subset(now, containers) {
 		leaks++
 		t.Errorf("containers now %v, before %v", now, containers)
 	}
@@ -485,13 +485,30 @@ func (k *killer) concurrent() {
 func dockerNames(t *testing.T, args ...string) []string {
 	t.Helper()
 	out, err := exec.Command("docker", append(args, "--format", "{{.Name}}")...).Output()
-	if err != nil && args[0] == "ps" {
-		out, err = exec.Command("docker", append(args, "--format", "{{.Names}}")...).Output()
-	}
 	if err != nil {
 		t.Fatalf("docker %v: %v", args, err)
 	}
 	names := strings.Fields(string(out))
+	slices.Sort(names)
+	return names
+}
+
+// containersBut lists the names of every container except those of
+// lockcheck clusters other than cluster: make test's other stream faults
+// the shared cluster meanwhile, and its helper containers come and go.
+func containersBut(t *testing.T, cluster string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-a", "--format", `{{.Names}}\t{{.Label "io.lockcheck.cluster"}}`).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		name, owner, _ := strings.Cut(l, "\t")
+		if name != "" && (owner == "" || owner == cluster) {
+			names = append(names, name)
+		}
+	}
 	slices.Sort(names)
 	return names
 }
