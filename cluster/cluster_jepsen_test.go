@@ -562,19 +562,36 @@ func TestStrayHelpersRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Unpause(context.Background()) })
-	helpers := func() int {
-		t.Helper()
-		cli, err := testcontainers.NewDockerClientWithOpts(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cli.Close()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	list := func(ctx context.Context) ([]string, error) {
 		res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
 			Filters: make(client.Filters).Add("label", "io.lockcheck.helper").Add("label", "io.lockcheck.cluster="+c.Name())})
+		var ids []string
+		if err == nil {
+			for _, s := range res.Items {
+				ids = append(ids, s.ID)
+			}
+		}
+		return ids, err
+	}
+	// Whatever a failed run of this test leaves, it does not leave a helper.
+	t.Cleanup(func() {
+		ids, _ := list(context.Background())
+		for _, id := range ids {
+			_, _ = cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+		}
+	})
+	helpers := func() int {
+		t.Helper()
+		ids, err := list(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(res.Items)
+		return len(ids)
 	}
 	waitHelpers := func(want int) {
 		t.Helper()
@@ -590,14 +607,23 @@ func TestStrayHelpersRemoved(t *testing.T) {
 
 	child := exec.Command(os.Args[0], "-test.run=^TestStrayHelpersRemoved$")
 	child.Env = append(os.Environ(), strayChild+"="+c.Name(), "LOCKCHECK_SHARED=none")
+	var childOut strings.Builder
+	child.Stdout, child.Stderr = &childOut, &childOut
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		if t.Failed() {
+			t.Logf("the killed process said: %s", childOut.String())
+		}
+	})
 	waitHelpers(1)
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = child.Wait()
+	// Reaped or not, the killed owner is dead (procStat's zombie state).
 
 	// A live process's helper, running meanwhile, stays.
 	live := make(chan error, 1)
@@ -612,6 +638,10 @@ func TestStrayHelpersRemoved(t *testing.T) {
 	}
 	if len(removed) != 1 {
 		t.Errorf("removed %q, want the killed process's one helper", removed)
+	}
+	// The live helper sleeps for seconds more: it is still there.
+	if n := helpers(); n != 1 {
+		t.Errorf("%d helper containers after the removal, want the live one", n)
 	}
 	if err := <-live; err != nil {
 		t.Errorf("the live helper: %v", err)

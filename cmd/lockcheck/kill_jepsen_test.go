@@ -493,21 +493,23 @@ func dockerNames(t *testing.T, args ...string) []string {
 	return names
 }
 
-// containersBut lists the names of every container except those of
-// lockcheck clusters other than cluster: make test's other stream faults
-// the shared cluster meanwhile, and its helper containers come and go.
+// containersBut lists the names of every container except the helper
+// containers of lockcheck clusters other than cluster: make test's other
+// stream faults the shared cluster meanwhile, and its helpers come and go.
 func containersBut(t *testing.T, cluster string) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-a", "--format", `{{.Names}}\t{{.Label "io.lockcheck.cluster"}}`).Output()
+	out, err := exec.Command("docker", "ps", "-a", "--format",
+		`{{.Names}}\t{{.Label "io.lockcheck.cluster"}}\t{{.Label "io.lockcheck.helper"}}`).Output()
 	if err != nil {
 		t.Fatalf("docker ps: %v", err)
 	}
 	var names []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		name, owner, _ := strings.Cut(l, "\t")
-		if name != "" && (owner == "" || owner == cluster) {
-			names = append(names, name)
+		f := strings.Split(l, "\t")
+		if f[0] == "" || len(f) == 3 && f[2] != "" && f[1] != cluster {
+			continue
 		}
+		names = append(names, f[0])
 	}
 	slices.Sort(names)
 	return names
