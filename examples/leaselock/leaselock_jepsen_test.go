@@ -32,18 +32,29 @@ func TestLeaseLock(t *testing.T) {
 }
 
 // The same lock trusts its lease: a holder paused past its TTL writes after
-// another took the lock. Run (not Test, which would fail) must say invalid.
+// another took the lock. Run (not Test, which would fail) must say invalid
+// once a pause was dealt. A run in which none was (on a loaded machine no
+// holder entered its critical section within a window's wait, seen once in
+// CI) shows nothing, and the next seed runs, three at most.
 func TestLeaseLockCaughtByClientPause(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := lockcheck.Run(ctx, leaseLock, lockcheck.WithTTL(3*time.Second), lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(15*time.Second),
-		lockcheck.WithInterval(3*time.Second), lockcheck.WithQuiet(2*time.Second), lockcheck.WithSeed(1),
-		lockcheck.WithStore(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
+	for seed := int64(1); seed <= 3; seed++ {
+		res, err := lockcheck.Run(ctx, leaseLock, lockcheck.WithTTL(3*time.Second), lockcheck.WithNemesis("client-pause"), lockcheck.WithTime(15*time.Second),
+			lockcheck.WithInterval(3*time.Second), lockcheck.WithQuiet(2*time.Second), lockcheck.WithSeed(seed),
+			lockcheck.WithStore(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Faults["client-pause"] == 0 {
+			t.Logf("seed %d: no client pause dealt (verdict %s); report %s", seed, res.Verdict, res.Report)
+			continue
+		}
+		if res.Verdict != lockcheck.Invalid {
+			t.Fatalf("seed %d: verdict %s after %v faults, want invalid; report %s", seed, res.Verdict, res.Faults, res.Report)
+		}
+		t.Logf("seed %d caught: %d anomalies; report %s", seed, len(res.Check.Anomalies), res.Report)
+		return
 	}
-	if res.Verdict != lockcheck.Invalid || res.Faults["client-pause"] == 0 {
-		t.Fatalf("verdict %s after %v faults, want invalid; report %s", res.Verdict, res.Faults, res.Report)
-	}
-	t.Logf("caught: %d anomalies; report %s", len(res.Check.Anomalies), res.Report)
+	t.Fatal("no client pause dealt in three runs")
 }
