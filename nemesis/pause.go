@@ -47,26 +47,22 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 		// A kill overlapping the pause on this node ended the freeze with
 		// its process (a killed container is not paused, and the kill's
 		// restart starts it thawed): nothing is left to resume.
+		thaw := func() error {
+			if jvm {
+				return t.Node.SignalJVM(ctx, "CONT")
+			}
+			return t.Node.Unpause(ctx)
+		}
 		st, err := t.Node.State(ctx)
 		switch {
 		case err != nil:
 			// Not known: resumed as if nothing had ended it.
-			var rerr error
-			if jvm {
-				rerr = t.Node.SignalJVM(ctx, "CONT")
-			} else {
-				rerr = t.Node.Unpause(ctx)
-			}
-			if rerr != nil {
+			if rerr := thaw(); rerr != nil {
 				return errors.Join(err, rerr)
 			}
 			return nil
-		case st != "running" && st != "paused":
-			return nil
-		case jvm:
-			return t.Node.SignalJVM(ctx, "CONT")
-		case st == "paused":
-			return t.Node.Unpause(ctx)
+		case st == "paused" || jvm && st == "running":
+			return thaw()
 		}
 		return nil
 	}
