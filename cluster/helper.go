@@ -37,13 +37,13 @@ var owner = sync.OnceValue(func() string {
 
 // ownerPlace is where pids of this process's kind are unique: the host, its
 // boot, and the pid namespace (a process in a container with the host's
-// name has pids of its own).
-func ownerPlace() string {
+// name has pids of its own). It does not change while the process runs.
+var ownerPlace = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	return strings.Join([]string{host, strings.TrimSpace(string(boot)), ns}, "/")
-}
+})
 
 // procStat reads the state and the start time in clock ticks since boot
 // (fields 3 and 22 of /proc/pid/stat) of process pid; empty where it cannot
