@@ -424,8 +424,8 @@ var Rows = []Row{
 	// The other fenced recipe under the same movements (issue 22 asks for
 	// the fenced recipes): music-seq's guard is a counter bumped by LWT,
 	// not the lease's own token, so a Paxos round lost in a movement would
-	// show as a guard that goes back. Added 2026-11-25; not yet measured
-	// to the 20 runs a safe verdict needs (findings.md says how many).
+	// show as a guard that goes back. How many runs each has had is
+	// rates.jsonl's to say (findings.md), not this comment's.
 	{
 		Name: "4n-1spare/music-seq/join+leave", Recipe: "music-seq", Faults: joinAndLeave, Cluster: spare,
 		Time: 150 * s, Interval: 10 * s, Seed: 24000,
