@@ -281,6 +281,13 @@ func WithPinClients() Option { return func(c *config) { c.test.PinClients = true
 // lease-fenced, lease-fenced-broken) accept it.
 func WithDCLocal() Option { return func(c *config) { c.test.DCLocal = true } }
 
+// WithRetireStuck moves the clients to a fresh lock name ("l0" -> "l0.1")
+// when a holder is abandoned (its write's outcome unknown) with a grant that
+// never expires (--retire-stuck): such a lock is held for good, and without
+// it the rest of the run only times acquires out. Leased grants are left
+// alone: their expiry frees the name.
+func WithRetireStuck() Option { return func(c *config) { c.test.RetireStuck = true } }
+
 // WithNoWait refuses a cluster another process holds (the error wraps
 // exclusive.ErrBusy and names the holder) instead of waiting until it is
 // free: every run takes its cluster before it heals or faults it.

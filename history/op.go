@@ -132,6 +132,12 @@ const (
 	ProcessesPerClient = "per-client"
 )
 
+// ConfigRetireStuck is "true" in a run whose clients moved to a fresh lock
+// name ("l0" -> "l0.1") whenever a holder was abandoned with a grant that
+// never expires: the old name keeps that open hold to the end, and the new
+// one is the same lock's next key, as in Jepsen's independent keys.
+const ConfigRetireStuck = "retire-stuck"
+
 // Clients is the run's client count (config "clients"), 0 when not said.
 func (m *Meta) Clients() int {
 	if m == nil {

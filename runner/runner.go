@@ -74,6 +74,11 @@ type Test struct {
 	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
 	// SERIAL and QUORUM (recipe.WithDCLocal; `run --dc-local`).
 	DCLocal bool
+	// RetireStuck moves the clients to a fresh lock name when a holder is
+	// abandoned with a grant that never expires (workload.WithRetireStuckLocks;
+	// `run --retire-stuck`), so that a lock with no lease goes on being
+	// tested after one unknown write instead of staying held to the end.
+	RetireStuck bool
 	// Schedule, when set, is dealt in place of random faults (`lockcheck
 	// replay`, `run --schedule`): its kinds are the run's (Nemesis is set
 	// from it), its steps' times and parameters are the faults'. When a
@@ -261,6 +266,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if t.DCLocal {
 		meta.Config["consistency"] = "local"
 	}
+	if t.RetireStuck {
+		meta.Config[history.ConfigRetireStuck] = "true"
+	}
 	if t.SkewMax > 0 {
 		meta.Config["skew"] = t.SkewMin.String() + ".." + t.SkewMax.String()
 	}
@@ -380,9 +388,12 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			return &SetupError{Recipe: t.Recipe.Name, Err: err}
 		}
 		defer closeFn()
-		lw, err := workload.New(newLock, res, mon,
-			workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...), workload.WithSeed(t.Seed),
-			workload.WithLogger(log))
+		wopts := []workload.Option{workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...),
+			workload.WithSeed(t.Seed), workload.WithLogger(log)}
+		if t.RetireStuck {
+			wopts = append(wopts, workload.WithRetireStuckLocks())
+		}
+		lw, err := workload.New(newLock, res, mon, wopts...)
 		if err != nil {
 			return fmt.Errorf("runner: %w", err)
 		}

@@ -38,7 +38,7 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	t.Recipe, t.Workload, t.Nemesis = recipe, row.Shape(), row.Faults
 	t.Time, t.Interval, t.Seed = row.Time, row.Interval, row.RunSeed(run)
 	t.Clients, t.Locks, t.Quiet = row.ClientCount(), row.LockCount(), scenario.Quiet
-	t.PinClients, t.DCLocal = row.Pin, row.DCLocal
+	t.PinClients, t.DCLocal, t.RetireStuck = row.Pin, row.DCLocal, row.RetireStuck
 	// A shrunk row's empty schedule is a flaw that needs no fault: the run
 	// deals none (row.Faults is empty too).
 	if row.Schedule != nil && len(row.Schedule.Steps) > 0 {

@@ -54,8 +54,8 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 	b.WriteString("\n## Rows\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "\n### %s\n\n", r.Name)
-		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s. Asserted: %s (%s tier).\n\n",
-			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), objectWord(r)), asserted(r), r.Tier)
+		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s%s. Asserted: %s (%s tier).\n\n",
+			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), objectWord(r)), retired(r), asserted(r), r.Tier)
 		b.WriteString(r.Mechanism + "\n")
 		if r.Schedule != nil && len(r.Schedule.Steps) == 0 {
 			fmt.Fprintf(&b, "\nIts schedule is empty: the flaw needs no fault (`run --nemesis none`); shrunk from %s in clients and time.\n", r.Schedule.Source)
@@ -137,6 +137,13 @@ func faultsCell(r Row) string {
 		s += ", LOCAL_SERIAL/LOCAL_QUORUM"
 	}
 	return s
+}
+
+func retired(r Row) string {
+	if !r.RetireStuck {
+		return ""
+	}
+	return ", a fresh lock name whenever a holder is abandoned with a grant that never expires (`--retire-stuck`)"
 }
 
 func interval(r Row) string {

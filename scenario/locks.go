@@ -277,6 +277,9 @@ func RunCommand(r Row) string {
 	if r.Pin {
 		b.WriteString(" --pin-clients")
 	}
+	if r.RetireStuck {
+		b.WriteString(" --retire-stuck")
+	}
 	if r.SkewAhead {
 		b.WriteString(" --skew-ahead")
 	}

@@ -424,42 +424,47 @@ var Rows = []Row{
 	// The other fenced recipe under the same movements (issue 22 asks for
 	// the fenced recipes): music-seq's guard is a counter bumped by LWT,
 	// not the lease's own token, so a Paxos round lost in a movement would
-	// show as a guard that goes back. How many runs each has had is
-	// rates.jsonl's to say (findings.md), not this comment's.
+	// show as a guard that goes back. Its refs never expire, so the first
+	// holder whose add came back unknown (a cut or killed coordinator, a
+	// slow write while ranges stream) held the lock to the end of the run:
+	// in the first runs, for up to 88% of the movements' time. These rows
+	// retire such a name (RetireStuck) so that the movements are run under
+	// holders throughout. How many runs each has had is rates.jsonl's to
+	// say (findings.md), not this comment's.
 	{
 		Name: "4n-1spare/music-seq/join+leave", Recipe: "music-seq", Faults: joinAndLeave, Cluster: spare,
 		Time: 150 * s, Interval: 10 * s, Seed: 24000,
-		Want: checker.Valid, Tier: Full,
+		RetireStuck: true, Want: checker.Valid, Tier: Full,
 		Mechanism: "music-seq's guard counter under the range movements of the lease-fenced row, on Paxos v1 (no Paxos repair on topology change).",
 	},
 	{
 		Name: "4n-v2-1spare/music-seq/join+leave", Recipe: "music-seq", Faults: joinAndLeave, Cluster: spareV2,
 		Time: 150 * s, Interval: 10 * s, Seed: 24020,
-		Want: checker.Valid, Tier: Full,
+		RetireStuck: true, Want: checker.Valid, Tier: Full,
 		Mechanism: "music-seq's guard counter under the same movements on Paxos v2, with Paxos repair on topology change.",
 	},
 	{
 		Name: "4n-1spare/music-seq/join+coord-partition+leave/overlapping", Recipe: "music-seq", Faults: membershipCuts.Kinds(), Cluster: spare,
 		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 24040,
-		Want: checker.Valid, Tier: Full,
+		RetireStuck: true, Want: checker.Valid, Tier: Full,
 		Mechanism: "music-seq under a coordinator cut inside each range movement, Paxos v1.",
 	},
 	{
 		Name: "4n-v2-1spare/music-seq/join+coord-partition+leave/overlapping", Recipe: "music-seq", Faults: membershipCuts.Kinds(), Cluster: spareV2,
 		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 24060,
-		Want: checker.Valid, Tier: Full,
+		RetireStuck: true, Want: checker.Valid, Tier: Full,
 		Mechanism: "music-seq under a coordinator cut inside each range movement, Paxos v2.",
 	},
 	{
 		Name: "4n-1spare/music-seq/join+kill+leave/overlapping", Recipe: "music-seq", Faults: membershipKills.Kinds(), Cluster: spare,
 		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 24080,
-		Want: checker.Valid, Tier: Full,
+		RetireStuck: true, Want: checker.Valid, Tier: Full,
 		Mechanism: "music-seq with a pinned coordinator killed inside each range movement, Paxos v1.",
 	},
 	{
 		Name: "4n-v2-1spare/music-seq/join+kill+leave/overlapping", Recipe: "music-seq", Faults: membershipKills.Kinds(), Cluster: spareV2,
 		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 24100,
-		Want: checker.Valid, Tier: Full,
+		RetireStuck: true, Want: checker.Valid, Tier: Full,
 		Mechanism: "music-seq with a pinned coordinator killed inside each range movement, Paxos v2.",
 	},
 	// Shrunk regression rows (issue 21): a known flaw's smallest

@@ -175,6 +175,11 @@ type Row struct {
 	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM (run
 	// --dc-local); the row's name ends in /dc-local.
 	DCLocal bool
+	// RetireStuck moves the clients to a fresh lock name once a holder is
+	// abandoned with a grant that never expires (run --retire-stuck): a
+	// lock with no lease is otherwise held to the end of the run by the
+	// first client whose write came back unknown.
+	RetireStuck bool
 	// Schedule, when set, is dealt instead of drawn faults: a shrunk
 	// reproduction of a known flaw (`lockcheck shrink`), a regression row.
 	// Faults are then its kinds, and the name ends in "/shrunk"; or a

@@ -136,8 +136,12 @@ func (w *Workload) heartbeat(ctx context.Context, i, proc int, lock Lock, g Gran
 	if rerr != nil {
 		// Not held any more (a definite miss: the term is over, nothing to
 		// release), or unknown (the grant is abandoned with its process).
-		_, err := w.complete(i, inv, rerr, nil)
-		w.drop(i)
+		t, err := w.complete(i, inv, rerr, nil)
+		if t == history.Info {
+			w.abandon(i, g)
+		} else {
+			w.drop(i)
+		}
 		return g, false, err
 	}
 	return ng, true, w.granted(i, proc, f, ng)

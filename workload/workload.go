@@ -57,6 +57,7 @@ type config struct {
 	thinkMax       time.Duration
 	stagger        time.Duration
 	pinned         bool
+	retireStuck    bool
 	shape          string
 	term           time.Duration
 	classify       Classifier
@@ -127,6 +128,7 @@ type Workload struct {
 	acq    atomic.Int64
 
 	procs *processes
+	names *lockNames
 }
 
 // New makes a workload. newLock is called once per client when Run starts.
@@ -162,7 +164,7 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 	case cfg.term <= 0:
 		return nil, errors.New("workload: the leader's term must be positive")
 	}
-	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec}
+	w := &Workload{cfg: cfg, newLock: newLock, res: res, rec: rec, names: newLockNames(cfg.locks)}
 	w.clocks = make([]*SkewClock, cfg.clients)
 	w.procs = newProcesses(cfg.clients)
 	for i := range w.clocks {
@@ -175,8 +177,9 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 // Clients is the number of clients.
 func (w *Workload) Clients() int { return w.cfg.clients }
 
-// Locks are the lock names.
-func (w *Workload) Locks() []string { return w.cfg.locks }
+// Locks are the lock names used so far: the configured ones and any that
+// replaced a stuck one (WithRetireStuckLocks).
+func (w *Workload) Locks() []string { return w.names.all() }
 
 // Clock is client i's clock.
 func (w *Workload) Clock(i int) *SkewClock { return w.clocks[i] }
@@ -238,10 +241,11 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 	sleep(ctx, randDur(r, w.cfg.stagger))
 	for ctx.Err() == nil {
 		w.ctl.rest(ctx, i)
-		name := w.cfg.locks[r.IntN(len(w.cfg.locks))]
+		k := r.IntN(len(w.cfg.locks))
 		if w.cfg.pinned {
-			name = w.cfg.locks[i%len(w.cfg.locks)]
+			k = i % len(w.cfg.locks)
 		}
+		name := w.names.slot(k)
 		var err error
 		if w.cfg.shape == ShapeLeader {
 			err = w.lead(ctx, i, lock, name, r)
@@ -280,11 +284,11 @@ func (w *Workload) cycle(ctx context.Context, i int, lock Lock, name string, hol
 // process would be a release by a non-holder, and an unrecorded one would
 // hide the end of the old process's hold. The grant is abandoned, as by a
 // crashed client: a lease frees itself at its expiry, other recipes stay
-// held (that is their semantics).
+// held (that is their semantics; see WithRetireStuckLocks).
 func (w *Workload) write(ctx context.Context, i, proc int, lock Lock, g Grant) (history.Type, error) {
 	t, err := w.add(ctx, i, proc, lock, g)
 	if err == nil && t == history.Info {
-		w.drop(i)
+		w.abandon(i, g)
 	}
 	return t, err
 }
@@ -410,7 +414,7 @@ func (w *Workload) record(op history.Op) error {
 // checker compares acknowledged adds with.
 func (w *Workload) FinalReads(ctx context.Context) error {
 	var errs []error
-	for k, name := range w.cfg.locks {
+	for k, name := range w.names.all() {
 		var last error
 		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
 			proc := w.procs.next(k % w.cfg.clients)

@@ -130,6 +130,12 @@ func (c *replayConfig) options(r storedRun, cand candidate) (lockcheck.Lock, []l
 	if m.Config["pins"] != "" {
 		opts = append(opts, lockcheck.WithPinClients())
 	}
+	if m.Config["consistency"] == "local" {
+		opts = append(opts, lockcheck.WithDCLocal())
+	}
+	if m.Config[history.ConfigRetireStuck] == "true" {
+		opts = append(opts, lockcheck.WithRetireStuck())
+	}
 	return lock, opts, nil
 }
 

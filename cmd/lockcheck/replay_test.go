@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck"
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // writeRun writes a run directory holding history lines.
@@ -114,4 +115,34 @@ func TestRunSchedule(t *testing.T) {
 
 func lockcheckPlan(lock lockcheck.Lock, opts []lockcheck.Option) (lockcheck.Plan, error) {
 	return lockcheck.NewPlan(lock, opts...)
+}
+
+// A replay runs what the stored run ran: its pinned clients, its consistency
+// (a dc-local run replayed at SERIAL would test another lock) and its
+// retiring of stuck names come back from the meta line.
+func TestReplayKeepsTheRunsSettings(t *testing.T) {
+	tests := []struct {
+		config map[string]string
+		check  func(lockcheck.Plan) bool
+	}{
+		{map[string]string{}, func(p lockcheck.Plan) bool { return !p.Test.PinClients && !p.Test.DCLocal && !p.Test.RetireStuck }},
+		{map[string]string{"pins": "0=n1 1=n2"}, func(p lockcheck.Plan) bool { return p.Test.PinClients }},
+		{map[string]string{"consistency": "local"}, func(p lockcheck.Plan) bool { return p.Test.DCLocal }},
+		{map[string]string{history.ConfigRetireStuck: "true"}, func(p lockcheck.Plan) bool { return p.Test.RetireStuck }},
+	}
+	for _, tt := range tests {
+		r := storedRun{meta: history.Meta{Test: "t", Lock: "lease-fenced", Promise: history.PromiseFenced, Seed: 3, Config: tt.config}}
+		c := &replayConfig{}
+		lock, opts, err := c.options(r, candidate{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := lockcheck.NewPlan(lock, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tt.check(p) {
+			t.Errorf("config %v: plan %+v", tt.config, p.Test)
+		}
+	}
 }

@@ -65,6 +65,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.DurationVar(&t.SkewMax, "skew-max", 0, "client-clock's largest skew, coord-clock's largest ahead (with --skew-min; default 30s, and the TTL plus 3s)")
 	fs.BoolVar(&t.NoWait, "no-wait", false, "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free")
 	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
+	fs.BoolVar(&t.RetireStuck, "retire-stuck", false, "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end")
 	fs.BoolVar(&t.DCLocal, "dc-local", false, "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM (recipes "+strings.Join(runner.DCLocalRecipes(), ", ")+"); on a cluster of several data centres clients are placed in them round-robin either way")
 	fs.StringVar(&f.hosts, "hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
 	x := &f.x
@@ -83,7 +84,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--no-wait]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--retire-stuck] [--no-wait]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
@@ -118,6 +119,9 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.DCLocal {
 		opts = append(opts, lockcheck.WithDCLocal())
+	}
+	if t.RetireStuck {
+		opts = append(opts, lockcheck.WithRetireStuck())
 	}
 	if t.SkewAhead {
 		opts = append(opts, lockcheck.WithSkewAhead())

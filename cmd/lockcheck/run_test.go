@@ -109,6 +109,8 @@ func TestRunFlagsReachThePlan(t *testing.T) {
 		{[]string{"--lock", "lease", "--pin-clients", "--nemesis", "coord-clock"}, func(p lockcheck.Plan) bool {
 			return p.Test.PinClients && strings.Join(p.Test.Nemesis, ",") == "coord-clock"
 		}},
+		{[]string{"--lock", "music-seq", "--retire-stuck"}, func(p lockcheck.Plan) bool { return p.Test.RetireStuck }},
+		{[]string{"--lock", "music-seq"}, func(p lockcheck.Plan) bool { return !p.Test.RetireStuck }},
 		{[]string{"--lock", "lease", "--nemesis", "pause,client-pause"}, func(p lockcheck.Plan) bool {
 			return strings.Join(p.Test.Nemesis, ",") == "pause,client-pause"
 		}},

@@ -128,6 +128,12 @@ func runShrink(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if plan.Test.PinClients {
 		cmd = append(cmd, "--pin-clients")
 	}
+	if plan.Test.DCLocal {
+		cmd = append(cmd, "--dc-local")
+	}
+	if plan.Test.RetireStuck {
+		cmd = append(cmd, "--retire-stuck")
+	}
 	if len(m.Schedule.Steps) > 0 {
 		m.Schedule.Source = dir + " (shrunk)"
 		path := filepath.Join(out, runner.ScheduleFile)
