@@ -134,14 +134,7 @@ func TestReplayKeepsTheRunsSettings(t *testing.T) {
 		r := storedRun{meta: history.Meta{Test: "t", Lock: "lease-fenced", Promise: history.PromiseFenced, Seed: 3, Config: tt.config}}
 		c := &replayConfig{}
 		lock, opts, err := c.options(r, candidate{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := lockcheck.NewPlan(lock, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !tt.check(p) {
+		if p := mustPlan(t, lock, opts, err); !tt.check(p) {
 			t.Errorf("config %v: plan %+v", tt.config, p.Test)
 		}
 	}

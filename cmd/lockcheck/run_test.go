@@ -153,16 +153,22 @@ func TestRunFlagsReachThePlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			lock, opts, err := f.options()
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := lockcheck.NewPlan(lock, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tt.check(p) {
+			if p := mustPlan(t, lock, opts, err); !tt.check(p) {
 				t.Errorf("plan %+v, hosts %+v", p, p.Hosts)
 			}
 		})
 	}
+}
+
+// mustPlan is the plan of a command's lock and options, which must hold.
+func mustPlan(t *testing.T, lock lockcheck.Lock, opts []lockcheck.Option, err error) lockcheck.Plan {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := lockcheck.NewPlan(lock, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
