@@ -68,7 +68,14 @@ func (n *lockNames) all() []string {
 // to a fresh name.
 func (w *Workload) abandon(i int, g Grant) {
 	w.drop(i)
-	if !w.cfg.retireStuck || g.Lease > 0 {
+	if g.Lease > 0 {
+		return
+	}
+	if !w.cfg.retireStuck {
+		// Said, so that a run whose acquires all time out from here on
+		// has its cause in the log, and the way around it.
+		w.cfg.log.Warn("lock stuck: its holder was abandoned with a grant that never expires; every later acquire of it waits (run --retire-stuck moves clients to a fresh name)",
+			"client", i, "lock", g.Lock)
 		return
 	}
 	if fresh, ok := w.names.retire(g.Lock); ok {
