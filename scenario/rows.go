@@ -280,10 +280,11 @@ var Rows = []Row{
 		Name: "4n-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spare,
 		Time: 150 * s, Interval: 10 * s, Seed: 22200,
 		// Valid in 12 runs, then invalid once (run 13, seed 22212,
-		// 2026-11-25, load 43): 1 of 13, asserted at the lowest bar.
+		// 2026-11-25, load 43), valid again in run 14 (seed 22213, load
+		// 41-44): 1 of 14, asserted at the lowest bar.
 		Want: checker.Invalid, Unsafe: true, Catch: 1, Tier: Full,
 		Mechanism: "The published lease under the same movements: mutual exclusion and the lock's linearizability held in every run, " +
-			"but its missing fencing token lost a write in 1 of 13 runs (seed 22212, load 43) with no fault window open: after the " +
+			"but its missing fencing token lost a write in 1 of 14 runs (seed 22212, load 43) with no fault window open: after the " +
 			"leave, while the run healed, an acquire that took 1.5 s left 160 ms of its 1.7 s lease and the add it guarded took " +
 			"1.2 s, landing after the next holder's grant (stale-holder-write, the report's \"a write outlived its lease\"). A slow " +
 			"request on a loaded machine, not the movement, did it: any pause longer than the lease has left does.",
@@ -386,9 +387,10 @@ var Rows = []Row{
 	{
 		Name: "4n-v2-1spare/lease/join+kill+leave/overlapping", Recipe: "lease", Faults: membershipKills.Kinds(), Cluster: spareV2,
 		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 22890,
-		// Invalid in 3 of 10 seeds (2026-11-24/25, load 19-40).
+		// Invalid in 3 of 12 seeds (2026-11-24/25, load 19-44; seeds
+		// 22900-22901 valid at load 38-44).
 		Want: checker.Invalid, Unsafe: true, Catch: 3, Tier: Full,
-		Mechanism: "The published lease on Paxos v2 under the same kills during the movements: invalid in 3 of 10 seeds (22892, 22894, 22899; " +
+		Mechanism: "The published lease on Paxos v2 under the same kills during the movements: invalid in 3 of 12 seeds (22892, 22894, 22899; " +
 			"22892 run again by mistake at load 33-40 was valid, a line left out of rates.jsonl) by its " + leaseLateWrite +
 			" (adds of 2.6 s against what was left of a 3 s lease).",
 	},
