@@ -112,6 +112,9 @@ func (t Test) Validate() error {
 	if t.DCLocal && !t.Recipe.DCLocal {
 		bad("dc-local: lock %s does not take LOCAL_SERIAL/LOCAL_QUORUM (those that do: %s)", t.Recipe.Name, strings.Join(DCLocalRecipes(), ", "))
 	}
+	if t.RetireStuck && t.Workload == workload.ShapeRegister {
+		bad("retire-stuck: the register workload takes no lock, so none can be stuck")
+	}
 	if t.HealTimeout <= 0 {
 		bad("heal timeout must be positive, got %v", t.HealTimeout)
 	}

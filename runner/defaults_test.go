@@ -14,6 +14,7 @@ import (
 	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -39,6 +40,7 @@ func TestValidate(t *testing.T) {
 		{"skew max alone", func(t *Test) { t.SkewMax = 8 * time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "must not be negative"},
 		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "dc-local: lock mutex does not take LOCAL_SERIAL"},
+		{"retire-stuck on the register workload", func(t *Test) { t.RetireStuck, t.Workload = true, workload.ShapeRegister }, "retire-stuck: the register workload takes no lock"},
 		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
 	}
 	for _, tt := range tests {
