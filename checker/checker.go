@@ -75,6 +75,10 @@ const (
 	// greater than every token granted before it on that lock: the lock's
 	// fault (fencing cannot order its holders).
 	KindTokenOrder = "token-not-increasing"
+	// KindStuckLock (a finding): a lock held for good by a process that
+	// ended, its last operation's outcome unknown, holding a grant with no
+	// lease: no later acquire can be granted safely (stuck.go).
+	KindStuckLock = "stuck-lock"
 )
 
 // Anomaly is one violation (or, in Result.Findings, an observation that the
@@ -235,7 +239,7 @@ func check(ctx context.Context, ops []history.Op, cfg config) Result {
 // stale write or an overlap explains the lost adds that follow from it.
 var kindRank = map[string]int{
 	KindOverlap: 0, KindTokenOrder: 1, KindStaleWrite: 2, KindNonLinearizable: 3, KindFailedAddPresent: 4,
-	KindDuplicate: 5, KindPhantom: 6, KindMalformedRead: 7, KindLostAdd: 8, KindLateWrite: 9,
+	KindDuplicate: 5, KindPhantom: 6, KindMalformedRead: 7, KindLostAdd: 8, KindLateWrite: 9, KindStuckLock: 10,
 }
 
 func sortAnomalies(as []Anomaly) {

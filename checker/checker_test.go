@@ -253,6 +253,7 @@ func TestRules(t *testing.T) {
 				op(5, 2, I, "acquire", "l").op(6, 2, F, "acquire", "l").
 				op(8, 1, K, "read", "l", val([]int{})),
 			verdict: Valid, mutex: Valid, linear: Valid, resource: Valid,
+			findings: "stuck-lock", // process 0 ended holding l with no lease
 		},
 		{
 			name: "duplicate element",

@@ -293,6 +293,9 @@ func (e *engine) completeOp(op history.Op) {
 	}
 	if c == nil {
 		if op.Type == history.Info {
+			if ps != nil {
+				e.abandonHolds(ps, op, nil)
+			}
 			e.retireProc(op.Process)
 		}
 		return
@@ -311,6 +314,9 @@ func (e *engine) completeOp(op history.Op) {
 	}
 	e.st.complete(c)
 	proc, typ := c.proc, c.typ
+	if typ == history.Info {
+		e.abandonHolds(ps, op, c)
+	}
 	if c.l != nil {
 		c.l.complete(c) // may recycle c (linQueue.pop)
 	}
@@ -470,6 +476,9 @@ type lockSt struct {
 
 	// What the fencing rules compare against (fencing.go).
 	fence fenceSt
+
+	// stuck is set once the lock is held for good (stuck.go).
+	stuck *stuckRec
 }
 
 func newLockSt(e *engine, name string) *lockSt {
@@ -501,6 +510,7 @@ func (l *lockSt) invoke(c *call) {
 }
 
 func (l *lockSt) complete(c *call) {
+	l.countStuckAcquire(c)
 	if c.typ == history.OK && (c.f == history.FAcquire || c.f == history.FRenew) {
 		l.granted(c)
 	}
@@ -530,10 +540,14 @@ func (l *lockSt) finish() {
 			l.resState().complete(c)
 		}
 	}
+	for _, c := range l.pendingCalls() {
+		l.countStuckAcquire(c)
+	}
 	l.closeAll(l.e.end)
 	if l.e.holdsOnly {
 		return
 	}
+	l.stuckFinding()
 	l.lq.finish()
 	if l.res != nil {
 		l.res.finish()

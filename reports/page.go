@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,10 @@ type page struct {
 	// NeverDealt are the fault kinds requested and never dealt, named so
 	// that a test's name does not promise what the run did not do.
 	NeverDealt string
+	// Stuck are the locks held for good in a run that left its clients
+	// waiting on them (checker.KindStuckLock without --retire-stuck): the
+	// run tested little on them from then on, which a valid verdict hides.
+	Stuck []stuckView
 	// Shrunk is the smallest reproduction `lockcheck shrink` found, if
 	// it ran on this run.
 	Shrunk *Shrunk
@@ -131,6 +136,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		end = max(end, ops[len(ops)-1].Time)
 	}
 	p.End = secs(end)
+	p.Stuck = stuckLocks(res, end)
 	if m := res.Meta; m != nil {
 		add := func(k, v string) {
 			if v != "" {
@@ -256,6 +262,27 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 	}
 	p.Files = append(p.Files, nodeLogs(dir)...)
 	return p
+}
+
+type stuckView struct {
+	Lock, From string
+	Share      int // percent of the run
+	Finding    int
+}
+
+// stuckLocks are the stuck-lock findings of a run whose clients went on
+// waiting on the lock.
+func stuckLocks(res checker.Result, end int64) []stuckView {
+	if res.Meta != nil && res.Meta.Config[history.ConfigRetireStuck] == "true" {
+		return nil // the clients moved to fresh names: nothing was lost
+	}
+	var out []stuckView
+	for i, f := range res.Findings {
+		if f.Kind == checker.KindStuckLock {
+			out = append(out, stuckView{Lock: f.Lock, From: secs(f.Start), Share: int(math.Round(100 * float64(end-f.Start) / float64(end))), Finding: i + 1})
+		}
+	}
+	return out
 }
 
 func secs(ns int64) string {

@@ -425,3 +425,59 @@ func TestFaultRows(t *testing.T) {
 		t.Errorf("%d windows: %d rows, %d more; want %d and 7", len(many), len(rows), more, maxFaultRows)
 	}
 }
+
+func TestStuckLockSaidAtTheTop(t *testing.T) {
+	// Process 0 takes l with no lease, its add comes back unknown at 30 ms;
+	// process 1 then waits on l in vain until the run ends at 100 ms.
+	stuck := func(config map[string]string) []history.Op {
+		meta, _ := json.Marshal(history.Meta{Test: "t", Lock: "music-seq", Promise: history.PromiseMutex, Config: config})
+		op := func(ms int64, p int, typ history.Type, f string) history.Op {
+			return history.Op{Time: ms * 1e6, Process: p, Type: typ, F: f, Lock: "l", Value: json.RawMessage(`1`)}
+		}
+		return []history.Op{
+			{Process: -1, Type: history.Info, F: history.FMeta, Value: meta},
+			op(10, 0, history.Invoke, "acquire"), op(15, 0, history.OK, "acquire"),
+			op(20, 0, history.Invoke, "add"), op(30, 0, history.Info, "add"),
+			op(40, 1, history.Invoke, "acquire"), op(90, 1, history.Fail, "acquire"),
+			op(100, 2, history.Invoke, "read"), op(100, 2, history.OK, "read"),
+		}
+	}
+	tests := []struct {
+		name   string
+		config map[string]string
+		want   bool
+	}{
+		{"clients left waiting", nil, true},
+		{"clients moved on", map[string]string{history.ConfigRetireStuck: "true"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store", "t", "20260101T000000")
+			ops := stuck(tt.config)
+			ops[len(ops)-1].Value = json.RawMessage(`[]`)
+			writeHistory(t, dir, ops)
+			res, err := Build(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != checker.Valid {
+				t.Fatalf("verdict %s, want valid (%+v)", res.Verdict, res.Anomalies)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			html := string(b)
+			said := strings.Contains(html, `id="stuck"`)
+			if said != tt.want {
+				t.Fatalf("stuck line shown %v, want %v", said, tt.want)
+			}
+			if said && !strings.Contains(html, "lock <code>l</code> from 0.030s (70% of the run") {
+				t.Errorf("stuck line lacks the lock, its moment and share: %s", html[strings.Index(html, `id="stuck"`):][:400])
+			}
+			if !strings.Contains(html, "stuck-lock") {
+				t.Error("findings lack the stuck lock")
+			}
+		})
+	}
+}

@@ -1,0 +1,79 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// stuckRec is a lock held for good: its holder's process ended with an
+// info (the workload abandoned it, its last operation's outcome unknown)
+// while it held a grant with no lease. Nothing will release or expire that
+// hold, so the lock can never be granted again without breaking mutual
+// exclusion, and a run whose clients keep waiting on it tests little from
+// then on. It is a liveness finding, not a safety one: it never fails a run.
+type stuckRec struct {
+	since   int64 // the abandoning completion
+	proc    int
+	ops     []history.Op // the grant and the operation that ended its process
+	failed  int          // acquires invoked since, completed fail or info (or never)
+	granted int          // acquires invoked since, completed ok
+}
+
+// abandonHolds marks the open holds without a lease of a process that
+// completed with info (at op) as stuck.
+func (e *engine) abandonHolds(ps *procSt, op history.Op, last *call) {
+	for _, h := range ps.recent {
+		if !h.open || h.expiry != Never || h.l.stuck != nil || e.holdsOnly {
+			continue
+		}
+		s := &stuckRec{since: op.Time, proc: op.Process}
+		s.ops = opsOf(h.grant)
+		if last != nil {
+			s.ops = append(s.ops, last.invokeOp())
+		}
+		s.ops = append(s.ops, op)
+		h.l.stuck = s
+	}
+}
+
+// countStuckAcquire counts an acquire of a stuck lock invoked after it got
+// stuck.
+func (l *lockSt) countStuckAcquire(c *call) {
+	if s := l.stuck; s != nil && c.f == history.FAcquire && c.inv >= s.since {
+		if c.done && c.typ == history.OK {
+			s.granted++
+		} else {
+			s.failed++
+		}
+	}
+}
+
+// stuckFinding reports a stuck lock at the end of the history.
+func (l *lockSt) stuckFinding() {
+	s := l.stuck
+	if s == nil {
+		return
+	}
+	e := l.e
+	end := max(e.end, s.since)
+	share := ""
+	if e.end > 0 {
+		share = fmt.Sprintf(", %.0f%% of the run", 100*float64(end-s.since)/float64(e.end))
+	}
+	after := "no process asked for it after"
+	if s.failed+s.granted > 0 {
+		after = fmt.Sprintf("%d later acquires of it failed or came back unknown, %d were granted", s.failed, s.granted)
+	}
+	way := "run --retire-stuck moves the clients to a fresh lock name when this happens"
+	if e.meta != nil && e.meta.Config[history.ConfigRetireStuck] == "true" {
+		way = "the run's clients moved to a fresh lock name (--retire-stuck)"
+	}
+	e.mutex.findings = append(e.mutex.findings, Anomaly{
+		Kind: KindStuckLock, Check: CheckMutex, Lock: l.name, Processes: []int{s.proc},
+		Start: s.since, End: end, Ops: s.ops,
+		Message: fmt.Sprintf("lock %q was held for good from %s to the end (%s%s): process %d ended holding a grant with no lease, "+
+			"its last operation's outcome unknown, so nothing releases or expires the hold; %s; %s",
+			l.name, fmtTime(s.since), fmtDur(end-s.since), share, s.proc, after, way),
+	})
+}
