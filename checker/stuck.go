@@ -77,3 +77,20 @@ func (l *lockSt) stuckFinding() {
 			l.name, fmtTime(s.since), fmtDur(end-s.since), share, s.proc, after, way),
 	})
 }
+
+// LeftWaiting are the stuck-lock findings of a run whose clients went on
+// waiting on the stuck lock (it ran without --retire-stuck): the run tested
+// little on that lock from the finding's start, which a valid verdict
+// hides, so the report and `run` say them first.
+func (r Result) LeftWaiting() []Anomaly {
+	if r.Meta != nil && r.Meta.Config[history.ConfigRetireStuck] == "true" {
+		return nil // the clients moved to fresh names
+	}
+	var out []Anomaly
+	for _, f := range r.Findings {
+		if f.Kind == KindStuckLock {
+			out = append(out, f)
+		}
+	}
+	return out
+}

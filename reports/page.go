@@ -270,17 +270,12 @@ type stuckView struct {
 	Finding    int
 }
 
-// stuckLocks are the stuck-lock findings of a run whose clients went on
-// waiting on the lock.
+// stuckLocks are the stuck locks the run's clients went on waiting on.
 func stuckLocks(res checker.Result, end int64) []stuckView {
-	if res.Meta != nil && res.Meta.Config[history.ConfigRetireStuck] == "true" {
-		return nil // the clients moved to fresh names: nothing was lost
-	}
 	var out []stuckView
-	for i, f := range res.Findings {
-		if f.Kind == checker.KindStuckLock {
-			out = append(out, stuckView{Lock: f.Lock, From: secs(f.Start), Share: int(math.Round(100 * float64(end-f.Start) / float64(end))), Finding: i + 1})
-		}
+	for _, f := range res.LeftWaiting() {
+		n := slices.IndexFunc(res.Findings, func(a checker.Anomaly) bool { return a.Kind == f.Kind && a.Lock == f.Lock })
+		out = append(out, stuckView{Lock: f.Lock, From: secs(f.Start), Share: int(math.Round(100 * float64(end-f.Start) / float64(end))), Finding: n + 1})
 	}
 	return out
 }

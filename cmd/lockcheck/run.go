@@ -218,6 +218,10 @@ func printResult(ctx context.Context, res lockcheck.Result, err error, stdout, s
 		fmt.Fprintf(stderr, "lockcheck run: requested and never dealt: %s (the run ended before their turn, or their starts failed: a longer --time or a shorter --nemesis list deals them)\n",
 			strings.Join(res.NeverDealt, ", "))
 	}
+	for _, f := range res.Check.LeftWaiting() {
+		fmt.Fprintf(stderr, "lockcheck run: lock %s held for good from %.1fs, so tested little from then on: its holder ended with a grant that never expires (run --retire-stuck moves the clients to a fresh lock name)\n",
+			f.Lock, float64(f.Start)/1e9)
+	}
 	if res.Phases.TotalMS > 0 {
 		fmt.Fprintf(stderr, "lockcheck run: %s\n", res.Phases)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck"
+	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // Bad input to `lockcheck run` is refused with one clear line and exit 2
@@ -171,4 +174,30 @@ func mustPlan(t *testing.T, lock lockcheck.Lock, opts []lockcheck.Option, err er
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestRunSaysAStuckLock(t *testing.T) {
+	stuck := checker.Anomaly{Kind: checker.KindStuckLock, Lock: "l0", Start: 37_240_000_000, End: 190e9}
+	tests := []struct {
+		name   string
+		config map[string]string
+		want   bool
+	}{
+		{"clients left waiting", nil, true},
+		{"clients moved on", map[string]string{history.ConfigRetireStuck: "true"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := lockcheck.Result{Verdict: checker.Valid, Report: "r.html",
+				Check: checker.Result{Verdict: checker.Valid, Meta: &history.Meta{Config: tt.config}, Findings: []checker.Anomaly{stuck}}}
+			var stdout, stderr bytes.Buffer
+			if code := printResult(context.Background(), res, nil, &stdout, &stderr); code != exitValid {
+				t.Fatalf("exit %d, want %d", code, exitValid)
+			}
+			said := strings.Contains(stderr.String(), "lock l0 held for good from 37.2s")
+			if said != tt.want {
+				t.Fatalf("stderr %q: stuck lock said %v, want %v", stderr.String(), said, tt.want)
+			}
+		})
+	}
 }
