@@ -297,6 +297,10 @@ func TestCauseFromTimeline(t *testing.T) {
 	}
 	pause5 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(1100), End: ms(2900), Starts: 1,
 		Value: json.RawMessage(`{"client":0,"process":5,"lock":"l","ms":1800}`)}}
+	// Process 1, holding l with no lease, ends with an add unknown at 4.2 s.
+	stuck := checker.Anomaly{Kind: checker.KindStuckLock, Lock: "l", Processes: []int{1}, Start: ms(4200), End: ms(9000),
+		Ops: []history.Op{op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 400, 1, history.OK, history.FAcquire),
+			op(3, 2500, 1, history.Invoke, history.FAdd), op(4, 4200, 1, history.Info, history.FAdd)}}
 	for _, tc := range []struct {
 		name   string
 		a      checker.Anomaly
@@ -431,6 +435,10 @@ func TestCauseFromTimeline(t *testing.T) {
 			Ops: []history.Op{staleOps(2500)[3], staleOps(2500)[5]}}, []faultView{cut}, &causeTimeline{ops: staleOps(2500)},
 			[]string{"a write outlived its lease: process 1's add was invoked at 2.500s, inside its lease (to 3.000s), and acknowledged at 4.200s, " +
 				"1.2 s past it; nobody else held the lock meanwhile", "with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
+		{"a stuck lock's holder ended by an add cut off", stuck, []faultView{cut}, nil,
+			[]string{"an abandoned holder: process 1's add, invoked at 2.500s while it held the lock with no lease, came back unknown at 4.200s",
+				"with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
+		{"a stuck lock with no window open", stuck, nil, nil, []string{"came back unknown at 4.200s", "with no fault window open (a slow request)"}, []string{noFault}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := likelyCause(tc.a, tc.faults, tc.tl)

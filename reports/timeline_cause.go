@@ -484,6 +484,24 @@ func lateWriteAlone(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s
 		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline())) + inFlight(faults, inv, ret, p, tl), true
 }
 
+// stuckLock explains a stuck-lock finding: the operation that ended its
+// holder's process (its ops' last two lines: invocation, info completion),
+// how long it was in flight and the windows open meanwhile, which are what
+// can have left its outcome unknown.
+func stuckLock(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
+	if a.Kind != checker.KindStuckLock || len(a.Processes) != 1 || len(a.Ops) < 2 {
+		return "", false
+	}
+	p := a.Processes[0]
+	inv, ret := a.Ops[len(a.Ops)-2], a.Ops[len(a.Ops)-1]
+	if ret.Type != history.Info || inv.Type != history.Invoke || inv.Process != p || ret.Process != p || inv.F != ret.F {
+		return "", false
+	}
+	return fmt.Sprintf("an abandoned holder: process %d's %s, invoked at %s while it held the lock with no lease, came back unknown at %s, "+
+		"so its process ended with the grant (as Jepsen ends a process after an info), and nothing in the lock frees a dead holder's grant",
+		p, ret.F, secs(inv.Time), secs(ret.Time)) + inFlight(faults, inv, ret, p, tl), true
+}
+
 // openDuring names the windows open between from and to that can have
 // slowed process p's requests: not a client clock (it moves no request),
 // not a cut or clock aimed at another coordinator, not another process's
