@@ -73,7 +73,7 @@ func (l *lockSt) stuckFinding() {
 		Kind: KindStuckLock, Check: CheckMutex, Lock: l.name, Processes: []int{s.proc},
 		Start: s.since, End: end, Ops: s.ops,
 		Message: fmt.Sprintf("lock %q was held for good from %s to the end (%s%s): process %d ended holding a grant with no lease, "+
-			"its last operation's outcome unknown, so nothing releases or expires the hold; %s; %s",
+			"its last operation's outcome unknown, so nothing in the history releases or expires the hold; %s; %s",
 			l.name, fmtTime(s.since), fmtDur(end-s.since), share, s.proc, after, way),
 	})
 }

@@ -498,7 +498,7 @@ func stuckLock(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 		return "", false
 	}
 	return fmt.Sprintf("an abandoned holder: process %d's %s, invoked at %s while it held the lock with no lease, came back unknown at %s, "+
-		"so its process ended with the grant (as Jepsen ends a process after an info), and nothing in the lock frees a dead holder's grant",
+		"so its process ended with the grant (as Jepsen ends a process after an info), and a grant with no lease in the history is never freed by time",
 		p, ret.F, secs(inv.Time), secs(ret.Time)) + inFlight(faults, inv, ret, p, tl), true
 }
 
