@@ -284,7 +284,8 @@ func (e *engine) feed(op history.Op) {
 
 // completeOp takes a completion. A shard also sees the completions of other
 // shards' calls that may concern it (see multi.feed): it takes those only
-// to retire their process after an info.
+// to retire their process after an info, leaving this shard's locks it held
+// with no lease stuck.
 func (e *engine) completeOp(op history.Op) {
 	ps := e.procs[op.Process]
 	var c *call
@@ -540,8 +541,10 @@ func (l *lockSt) finish() {
 			l.resState().complete(c)
 		}
 	}
-	for _, c := range l.pendingCalls() {
-		l.countStuckAcquire(c)
+	if l.stuck != nil { // pendingCalls walks every process: only when it counts
+		for _, c := range l.pendingCalls() {
+			l.countStuckAcquire(c)
+		}
 	}
 	l.closeAll(l.e.end)
 	if l.e.holdsOnly {

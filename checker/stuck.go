@@ -23,8 +23,11 @@ type stuckRec struct {
 // abandonHolds marks the open holds without a lease of a process that
 // completed with info (at op) as stuck.
 func (e *engine) abandonHolds(ps *procSt, op history.Op, last *call) {
+	if e.holdsOnly {
+		return // Holds wants no findings
+	}
 	for _, h := range ps.recent {
-		if !h.open || h.expiry != Never || h.l.stuck != nil || e.holdsOnly {
+		if !h.open || h.expiry != Never || h.l.stuck != nil {
 			continue
 		}
 		s := &stuckRec{since: op.Time, proc: op.Process}
@@ -63,7 +66,7 @@ func (l *lockSt) stuckFinding() {
 	}
 	after := "no process asked for it after"
 	if s.failed+s.granted > 0 {
-		after = fmt.Sprintf("%d later acquires of it failed or came back unknown, %d were granted", s.failed, s.granted)
+		after = fmt.Sprintf("%d later acquires of it failed, came back unknown or got no answer, %d were granted", s.failed, s.granted)
 	}
 	way := "run --retire-stuck moves the clients to a fresh lock name when this happens"
 	if e.meta != nil && e.meta.Config[history.ConfigRetireStuck] == "true" {

@@ -41,7 +41,18 @@ func TestStuckLock(t *testing.T) {
 			h:    grantOn((&b{}).op(0, -1, N, "meta", "", val(history.Meta{Test: "t", Config: map[string]string{history.ConfigRetireStuck: "true"}})), 0, N).end(100),
 			want: []string{"no process asked for it after", "the run's clients moved to a fresh lock name"}, stuck: [2]int64{3, 100},
 		},
+		{
+			name: "an acquire waiting since before is not a later one",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l").op(2, 1, I, "acquire", "l").
+				op(2, 0, I, "add", "l", val(1)).op(3, 0, N, "add", "l", val(1)).op(20, 1, F, "acquire", "l").end(100),
+			want: []string{"no process asked for it after"}, stuck: [2]int64{3, 100},
+		},
 		{name: "a leased grant expires", h: grant(50, N).end(100)},
+		{
+			name: "a renew without lease_ms keeps the grant's lease",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(50)).op(2, 0, I, "renew", "l").op(3, 0, K, "renew", "l").
+				op(4, 0, I, "add", "l", val(1)).op(5, 0, N, "add", "l", val(1)).end(100),
+		},
 		{name: "a holder that lives to the end is no stuck lock", h: grant(0, K).end(100)},
 		{name: "a release in flight may have freed it", h: grant(0, K).op(4, 0, I, "release", "l").op(5, 0, N, "release", "l").end(100)},
 		{name: "a killed run's holder never ended", h: grant(0, K).op(4, 0, I, "add", "l", val(2)).end(100)},

@@ -275,6 +275,9 @@ func stuckLocks(res checker.Result, end int64) []stuckView {
 	var out []stuckView
 	for _, f := range res.LeftWaiting() {
 		n := slices.IndexFunc(res.Findings, func(a checker.Anomaly) bool { return a.Kind == f.Kind && a.Lock == f.Lock })
+		if n >= maxAnoShow {
+			n = -1 // not shown in full: no anchor to link to
+		}
 		out = append(out, stuckView{Lock: f.Lock, From: secs(f.Start), Share: int(math.Round(100 * float64(end-f.Start) / float64(end))), Finding: n + 1})
 	}
 	return out

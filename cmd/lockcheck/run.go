@@ -219,7 +219,7 @@ func printResult(ctx context.Context, res lockcheck.Result, err error, stdout, s
 			strings.Join(res.NeverDealt, ", "))
 	}
 	for _, f := range res.Check.LeftWaiting() {
-		fmt.Fprintf(stderr, "lockcheck run: lock %s held for good from %.1fs, so tested little from then on: its holder ended with a grant that never expires (run --retire-stuck moves the clients to a fresh lock name)\n",
+		fmt.Fprintf(stderr, "lockcheck run: lock %s held for good from %.1fs, so tested little from then on: its holder's process ended holding a grant with no lease in the history (run --retire-stuck moves the clients to a fresh lock name)\n",
 			f.Lock, float64(f.Start)/1e9)
 	}
 	if res.Phases.TotalMS > 0 {
