@@ -14,7 +14,8 @@ import (
 // from one lock to another is only what the history's rules already fix
 // (one call in flight; retired after an info), so a shard sees all it needs:
 // the invocations and completions of its locks, the meta line, and every
-// info completion (to retire the process) and completion without a lock (to
+// info completion (to retire the process, leaving the locks it held with no
+// lease stuck) and completion without a lock (to
 // find its invocation). The number of shards is fixed, not the number of
 // CPUs, so that a result never depends on the machine.
 const nShards = 4

@@ -66,7 +66,8 @@ func (l *lockSt) stuckFinding() {
 	}
 	after := "no process asked for it after"
 	if s.failed+s.granted > 0 {
-		after = fmt.Sprintf("%d later acquires of it failed, came back unknown or got no answer, %d were granted", s.failed, s.granted)
+		after = fmt.Sprintf("%s of it failed, came back unknown or got no answer, %s granted",
+			plural(s.failed, "1 later acquire", "%d later acquires"), plural(s.granted, "1 was", "%d were"))
 	}
 	way := "run --retire-stuck moves the clients to a fresh lock name when this happens"
 	if e.meta != nil && e.meta.Config[history.ConfigRetireStuck] == "true" {
@@ -82,16 +83,28 @@ func (l *lockSt) stuckFinding() {
 }
 
 // LeftWaiting are the stuck-lock findings of a run whose clients went on
-// waiting on the stuck lock (it ran without --retire-stuck): the run tested
-// little on that lock from the finding's start, which a valid verdict
-// hides, so the report and `run` say them first.
+// waiting on the stuck lock (it ran without --retire-stuck) and were never
+// granted it after: the run tested little on that lock from the finding's
+// start, which a valid verdict hides, so the report and `run` say them
+// first. A lock granted again overlaps its stuck hold: that overlap speaks
+// for itself.
 func (r Result) LeftWaiting() []Anomaly {
 	if r.Meta != nil && r.Meta.Config[history.ConfigRetireStuck] == "true" {
 		return nil // the clients moved to fresh names
 	}
+	overlapped := func(f Anomaly) bool {
+		for _, as := range [][]Anomaly{r.Anomalies, r.Findings} {
+			for _, a := range as {
+				if a.Kind == KindOverlap && a.Lock == f.Lock && a.End > f.Start {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	var out []Anomaly
 	for _, f := range r.Findings {
-		if f.Kind == KindStuckLock {
+		if f.Kind == KindStuckLock && !overlapped(f) {
 			out = append(out, f)
 		}
 	}

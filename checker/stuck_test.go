@@ -34,7 +34,7 @@ func TestStuckLock(t *testing.T) {
 		{
 			name: "a later grant to another process is counted (and is an overlap)",
 			h:    grant(0, N).op(10, 1, I, "acquire", "l").op(11, 1, K, "acquire", "l").end(100),
-			want: []string{"0 later acquires", "1 were granted"}, stuck: [2]int64{3, 100},
+			want: []string{"0 later acquires", "1 was granted"}, stuck: [2]int64{3, 100},
 		},
 		{
 			name: "the run moved its clients on",
@@ -118,7 +118,30 @@ func TestStuckLockAcrossShards(t *testing.T) {
 	for _, f := range res.Findings {
 		stuck = append(stuck, f.Lock)
 	}
-	if fmt.Sprint(stuck) != "[l3 l5]" || !strings.Contains(res.Findings[0].Message, "1 later acquires") {
+	if fmt.Sprint(stuck) != "[l3 l5]" || !strings.Contains(res.Findings[0].Message, "1 later acquire of it") {
 		t.Fatalf("findings %+v, want l3 and l5 stuck", res.Findings)
+	}
+}
+
+func TestLeftWaiting(t *testing.T) {
+	stuck := Anomaly{Kind: KindStuckLock, Lock: "l", Start: 10, End: 100}
+	tests := []struct {
+		name string
+		res  Result
+		want int
+	}{
+		{"clients left waiting", Result{Findings: []Anomaly{stuck}}, 1},
+		{"clients moved on", Result{Meta: &history.Meta{Config: map[string]string{history.ConfigRetireStuck: "true"}}, Findings: []Anomaly{stuck}}, 0},
+		{"granted again: an overlap", Result{Anomalies: []Anomaly{{Kind: KindOverlap, Lock: "l", Start: 20, End: 100}}, Findings: []Anomaly{stuck}}, 0},
+		{"granted again under the fenced promise: an overlap finding", Result{Findings: []Anomaly{{Kind: KindOverlap, Lock: "l", Start: 20, End: 100}, stuck}}, 0},
+		{"an overlap before it got stuck", Result{Anomalies: []Anomaly{{Kind: KindOverlap, Lock: "l", Start: 2, End: 8}}, Findings: []Anomaly{stuck}}, 1},
+		{"an overlap on another lock", Result{Anomalies: []Anomaly{{Kind: KindOverlap, Lock: "m", Start: 20, End: 100}}, Findings: []Anomaly{stuck}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.res.LeftWaiting(); len(got) != tt.want {
+				t.Fatalf("%d left waiting, want %d", len(got), tt.want)
+			}
+		})
 	}
 }

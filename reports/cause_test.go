@@ -301,6 +301,11 @@ func TestCauseFromTimeline(t *testing.T) {
 	stuck := checker.Anomaly{Kind: checker.KindStuckLock, Lock: "l", Processes: []int{1}, Start: ms(4200), End: ms(9000),
 		Ops: []history.Op{op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 400, 1, history.OK, history.FAcquire),
 			op(3, 2500, 1, history.Invoke, history.FAdd), op(4, 4200, 1, history.Info, history.FAdd)}}
+	stuckErr := stuck
+	stuckErr.Ops = slices.Clone(stuck.Ops)
+	stuckErr.Ops[3].Error = "server replied 503"
+	stuckBare := stuck
+	stuckBare.Ops = []history.Op{stuck.Ops[0], stuck.Ops[1], stuck.Ops[3]}
 	for _, tc := range []struct {
 		name   string
 		a      checker.Anomaly
@@ -438,7 +443,10 @@ func TestCauseFromTimeline(t *testing.T) {
 		{"a stuck lock's holder ended by an add cut off", stuck, []faultView{cut}, nil,
 			[]string{"an abandoned holder: process 1's add, invoked at 2.500s while it held the lock with no lease, came back unknown at 4.200s",
 				"with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
-		{"a stuck lock with no window open", stuck, nil, nil, []string{"came back unknown at 4.200s", "with no fault window open (a slow request)"}, []string{noFault}},
+		{"a stuck lock with no window open", stuck, nil, nil, []string{"came back unknown at 4.200s", "it took 1.7 s, with no fault window open"}, []string{noFault, "slow"}},
+		{"a stuck lock's holder ended by an error", stuckErr, nil, nil, []string{"it took 1.7 s (error: server replied 503), with no fault window open"}, []string{noFault}},
+		{"a stuck lock whose ops lack the invocation (another shard's)", stuckBare, []faultView{cut}, &causeTimeline{ops: stuck.Ops},
+			[]string{"process 1's add, invoked at 2.500s", "partition (2.000s – 5.000s)"}, []string{noFault}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := likelyCause(tc.a, tc.faults, tc.tl)

@@ -485,21 +485,55 @@ func lateWriteAlone(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s
 }
 
 // stuckLock explains a stuck-lock finding: the operation that ended its
-// holder's process (its ops' last two lines: invocation, info completion),
-// how long it was in flight and the windows open meanwhile, which are what
-// can have left its outcome unknown.
+// holder's process (its ops' last line, the info completion, and its
+// invocation, from the ops or else the timeline), how long it was in
+// flight, its error, and the windows open meanwhile, which are what can
+// have left its outcome unknown.
 func stuckLock(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
-	if a.Kind != checker.KindStuckLock || len(a.Processes) != 1 || len(a.Ops) < 2 {
+	if a.Kind != checker.KindStuckLock || len(a.Processes) != 1 || len(a.Ops) == 0 {
 		return "", false
 	}
 	p := a.Processes[0]
-	inv, ret := a.Ops[len(a.Ops)-2], a.Ops[len(a.Ops)-1]
-	if ret.Type != history.Info || inv.Type != history.Invoke || inv.Process != p || ret.Process != p || inv.F != ret.F {
+	ret := a.Ops[len(a.Ops)-1]
+	if ret.Type != history.Info || ret.Process != p {
 		return "", false
 	}
-	return fmt.Sprintf("an abandoned holder: process %d's %s, invoked at %s while it held the lock with no lease, came back unknown at %s, "+
+	inv, ok := invocationOf(ret, a.Ops, tl)
+	if !ok {
+		return "", false
+	}
+	s := fmt.Sprintf("an abandoned holder: process %d's %s, invoked at %s while it held the lock with no lease, came back unknown at %s, "+
 		"so its process ended with the grant (as Jepsen ends a process after an info), and a grant with no lease in the history is never freed by time",
-		p, ret.F, secs(inv.Time), secs(ret.Time)) + inFlight(faults, inv, ret, p, tl), true
+		p, ret.F, secs(inv.Time), secs(ret.Time))
+	took := fmt.Sprintf("; it took %s", span(ret.Time-inv.Time))
+	if ret.Error != "" {
+		took += fmt.Sprintf(" (error: %s)", ret.Error)
+	}
+	if open := openDuring(faults, inv.Time, ret.Time, p, tl); len(open) > 0 {
+		return s + took + ", with these windows open during it: " + strings.Join(open, ", "), true
+	}
+	return s + took + ", with no fault window open", true
+}
+
+// invocationOf finds ret's invocation: the same process's last invoke of
+// ret's f before it, among ops, else in the timeline.
+func invocationOf(ret history.Op, ops []history.Op, tl *causeTimeline) (history.Op, bool) {
+	find := func(ops []history.Op) (history.Op, bool) {
+		for i := len(ops) - 1; i >= 0; i-- {
+			if op := ops[i]; op.Index < ret.Index && op.Process == ret.Process && op.Type == history.Invoke && op.F == ret.F {
+				return op, true
+			}
+		}
+		return history.Op{}, false
+	}
+	if inv, ok := find(ops); ok {
+		return inv, true
+	}
+	if tl == nil {
+		return history.Op{}, false
+	}
+	at, _ := slices.BinarySearchFunc(tl.ops, ret.Index, func(op history.Op, i int64) int { return cmp.Compare(op.Index, i) })
+	return find(tl.ops[:at])
 }
 
 // openDuring names the windows open between from and to that can have
