@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -156,7 +157,13 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			add(k, m.Config[k])
+			v := m.Config[k]
+			// A run with --retire-stuck moves its clients to fresh names:
+			// the configured count is not all the history holds.
+			if n, err := strconv.Atoi(v); k == "locks" && err == nil && res.Stats.Locks > n {
+				v = fmt.Sprintf("%d configured, %d names in the history", n, res.Stats.Locks)
+			}
+			add(k, v)
 		}
 	}
 	// What the run healed before it started (an earlier run killed mid-run

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -447,14 +448,20 @@ func TestStuckLockSaidAtTheTop(t *testing.T) {
 		config map[string]string
 		want   bool
 	}{
-		{"clients left waiting", nil, true},
-		{"clients moved on", map[string]string{history.ConfigRetireStuck: "true"}, false},
+		{"clients left waiting", map[string]string{"locks": "1"}, true},
+		{"clients moved on", map[string]string{"locks": "1", history.ConfigRetireStuck: "true"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store", "t", "20260101T000000")
 			ops := stuck(tt.config)
 			ops[len(ops)-1].Value = json.RawMessage(`[]`)
+			if !tt.want {
+				// The clients moved on to l.1.
+				ops = slices.Insert(ops, len(ops)-2,
+					history.Op{Time: 92e6, Process: 1, Type: history.Invoke, F: "acquire", Lock: "l.1"},
+					history.Op{Time: 95e6, Process: 1, Type: history.OK, F: "acquire", Lock: "l.1"})
+			}
 			writeHistory(t, dir, ops)
 			res, err := Build(context.Background(), dir)
 			if err != nil {
@@ -477,6 +484,11 @@ func TestStuckLockSaidAtTheTop(t *testing.T) {
 			}
 			if !strings.Contains(html, "stuck-lock") {
 				t.Error("findings lack the stuck lock")
+			}
+			// The configuration says how many names the history holds
+			// beside the configured count.
+			if moved := strings.Contains(html, "1 configured, 2 names in the history"); moved == tt.want {
+				t.Errorf("locks row names the history's 2 names: %v, want %v", moved, !tt.want)
 			}
 		})
 	}
