@@ -70,7 +70,7 @@ func (l *lockSt) stuckFinding() {
 			plural(s.failed, "1 later acquire", "%d later acquires"), plural(s.granted, "1 was", "%d were"))
 	}
 	way := "run --retire-stuck moves the clients to a fresh lock name when this happens"
-	if e.meta != nil && e.meta.Config[history.ConfigRetireStuck] == "true" {
+	if e.meta.RetiresStuck() {
 		way = "the run's clients moved to a fresh lock name (--retire-stuck)"
 	}
 	e.mutex.findings = append(e.mutex.findings, Anomaly{
@@ -89,7 +89,7 @@ func (l *lockSt) stuckFinding() {
 // first. A lock granted again overlaps its stuck hold: that overlap speaks
 // for itself.
 func (r Result) LeftWaiting() []Anomaly {
-	if r.Meta != nil && r.Meta.Config[history.ConfigRetireStuck] == "true" {
+	if r.Meta.RetiresStuck() {
 		return nil // the clients moved to fresh names
 	}
 	overlapped := func(f Anomaly) bool {

@@ -138,6 +138,12 @@ const (
 // one is the same lock's next key, as in Jepsen's independent keys.
 const ConfigRetireStuck = "retire-stuck"
 
+// RetiresStuck says whether the run moved its clients off stuck locks
+// (ConfigRetireStuck); false for a nil meta (a history without one).
+func (m *Meta) RetiresStuck() bool {
+	return m != nil && m.Config[ConfigRetireStuck] == "true"
+}
+
 // Clients is the run's client count (config "clients"), 0 when not said.
 func (m *Meta) Clients() int {
 	if m == nil {

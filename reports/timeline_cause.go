@@ -31,6 +31,13 @@ type causeTimeline struct {
 	meta *history.Meta
 }
 
+// before is the timeline's operations before line index (the history is
+// in index order).
+func (tl *causeTimeline) before(index int64) []history.Op {
+	at, _ := slices.BinarySearchFunc(tl.ops, index, func(op history.Op, i int64) int { return cmp.Compare(op.Index, i) })
+	return tl.ops[:at]
+}
+
 // clientOf is process p's client, and whether the history says.
 func (tl *causeTimeline) clientOf(p int) (int, bool) {
 	if tl == nil {
@@ -474,8 +481,7 @@ func lateWriteAlone(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s
 	}
 	// The grant that set the lease: the process's last before the add
 	// (the history is in index order).
-	at, _ := slices.BinarySearchFunc(tl.ops, inv.Index, func(op history.Op, i int64) int { return cmp.Compare(op.Index, i) })
-	g, found := lastGrantOn(tl.ops[:at], p, a.Lock)
+	g, found := lastGrantOn(tl.before(inv.Index), p, a.Lock)
 	if !found || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
 		return "", false
 	}
@@ -532,8 +538,7 @@ func invocationOf(ret history.Op, ops []history.Op, tl *causeTimeline) (history.
 	if tl == nil {
 		return history.Op{}, false
 	}
-	at, _ := slices.BinarySearchFunc(tl.ops, ret.Index, func(op history.Op, i int64) int { return cmp.Compare(op.Index, i) })
-	return find(tl.ops[:at])
+	return find(tl.before(ret.Index))
 }
 
 // openDuring names the windows open between from and to that can have

@@ -133,7 +133,7 @@ func (c *replayConfig) options(r storedRun, cand candidate) (lockcheck.Lock, []l
 	if m.Config["consistency"] == "local" {
 		opts = append(opts, lockcheck.WithDCLocal())
 	}
-	if m.Config[history.ConfigRetireStuck] == "true" {
+	if m.RetiresStuck() {
 		opts = append(opts, lockcheck.WithRetireStuck())
 	}
 	return lock, opts, nil
