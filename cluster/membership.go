@@ -78,7 +78,15 @@ func (c *Cluster) ringView(ctx context.Context, skip *Node) (map[string]RingEntr
 		if n == skip {
 			continue
 		}
-		if st, err := n.State(ctx); err != nil || st != string(container.StateRunning) {
+		// Each node's reason is kept: under load a docker inspect that
+		// timed out was dropped, and the error read "%!w(<nil>)".
+		st, err := n.State(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st != string(container.StateRunning) {
+			errs = append(errs, fmt.Errorf("%s is %s", n.Name, st))
 			continue
 		}
 		vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -86,6 +94,9 @@ func (c *Cluster) ringView(ctx context.Context, skip *Node) (map[string]RingEntr
 		cancel()
 		if err == nil && len(view) > 0 {
 			return view, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%s: nodetool status listed no node", n.Name)
 		}
 		errs = append(errs, err)
 	}

@@ -241,6 +241,21 @@ func AnyNodeKind(kinds []string) bool {
 	return slices.ContainsFunc(kinds, func(k string) bool { return ScopeOf(k) == ScopeNode })
 }
 
+// HealBudget is how long the heal after a run of kinds may take, given the
+// run's own budget: a membership kind's heal re-bootstraps a node that left
+// or was removed, which at load 40 on 2 cores outlasted a 3-minute heal
+// (2026-11-28), so those runs get as long as one window's movements.
+func HealBudget(kinds []string, budget time.Duration) time.Duration {
+	membership := slices.ContainsFunc(kinds, func(name string) bool {
+		k := lookup(name)
+		return k != nil && slices.Contains(k.Needs, CapMembership)
+	})
+	if membership && budget < membershipWait {
+		return membershipWait
+	}
+	return budget
+}
+
 // Styles are the reports' styles of kinds, for the meta line.
 func Styles(kinds []string) map[string]history.FaultStyle {
 	out := map[string]history.FaultStyle{}

@@ -160,3 +160,28 @@ func TestHealLeftoversSkipsWhatANodeCannotServe(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A membership kind's heal re-bootstraps a node; other runs keep their
+// budget, and a budget already past a window's movements is kept.
+func TestHealBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		kinds  []string
+		budget time.Duration
+		want   time.Duration
+	}{
+		{"no faults", nil, 3 * time.Minute, 3 * time.Minute},
+		{"node faults only", []string{Partition, Kill}, 3 * time.Minute, 3 * time.Minute},
+		{"join", []string{Join, Leave}, 3 * time.Minute, membershipWait},
+		{"replace among others", []string{CoordPartition, Replace}, time.Minute, membershipWait},
+		{"remove", []string{Remove}, 3 * time.Minute, membershipWait},
+		{"a longer budget stays", []string{Leave}, 20 * time.Minute, 20 * time.Minute},
+		{"unknown kind", []string{"no-such-kind"}, 3 * time.Minute, 3 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HealBudget(tc.kinds, tc.budget); got != tc.want {
+				t.Errorf("HealBudget(%v, %v) = %v, want %v", tc.kinds, tc.budget, got, tc.want)
+			}
+		})
+	}
+}

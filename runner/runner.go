@@ -472,7 +472,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		log.Warn("nemesis errors", "err", nemErr)
 	}
 	// Heal whatever the nemesis left, even when interrupted.
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), t.HealTimeout)
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), nemesis.HealBudget(t.Nemesis, t.HealTimeout))
 	if len(t.Nemesis) > 0 {
 		log.Info("healing")
 		if err := nem.Heal(hctx); err != nil {
