@@ -241,16 +241,22 @@ func AnyNodeKind(kinds []string) bool {
 	return slices.ContainsFunc(kinds, func(k string) bool { return ScopeOf(k) == ScopeNode })
 }
 
-// HealBudget is how long the heal after a run of kinds may take, given the
-// run's own budget: a membership kind's heal re-bootstraps a node that left
-// or was removed, which at load 40 on 2 cores outlasted a 3-minute heal
-// (2026-11-28), so those runs get as long as one window's movements.
-func HealBudget(kinds []string, budget time.Duration) time.Duration {
-	membership := slices.ContainsFunc(kinds, func(name string) bool {
+// AnyMembershipKind says whether kinds hold a kind that moves ranges (join,
+// leave, replace, remove).
+func AnyMembershipKind(kinds []string) bool {
+	return slices.ContainsFunc(kinds, func(name string) bool {
 		k := lookup(name)
 		return k != nil && slices.Contains(k.Needs, CapMembership)
 	})
-	if membership && budget < membershipWait {
+}
+
+// HealBudget is how long a heal may take, given the caller's budget: one
+// that may move a node (after a membership kind, or a cluster with spares
+// that a killed run may have left mid-movement) bootstraps a node that left
+// again, which at load 40 on 2 cores outlasted a 3-minute heal (2026-11-28),
+// so it gets as long as one window's movements.
+func HealBudget(movesNodes bool, budget time.Duration) time.Duration {
+	if movesNodes && budget < membershipWait {
 		return membershipWait
 	}
 	return budget

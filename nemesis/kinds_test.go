@@ -161,26 +161,29 @@ func TestHealLeftoversSkipsWhatANodeCannotServe(t *testing.T) {
 	}
 }
 
-// A membership kind's heal re-bootstraps a node; other runs keep their
-// budget, and a budget already past a window's movements is kept.
+// A heal that may move a node gets a window's movements: after a membership
+// kind, or on a cluster with spares (a killed run's leftovers); other runs
+// keep their budget, and a budget already past it is kept.
 func TestHealBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		kinds  []string
+		spares bool
 		budget time.Duration
 		want   time.Duration
 	}{
-		{"no faults", nil, 3 * time.Minute, 3 * time.Minute},
-		{"node faults only", []string{Partition, Kill}, 3 * time.Minute, 3 * time.Minute},
-		{"join", []string{Join, Leave}, 3 * time.Minute, membershipWait},
-		{"replace among others", []string{CoordPartition, Replace}, time.Minute, membershipWait},
-		{"remove", []string{Remove}, 3 * time.Minute, membershipWait},
-		{"a longer budget stays", []string{Leave}, 20 * time.Minute, 20 * time.Minute},
-		{"unknown kind", []string{"no-such-kind"}, 3 * time.Minute, 3 * time.Minute},
+		{"no faults", nil, false, 3 * time.Minute, 3 * time.Minute},
+		{"node faults only", []string{Partition, Kill}, false, 3 * time.Minute, 3 * time.Minute},
+		{"join", []string{Join, Leave}, false, 3 * time.Minute, membershipWait},
+		{"replace among others", []string{CoordPartition, Replace}, false, time.Minute, membershipWait},
+		{"remove", []string{Remove}, false, 3 * time.Minute, membershipWait},
+		{"a longer budget stays", []string{Leave}, false, 20 * time.Minute, 20 * time.Minute},
+		{"unknown kind", []string{"no-such-kind"}, false, 3 * time.Minute, 3 * time.Minute},
+		{"leftovers on a cluster with spares", nil, true, 3 * time.Minute, membershipWait},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := HealBudget(tc.kinds, tc.budget); got != tc.want {
-				t.Errorf("HealBudget(%v, %v) = %v, want %v", tc.kinds, tc.budget, got, tc.want)
+			if got := HealBudget(AnyMembershipKind(tc.kinds) || tc.spares, tc.budget); got != tc.want {
+				t.Errorf("HealBudget(%v, spares %v, %v) = %v, want %v", tc.kinds, tc.spares, tc.budget, got, tc.want)
 			}
 		})
 	}

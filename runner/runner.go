@@ -361,7 +361,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	// Faults an earlier run left (its process killed mid-run) are healed
 	// and recorded before anything else touches the cluster.
 	if env != nil {
-		hctx, cancel := context.WithTimeout(ctx, t.HealTimeout)
+		hctx, cancel := context.WithTimeout(ctx, nemesis.HealBudget(len(spares) > 0, t.HealTimeout))
 		err := HealLeftovers(hctx, env, mon, log)
 		cancel()
 		if err != nil {
@@ -472,7 +472,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		log.Warn("nemesis errors", "err", nemErr)
 	}
 	// Heal whatever the nemesis left, even when interrupted.
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), nemesis.HealBudget(t.Nemesis, t.HealTimeout))
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), nemesis.HealBudget(nemesis.AnyMembershipKind(t.Nemesis), t.HealTimeout))
 	if len(t.Nemesis) > 0 {
 		log.Info("healing")
 		if err := nem.Heal(hctx); err != nil {

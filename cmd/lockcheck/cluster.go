@@ -331,7 +331,7 @@ func clusterHeal(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return fmt.Errorf("not lockcheck's, left in place: %s; `lockcheck cluster heal --force --name %s` removes it", strings.Join(ws, "; "), *name)
 	}
-	hctx, cancel := context.WithTimeout(ctx, runner.Defaults().HealTimeout)
+	hctx, cancel := context.WithTimeout(ctx, nemesis.HealBudget(len(env.Spares()) > 0, runner.Defaults().HealTimeout))
 	defer cancel()
 	if err := runner.HealLeftovers(hctx, env, nil, log); err != nil {
 		return err
