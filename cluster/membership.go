@@ -78,8 +78,8 @@ func (c *Cluster) ringView(ctx context.Context, skip *Node) (map[string]RingEntr
 		if n == skip {
 			continue
 		}
-		// Each node's reason is kept: under load a docker inspect that
-		// timed out was dropped, and the error read "%!w(<nil>)".
+		// Every node's reason is kept, so that the error says why none
+		// answered (a docker inspect that times out under load, a spare).
 		st, err := n.State(ctx)
 		if err != nil {
 			errs = append(errs, err)
