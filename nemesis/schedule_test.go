@@ -129,7 +129,9 @@ func TestScheduleAsEdited(t *testing.T) {
 		{Kind: Pause, At: Duration(10 * time.Millisecond), For: Duration(20 * time.Millisecond), Nodes: []string{"n2"}, Value: []byte(`{"how":"docker"}`)},
 		{Kind: ClientClock, At: Duration(50 * time.Millisecond), For: Duration(20 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-7s"}`)},
 	}}
-	ops := runNemesis(t, 300*time.Millisecond, WithSchedule(s))
+	// Room for a loaded machine: there the first step was seen dealt 270 ms
+	// late, and a 300 ms run then ended before the second.
+	ops := runNemesis(t, s.End()+3*time.Second, WithSchedule(s))
 	got := starts(ops)
 	if len(got) != 2 || got[0].Node != "n2" || string(got[0].Value) != `{"how":"docker"}` || string(got[1].Value) != `{"client":3,"offset":"-7s"}` {
 		t.Errorf("dealt %+v", got)
