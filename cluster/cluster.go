@@ -305,7 +305,7 @@ func (c *Cluster) createKeyspace(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	if err := createKeyspace(ctx, s, c.keyspace, c.cfg.replicationFactor(), c.perDC(c.cfg.replicationFactor())); err != nil {
+	if err := createKeyspace(ctx, s, c.keyspace, c.cfg.replicationFactor(), c.cfg.replication(c.cfg.rf)); err != nil {
 		return err
 	}
 	if err := s.AwaitSchemaAgreement(ctx); err != nil {
@@ -439,31 +439,15 @@ func (c *Cluster) SkipPaxosRepair() bool { return c.cfg.skipRepair }
 // Keyspace is the keyspace created for the recipes ("lockcheck").
 func (c *Cluster) Keyspace() string { return c.keyspace }
 
-// ReplicationFactor is the keyspace's replication factor.
+// ReplicationFactor is the keyspace's replication factor; with several data
+// centres, the factor in each, or 0 when every node of each is a replica
+// (their sizes may differ: 3 and 2).
 func (c *Cluster) ReplicationFactor() int { return c.cfg.replicationFactor() }
 
 // DCs are the data centres, "dc1".."dcN" (one, "dc1", unless started
 // WithDCs; a cluster of one data centre runs SimpleSnitch, whose data centre
 // Cassandra calls datacenter1).
 func (c *Cluster) DCs() []string { return c.cfg.dcNames() }
-
-// perDC is the replication of a keyspace with rf replicas in each data
-// centre (rf 0: every node of each), nil for a cluster of one data centre
-// (SimpleStrategy).
-func (c *Cluster) perDC(rf int) map[string]int {
-	if c.cfg.dcCount() < 2 {
-		return nil
-	}
-	out := map[string]int{}
-	for _, n := range c.nodes {
-		if rf == 0 {
-			out[n.DC]++
-		} else {
-			out[n.DC] = rf
-		}
-	}
-	return out
-}
 
 // Paxos is the nodes' paxos_variant ("v1" or "v2").
 func (c *Cluster) Paxos() string { return c.cfg.paxos }
@@ -635,7 +619,7 @@ func (c *Cluster) createHealthTable(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	if err := createKeyspace(ctx, s, healthKeyspace, len(c.nodes), c.perDC(0)); err != nil {
+	if err := createKeyspace(ctx, s, healthKeyspace, len(c.nodes), c.cfg.replication(0)); err != nil {
 		return fmt.Errorf("health table: %w", err)
 	}
 	if err := s.Query(fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.probe (k int PRIMARY KEY)`, healthKeyspace)).ExecContext(ctx); err != nil {

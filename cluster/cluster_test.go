@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/big"
 	"net/netip"
 	"regexp"
@@ -133,8 +134,15 @@ func TestNodeConfigsDCs(t *testing.T) {
 		if got := perDC["dc1"][0]; got != tokens(len(perDC["dc1"]))[0] {
 			t.Errorf("dc1 starts at %s, want %s", got, tokens(len(perDC["dc1"]))[0])
 		}
-		if c.replicationFactor() != 2 {
-			t.Errorf("%d nodes in 2 dcs: rf %d, want 2 (the smallest)", tt.nodes, c.replicationFactor())
+		// Every node a replica of its data centre: 3+2 keeps a quorum of
+		// all five replicas on one side of a cut between them.
+		want := map[string]int{"dc1": len(perDC["dc1"]), "dc2": len(perDC["dc2"])}
+		if got := c.replication(0); !maps.Equal(got, want) || c.replicationFactor() != 0 {
+			t.Errorf("%d nodes in 2 dcs: replication %v (factor %d), want %v (0)", tt.nodes, got, c.replicationFactor(), want)
+		}
+		c.rf = 2
+		if got := c.replication(c.rf); got["dc1"] != 2 || got["dc2"] != 2 || len(got) != 2 {
+			t.Errorf("%d nodes in 2 dcs, rf 2: replication %v", tt.nodes, got)
 		}
 	}
 	c := defaultConfig()

@@ -87,8 +87,9 @@ func WithImage(ref string) Option { return func(c *config) { c.image = ref } }
 
 // WithReplicationFactor sets the lockcheck keyspace's replication factor
 // (default: the number of nodes, one less with WithSpares, so that a member
-// can leave); with WithDCs, the factor in each data centre (default: the
-// nodes of the smallest one).
+// can leave); with WithDCs, the factor in each data centre (default: every
+// node of each, 3 and 2 for 5 nodes, so that one side of a cut between them
+// still holds a quorum of all the replicas for SERIAL).
 func WithReplicationFactor(rf int) Option { return func(c *config) { c.rf = rf } }
 
 // WithDCs splits the nodes into n data centres, dc1..dcN, in order (4 nodes
@@ -239,14 +240,14 @@ func (c *config) release() Version {
 }
 
 // replicationFactor is the keyspace's factor (in each data centre): the
-// option or, by default, one replica on every node (of the smallest data
-// centre).
+// option or, by default, one replica on every node; 0 with WithDCs and no
+// option: every node of each data centre (replication).
 func (c *config) replicationFactor() int {
 	switch {
 	case c.rf != 0:
 		return c.rf
 	case c.dcs > 1:
-		return c.smallestDC()
+		return 0
 	case c.spares > 0:
 		// A member must be able to leave (leave, remove) without the
 		// ring falling below the replication factor.
@@ -281,6 +282,24 @@ func (c *config) dcNames() []string {
 	out := make([]string, c.dcCount())
 	for d := range out {
 		out[d] = fmt.Sprintf("dc%d", d+1)
+	}
+	return out
+}
+
+// replication is a keyspace's factor in each data centre of a cluster of
+// several (NetworkTopologyStrategy): rf in each, or with rf 0 each one's
+// node count; nil for one data centre (SimpleStrategy).
+func (c *config) replication(rf int) map[string]int {
+	if c.dcCount() < 2 {
+		return nil
+	}
+	out := map[string]int{}
+	for i := range c.nodes {
+		if rf != 0 {
+			out[c.dcOf(i)] = rf
+		} else {
+			out[c.dcOf(i)]++
+		}
 	}
 	return out
 }

@@ -109,7 +109,7 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later); known-unsafe controls (CASSANDRA-12126's fix off): v1_without_linearizable_reads_or_rejected_writes, v2_without_linearizable_reads[_or_rejected_writes] (4.1 and later), v1_without_linearizable_reads (4.0: -Dcassandra.unsafe.disable-serial-reads-linearizability=true)")
 	fs.StringVar(&f.sync, "commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
 	fs.StringVar(&f.heap, "heap", cluster.DefaultHeap, "JVM heap per node")
-	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes); with --dcs, in each data centre (default: the smallest one's nodes)")
+	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes); with --dcs, in each data centre (default: every node of each, 3 and 2 for --nodes 5)")
 	fs.IntVar(&f.dcs, "dcs", 1, "data centres dc1..dcN, the nodes split in order, at least 2 nodes each (GossipingPropertyFileSnitch, NetworkTopologyStrategy)")
 	fs.IntVar(&f.spares, "spares", 0, fmt.Sprintf("spare nodes (0 to %d) created outside the ring, stopped, for the membership faults (join, leave, replace, remove)", cluster.MaxSpares))
 	fs.BoolVar(&f.skipRepair, "skip-paxos-repair", false, "Paxos v2: skip_paxos_repair_on_topology_change (topology changes complete without Paxos repair)")
