@@ -17,7 +17,10 @@ var (
 	batch    = Cluster{LazyFS: true, Commitlog: "batch"}
 	// Issue 22's shapes that move: two data centres of two nodes (RF 2 in
 	// each), and four nodes (RF 3) with a spare for the membership kinds.
-	twoDCs       = Cluster{Nodes: 4, DCs: 2}
+	twoDCs = Cluster{Nodes: 4, DCs: 2}
+	// Three nodes and two (RF 3 and 2): the side of three holds a quorum
+	// of all five replicas, which 2+2 gives neither side.
+	twoDCsUneven = Cluster{Nodes: 5, DCs: 2}
 	spare        = Cluster{Nodes: 4, Spares: 1}
 	spareV2      = Cluster{Nodes: 4, Spares: 1, Paxos: "v2"}
 	spareV2Skip  = Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}
@@ -262,6 +265,13 @@ var Rows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "SERIAL needs a quorum of all four replicas (3): during the cut neither data centre has one (2+2 has no majority side), " +
 			"so every LWT on either side fails or ends unknown, and tokens keep growing.",
+	},
+	{
+		Name: "5n-2dc/lease-fenced/dc-partition", Recipe: "lease-fenced", Faults: []string{nemesis.DCPartition}, Cluster: twoDCsUneven,
+		Time: 30 * s, Interval: 5 * s, Seed: 22004,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "SERIAL needs 3 of the 5 replicas (3 in dc1, 2 in dc2): during a cut dc1 still has its quorum and goes on " +
+			"granting, dc2 cannot. Tokens keep growing.",
 	},
 	// Membership (issue 22): four nodes (RF 3) and a spare. Each window is
 	// two range movements (a spare bootstraps then decommissions; a member
