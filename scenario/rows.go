@@ -271,7 +271,8 @@ var Rows = []Row{
 		Time: 30 * s, Interval: 5 * s, Seed: 22004,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "SERIAL needs 3 of the 5 replicas (3 in dc1, 2 in dc2): during a cut dc1 still has its quorum and goes on " +
-			"granting, dc2 cannot. Tokens keep growing.",
+			"granting, dc2 cannot, both ways and one way whichever side is deaf (a round from dc2 either never reaches dc1 or " +
+			"never hears back). Measured in 20 runs: dc1's clients granted in every cut (1643 grants), dc2's in none. Tokens keep growing.",
 	},
 	// Membership (issue 22): four nodes (RF 3) and a spare. Each window is
 	// two range movements (a spare bootstraps then decommissions; a member
