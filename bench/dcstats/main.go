@@ -13,30 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/lockcheck/lockcheck/bench/internal/perrun"
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/reports"
 )
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./bench/dcstats RUN_DIR...")
-		os.Exit(2)
-	}
-	for _, dir := range os.Args[1:] {
-		line, err := summary(dir)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "dcstats: %s: %v\n", dir, err)
-			os.Exit(1)
-		}
-		fmt.Println(line)
-	}
-}
+func main() { perrun.Main("dcstats", summary) }
 
 // outcomes counts acquire completions by type.
 type outcomes struct{ ok, fail, unknown int }
@@ -45,14 +30,7 @@ func (o outcomes) String() string {
 	return fmt.Sprintf("ok=%d fail=%d unknown=%d", o.ok, o.fail, o.unknown)
 }
 
-func summary(dir string) (string, error) {
-	ops, err := history.ReadFile(filepath.Join(dir, reports.HistoryFile))
-	if err != nil {
-		return "", err
-	}
-	if len(ops) == 0 {
-		return "", errors.New("empty history")
-	}
+func summary(dir string, ops []history.Op) (string, error) {
 	var meta history.Meta
 	for _, op := range ops {
 		if op.Process == history.NemesisProcess && op.F == history.FMeta {

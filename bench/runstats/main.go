@@ -10,12 +10,12 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/lockcheck/lockcheck/bench/internal/perrun"
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/reports"
@@ -23,29 +23,9 @@ import (
 
 var membershipKinds = []string{history.KindJoin, history.KindLeave, history.KindReplace, history.KindRemove}
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./bench/runstats RUN_DIR...")
-		os.Exit(2)
-	}
-	for _, dir := range os.Args[1:] {
-		line, err := summary(dir)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "runstats: %s: %v\n", dir, err)
-			os.Exit(1)
-		}
-		fmt.Println(line)
-	}
-}
+func main() { perrun.Main("runstats", summary) }
 
-func summary(dir string) (string, error) {
-	ops, err := history.ReadFile(filepath.Join(dir, reports.HistoryFile))
-	if err != nil {
-		return "", err
-	}
-	if len(ops) == 0 {
-		return "", errors.New("empty history")
-	}
+func summary(dir string, ops []history.Op) (string, error) {
 	var moves []history.FaultWindow
 	for _, w := range history.FaultWindows(ops, ops[len(ops)-1].Time) {
 		if slices.Contains(membershipKinds, w.Kind) {
