@@ -384,6 +384,24 @@ var Rows = []Row{
 		Mechanism: "Paxos v2, the same kills during the movements (Paxos repair on topology change on: a movement waits for the " +
 			"repair, which needs the killed node back or a quorum without it): fencing holds where measured.",
 	},
+	// Without Paxos repair on topology change, under the same cuts and
+	// kills: a proposal a cut or killed coordinator left on a minority of
+	// replicas is what the repair would settle before a range moved; the
+	// fenced recipe shows whether a second grant slips through without it.
+	{
+		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+coord-partition+leave/overlapping", Recipe: "lease-fenced", Faults: membershipCuts.Kinds(), Cluster: spareV2Skip,
+		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 24200,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Paxos v2 with skip_paxos_repair_on_topology_change, the same cuts during the movements: ranges move with no Paxos " +
+			"repair first, as on v1; fencing holds where measured.",
+	},
+	{
+		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+kill+leave/overlapping", Recipe: "lease-fenced", Faults: membershipKills.Kinds(), Cluster: spareV2Skip,
+		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 24300,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Paxos v2 with skip_paxos_repair_on_topology_change, the same kills during the movements: a movement does not wait " +
+			"for a Paxos repair; fencing holds where measured.",
+	},
 	// The published lease under the same kills: the issue asks for it
 	// beside the fenced recipe, and a lease has no token to fall back on.
 	{
