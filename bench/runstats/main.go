@@ -18,17 +18,16 @@ import (
 	"github.com/lockcheck/lockcheck/bench/internal/perrun"
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/reports"
 )
-
-var membershipKinds = []string{history.KindJoin, history.KindLeave, history.KindReplace, history.KindRemove}
 
 func main() { perrun.Main("runstats", summary) }
 
 func summary(dir string, ops []history.Op) (string, error) {
 	var moves []history.FaultWindow
 	for _, w := range history.FaultWindows(ops, ops[len(ops)-1].Time) {
-		if slices.Contains(membershipKinds, w.Kind) {
+		if nemesis.AnyMembershipKind([]string{w.Kind}) {
 			moves = append(moves, w)
 		}
 	}
