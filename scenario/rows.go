@@ -391,6 +391,7 @@ var Rows = []Row{
 	{
 		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+coord-partition+leave/overlapping", Recipe: "lease-fenced", Faults: membershipCuts.Kinds(), Cluster: spareV2Skip,
 		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 24200,
+		// Valid in 20 of 20, every step dealt (2026-11-28, load 6-58).
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Paxos v2 with skip_paxos_repair_on_topology_change, the same cuts during the movements: ranges move with no Paxos " +
 			"repair first, as on v1; fencing holds where measured.",
@@ -398,6 +399,9 @@ var Rows = []Row{
 	{
 		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+kill+leave/overlapping", Recipe: "lease-fenced", Faults: membershipKills.Kinds(), Cluster: spareV2Skip,
 		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 24300,
+		// Valid in 12 of 12 runs that dealt every step (2026-11-28, load 6-71);
+		// 4 more at load 45-71 (three streams of this row on 2 cores)
+		// left steps undealt behind a join still streaming at its stop.
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Paxos v2 with skip_paxos_repair_on_topology_change, the same kills during the movements: a movement does not wait " +
 			"for a Paxos repair; fencing holds where measured.",
