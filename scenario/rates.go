@@ -79,7 +79,8 @@ func (r Rate) At(row Row) bool {
 // row's settings, with the earlier lines at those settings that ran other
 // seeds (batches of `matrix --first`) added in. An earlier line whose runs
 // overlap one already counted measured the same seeds again, before: it
-// and everything older are superseded. Date, cores and the first anomaly
+// and everything older are superseded, except a line whose runs all left a
+// fault kind undealt, which the later line ran again (it alone is dropped). Date, cores and the first anomaly
 // are the latest line's; loads and anomaly ranges span the batches; kinds
 // are their union; Batches says how many lines were pooled.
 func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
@@ -91,6 +92,9 @@ func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
 		}
 		span := [2]int{b.First, b.First + b.Runs}
 		if slices.ContainsFunc(taken, func(t [2]int) bool { return span[0] < t[1] && t[0] < span[1] }) {
+			if b.rerunOnly() {
+				continue
+			}
 			break
 		}
 		taken = append(taken, span)
@@ -114,6 +118,13 @@ func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
 		slices.Sort(rt.Kinds)
 	}
 	return rt, len(taken), ok
+}
+
+// rerunOnly says a line is a batch whose every run left a fault kind
+// undealt and found nothing: running those seeds again completes the batch,
+// it does not re-measure the row, so the later line replaces this one alone.
+func (r Rate) rerunOnly() bool {
+	return r.Runs > 0 && r.NoFault == r.Runs && r.Invalid == 0 && r.Unknown == 0
 }
 
 // spanRanges is the range covering two ranges written "a-b" or "a"; where

@@ -363,6 +363,18 @@ func TestMeasuredPoolsBatches(t *testing.T) {
 				tc.name, rt.Invalid, rt.Runs, batches, rt.Load, rt.Anomalies, rt.Kinds, tc.invalid, tc.runs, tc.batches, tc.load, tc.anomalies, tc.kinds)
 		}
 	}
+	// A run that left a fault kind undealt, run again with its seed, is
+	// replaced by the rerun; the batches around it still pool. A rerun of a
+	// run that dealt every fault is a re-measure, as before.
+	undealt := line(10, 1, 0, "60", "0")
+	undealt.NoFault = 1
+	if rt, batches, _ := Measured(r, []Rate{line(0, 10, 0, "5", "0"), undealt, line(11, 2, 0, "9", "0"), line(10, 1, 0, "3", "0")}); rt.Runs != 13 || rt.NoFault != 0 || batches != 3 {
+		t.Errorf("rerun of an undealt run: %d runs, %d without a fault kind, %d batches; want 13, 0, 3", rt.Runs, rt.NoFault, batches)
+	}
+	dealt := line(10, 1, 0, "60", "0")
+	if rt, _, _ := Measured(r, []Rate{line(0, 10, 0, "5", "0"), dealt, line(10, 1, 0, "3", "0")}); rt.Runs != 1 {
+		t.Errorf("rerun of a dealt run: %d runs pooled; want 1 (a re-measure supersedes)", rt.Runs)
+	}
 	// Runs without a verdict or without every fault kind pool as runs do.
 	a, b := line(0, 6, 0, "1", "0"), line(6, 6, 0, "1", "0")
 	a.Unknown, b.NoFault = 1, 1
