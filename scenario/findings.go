@@ -34,7 +34,8 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 		"\"Measured\" is the last catch rate measured at the row's settings: invalid runs of all runs and\n" +
 		"its date (`lockcheck matrix --rows NAME --repeat 10 --record scenario/rates.jsonl`, then\n" +
 		"`go test ./scenario -update`), with earlier batches of other seeds at those settings added in\n" +
-		"(`--first N` runs seeds N, N+1, ...; a batch that ran seeds again supersedes the older lines).\n" +
+		"(`--first N` runs seeds N, N+1, ...; a batch that ran seeds again supersedes the older lines,\n" +
+		"except that a rerun of runs that all left a fault kind undealt replaces just those).\n" +
 		"Every rate, with the machine's cores and load average and those measured at other settings, is\n" +
 		"listed under its row.\n\n")
 	b.WriteString("| row | recipe | faults | cluster | time | interval | tier | asserted | measured |\n" +
