@@ -80,9 +80,10 @@ func (r Rate) At(row Row) bool {
 // seeds (batches of `matrix --first`) added in. An earlier line whose runs
 // overlap one already counted measured the same seeds again, before: it
 // and everything older are superseded, except a line whose runs all left a
-// fault kind undealt, which the later line ran again (it alone is dropped). Date, cores and the first anomaly
-// are the latest line's; loads and anomaly ranges span the batches; kinds
-// are their union; Batches says how many lines were pooled.
+// fault kind undealt, which the later line ran again (it alone is dropped).
+// Date, cores and the first anomaly are the latest line's; loads and anomaly
+// ranges span the batches; kinds are their union; Batches says how many
+// lines were pooled.
 func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
 	var taken [][2]int // [first, first+runs) of every pooled line
 	for i := len(rates) - 1; i >= 0; i-- {
