@@ -20,16 +20,19 @@ func TestMain(m *testing.M) { clustertest.Main(m) }
 // the "[lock]" cell lives twice the timeout.
 func TestCaslock(t *testing.T) {
 	s, ks, prefix := locktest.Setup(t, caslock.CreateSchema)
-	newLock := func() *caslock.Lock {
-		return locktest.New(t, caslock.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(5*time.Second))
+	newLockTTL := func(ttl time.Duration) *caslock.Lock {
+		return locktest.New(t, caslock.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(ttl))
 	}
-	a, b := newLock(), newLock()
+	newLock := func() *caslock.Lock { return newLockTTL(5 * time.Second) }
+	// The handover's lease fits b's three tries of up to 5 s while a holds.
+	a, b := newLockTTL(20*time.Second), newLockTTL(20*time.Second)
 	ga, gb, _ := locktest.Handover(t, a, b, prefix+"-handover")
 	// The lease counts from the acquire's invocation; the grant is valid
 	// for the timeout from the winning attempt, so at least the timeout.
-	if ga.Lease < 5*time.Second || gb.Lease < 5*time.Second {
-		t.Errorf("leases %v, %v: want at least the timeout (5 s)", ga.Lease, gb.Lease)
+	if ga.Lease < 20*time.Second || gb.Lease < 20*time.Second {
+		t.Errorf("leases %v, %v: want at least the timeout (20 s)", ga.Lease, gb.Lease)
 	}
+	a = newLock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
