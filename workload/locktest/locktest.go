@@ -64,7 +64,7 @@ func Handover(t *testing.T, a, b workload.Lock, name string) (ga, gb workload.Gr
 	// definite ErrNotAcquired (make test's rehearsal saw three 3 s tries all
 	// cut off). Every try ends a second before a's grant does: past it a
 	// grant to b is what the lock promises, not a fault (CI saw caslock,
-	// 5 s lease, grant b on its second try at about 10 s).
+	// 5 s lease, grant b on its second try, 5 to 10 s after a's grant).
 	for try := 1; ; try++ {
 		budget := 5 * time.Second
 		if !ga.Deadline.IsZero() {
