@@ -32,12 +32,12 @@ func TestCaslock(t *testing.T) {
 		t.Errorf("leases %v, %v: want at least the timeout (20 s)", ga.Lease, gb.Lease)
 	}
 	// The TTL check: a 5 s timeout, a cell of just under 10 s.
-	a = newLockTTL(5 * time.Second)
+	short := newLockTTL(5 * time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	before := time.Now()
-	g, err := a.Acquire(ctx, prefix+"-ttl", "a")
+	g, err := short.Acquire(ctx, prefix+"-ttl", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestCaslock(t *testing.T) {
 	if ttl <= 5 || ttl > 10 {
 		t.Errorf("the lock cell's TTL is %d s, want twice the 5 s timeout (just under 10)", ttl)
 	}
-	if err := locktest.Release(ctx, a, g); err != nil {
+	if err := locktest.Release(ctx, short, g); err != nil {
 		t.Fatal(err)
 	}
 

@@ -68,10 +68,10 @@ func Handover(t *testing.T, a, b workload.Lock, name string) (ga, gb workload.Gr
 	for try := 1; ; try++ {
 		budget := 5 * time.Second
 		if !ga.Deadline.IsZero() {
-			budget = min(budget, time.Until(ga.Deadline)-time.Second)
-		}
-		if budget < time.Second {
-			t.Fatalf("b while a holds, try %d: a's grant ends in %v, too soon to ask again; give the test a longer TTL", try, time.Until(ga.Deadline).Round(time.Millisecond))
+			left := time.Until(ga.Deadline)
+			if budget = min(budget, left-time.Second); budget < time.Second {
+				t.Fatalf("b while a holds, try %d: a's grant ends in %v, too soon to ask again; give the test a longer TTL", try, left.Round(time.Millisecond))
+			}
 		}
 		short, cancelShort := context.WithTimeout(ctx, budget)
 		_, err = b.Acquire(short, name, "b")
