@@ -526,9 +526,8 @@ var Rows = []Row{
 	},
 	// music-seq without Paxos repair on topology change (v2 with
 	// skip_paxos_repair_on_topology_change): the cross issue 22 asks for,
-	// the same movements, cuts and kills as its v1 and v2 rows. Valid in
-	// 20 of 20 runs of each, as on v1 and v2 with the repair (findings.md
-	// counts them from rates.jsonl).
+	// the same movements, cuts and kills as its v1 and v2 rows. Their
+	// measured rates are findings.md's, counted from rates.jsonl.
 	{
 		Name: "4n-v2-1spare-skip-repair/music-seq/join+leave", Recipe: "music-seq", Faults: joinAndLeave, Cluster: spareV2Skip,
 		Time: 150 * s, Interval: 10 * s, Seed: 24120,
@@ -655,7 +654,7 @@ var Rows = []Row{
 		// Not shrunk from a run: lease/client-pause/shrunk's two stalls,
 		// since the flaw is the same late write and only the resource's
 		// check differs, then measured. It stands in the quick tier for
-		// lease-fenced-broken/client-pause (30 s, now full).
+		// lease-fenced-broken/client-pause (30 s, full tier).
 		Schedule: leaseStalls,
 		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "The control of the fenced promise on lease/client-pause/shrunk's two stalls: the stalled holder's write carries " +
@@ -1255,7 +1254,8 @@ var lockRows4x = []Row{
 func init() { Rows = append(Rows, lockRows4x...) }
 
 // leaseStalls is lease/client-pause/shrunk's schedule: two stalls of the
-// next holder past its lease.
+// next holder past its lease. The rows of the same late write on other
+// releases and with a resource that accepts any token deal it too.
 var leaseStalls = &nemesis.Schedule{Source: "lease/client-pause, seed 1001", Steps: []nemesis.Step{
 	{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
 	{Kind: nemesis.ClientPause, At: nemesis.Duration(9 * s), For: nemesis.Duration(5 * s), Value: []byte(`{"ms":4700}`)},
