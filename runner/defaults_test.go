@@ -35,13 +35,13 @@ func TestValidate(t *testing.T) {
 		{"clients", func(t *Test) { t.Clients = MaxClients + 1 }, "clients must be"},
 		{"locks", func(t *Test) { t.Locks = 0 }, "locks must be"},
 		{"time", func(t *Test) { t.Time = -time.Second }, "time must be positive"},
-		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "ttl must be at least 1s"},
+		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "--ttl must be at least 1s"},
 		{"skew reversed", func(t *Test) { t.SkewMin, t.SkewMax = 8*time.Second, 4*time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"skew max alone", func(t *Test) { t.SkewMax = 8 * time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
-		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "must not be negative"},
-		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "dc-local: lock mutex does not take LOCAL_SERIAL"},
-		{"retire-stuck on the register workload", func(t *Test) { t.RetireStuck, t.Workload = true, workload.ShapeRegister }, "retire-stuck: the register workload takes no lock"},
-		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
+		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "--quiet must not be negative"},
+		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "--dc-local: lock mutex does not take LOCAL_SERIAL"},
+		{"retire-stuck on the register workload", func(t *Test) { t.RetireStuck, t.Workload = true, workload.ShapeRegister }, "--retire-stuck: the register workload takes no lock"},
+		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "--nemesis coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
 	}
 	for _, tt := range tests {
 		tc := Defaults()
