@@ -52,7 +52,7 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.Promise }},
 	{Flag: "workload", Help: "the clients' shape: cycle (acquire, write, release) or leader (terms of many seconds, heartbeats, writes as leader); or register: no lock, Cassandra's LWT itself as a compare-and-set register on --locks keys (SERIAL reads, IF NOT EXISTS, IF value = ?), node faults only",
 		ptr: func(s *Spec) any { return &s.Workload }, fill: true},
-	{Flag: "nemesis", Help: "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of the fault kinds (docs/faults.md)",
+	{Flag: "nemesis", Help: "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma `list` of the fault kinds",
 		ptr: func(s *Spec) any { return &s.Nemesis }},
 	{Flag: "clients", Help: fmt.Sprintf("concurrent clients (1..%d)", MaxClients),
 		ptr: func(s *Spec) any { return &s.Clients }, fill: true,
@@ -99,7 +99,7 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.PinClients }},
 	{Flag: "retire-stuck", Help: "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end",
 		ptr: func(s *Spec) any { return &s.RetireStuck }},
-	{Flag: "dc-local", Help: "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM (only recipes that take it); on a cluster of several data centres clients are placed in them round-robin either way",
+	{Flag: "dc-local", Help: "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM; on a cluster of several data centres clients are placed in them round-robin either way",
 		ptr: func(s *Spec) any { return &s.DCLocal }},
 }
 
