@@ -110,11 +110,11 @@ const (
 
 // Meta is the value of the FMeta line.
 type Meta struct {
-	Test    string            `json:"test,omitempty"`
-	Lock    string            `json:"lock,omitempty"` // recipe name
-	Promise Promise           `json:"promise,omitempty"`
-	Nemesis []string          `json:"nemesis,omitempty"`
-	Seed    int64             `json:"seed,omitempty"`
+	Test    string   `json:"test,omitempty"`
+	Lock    string   `json:"lock,omitempty"` // recipe name
+	Promise Promise  `json:"promise,omitempty"`
+	Nemesis []string `json:"nemesis,omitempty"`
+	Seed    int64    `json:"seed,omitempty"`
 	// Spec is the run's settings as lockcheck wrote them (package spec's
 	// JSON form: keys are `lockcheck run`'s flags): what `lockcheck replay`
 	// and `shrink` run again. Histories written before it have only Config.

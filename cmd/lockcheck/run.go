@@ -25,15 +25,15 @@ import (
 // becomes a lockcheck.Lock and lockcheck.Options (options), and the run goes
 // through the Go API's entry point, lockcheck.Plan.Run.
 type runFlags struct {
-	lock, lockCmd, lockURL, promise          string
-	schedule                                 string
-	name                                     string
-	cluster, paxos, version, hosts           string
-	nodes                                    int
-	keep                                     bool
-	t                                        runner.Test
-	x                                        runner.External
-	ssh                                      sshnode.Config
+	lock, lockCmd, lockURL, promise string
+	schedule                        string
+	name                            string
+	cluster, paxos, version, hosts  string
+	nodes                           int
+	keep                            bool
+	t                               runner.Test
+	x                               runner.External
+	ssh                             sshnode.Config
 }
 
 func newRunFlags() (*flag.FlagSet, *runFlags) {
