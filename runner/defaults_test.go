@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +110,38 @@ func TestMetaRecordsTheEnv(t *testing.T) {
 		if !strings.Contains(first, want) {
 			t.Errorf("meta %s lacks %s", first, want)
 		}
+	}
+}
+
+// The meta line's spec is the run's Spec: read back (SpecOf), it is what
+// ran, down to the settings the config leaves out.
+func TestMetaIsTheSpec(t *testing.T) {
+	tc := Defaults()
+	tc.Recipe, tc.Time, tc.Quiet = memRecipe("mutex", history.PromiseMutex, &memLocks{}), 300*time.Millisecond, 0
+	tc.Clients, tc.PauseExtra, tc.SkewAhead, tc.Seed, tc.TTL = 2, time.Second, true, 11, 4*time.Second
+	out, err := Run(context.Background(), fakeEnv{n: 2}, memStore{t.TempDir()}, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m history.Meta
+	if err := json.Unmarshal(ops[0].Value, &m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := SpecOf(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tc.Spec
+	want.Name, want.Lock, want.Promise = "mutex-none", "mutex", "mutex"
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("meta's spec %+v, want %+v", got, want)
+	}
+	if m.Config["ttl"] != "4s" || m.Config["skew-ahead"] != "true" || m.Config["quiet"] != "" || m.Clients() != 2 {
+		t.Errorf("meta's config %v", m.Config)
 	}
 }
 

@@ -317,3 +317,37 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 // IsZero says whether s's field is its type's zero (an empty list, 0,
 // false, "").
 func (f Field) IsZero(s *Spec) bool { return f.isZero(s) }
+
+// Args are s as `lockcheck run` flags: those in always, and every other
+// flag whose value is not its default, in the table's order; skip leaves
+// flags out (the store, the faults of a run given a schedule instead).
+// A true bool is its flag alone.
+func (s Spec) Args(always, skip []string) []string {
+	d := Defaults()
+	var out []string
+	for _, f := range Fields {
+		if f.NoFlag || slices.Contains(skip, f.Flag) {
+			continue
+		}
+		v := f.Get(&s)
+		if !slices.Contains(always, f.Flag) && v == f.Get(&d) {
+			continue
+		}
+		switch p := f.ptr(&s).(type) {
+		case *bool:
+			if *p {
+				out = append(out, "--"+f.Flag)
+			} else {
+				out = append(out, "--"+f.Flag+"=false")
+			}
+		case *[]string:
+			if len(*p) == 0 {
+				v = "none"
+			}
+			out = append(out, "--"+f.Flag, v)
+		default:
+			out = append(out, "--"+f.Flag, v)
+		}
+	}
+	return out
+}

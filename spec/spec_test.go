@@ -145,3 +145,23 @@ func TestRegister(t *testing.T) {
 		t.Errorf("parsed %+v", s)
 	}
 }
+
+// Args gives back the flags that make the Spec again.
+func TestArgsParseBack(t *testing.T) {
+	s := Defaults()
+	s.Clients, s.TTL, s.PinClients, s.Nemesis, s.Seed, s.Quiet = 2, 5*time.Second, true, []string{"kill"}, 9, 0
+	args := s.Args([]string{"workload", "seed"}, []string{"store"})
+	want := "--workload cycle --nemesis kill --clients 2 --seed 9 --ttl 5s --quiet 0s --pin-clients"
+	if got := strings.Join(args, " "); got != want {
+		t.Errorf("args %q, want %q", got, want)
+	}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	back := Defaults()
+	Register(fs, &back, nil)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, s) {
+		t.Errorf("parsed back %+v, want %+v", back, s)
+	}
+}
