@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -268,5 +269,24 @@ func TestPlanRegister(t *testing.T) {
 	}
 	if p.Test.Recipe.Name != "register" || p.Test.Recipe.Setup != nil || p.Test.Workload != "register" {
 		t.Errorf("plan %+v", p.Test.Recipe)
+	}
+}
+
+// A program using the Go API links no scenario table or measured rates
+// (package scenario, and package matrix that runs its rows): they are the
+// project's own tests, not the API's.
+func TestAPILinksNoScenarios(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to list the dependencies with")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for dep := range strings.SplitSeq(string(out), "\n") {
+		if dep == "github.com/lockcheck/lockcheck/scenario" || dep == "github.com/lockcheck/lockcheck/matrix" {
+			t.Errorf("the root package links %s", dep)
+		}
 	}
 }
