@@ -170,3 +170,23 @@ func TestPreflightRefusesBeforeTheRun(t *testing.T) {
 		t.Errorf("store holds %d entries after refusals", len(entries))
 	}
 }
+
+// A Spec that names a recipe of the registry runs it without a Recipe
+// value (a replay's); a name the registry lacks is one line naming --lock.
+func TestRecipeFromTheSpec(t *testing.T) {
+	tc := Defaults()
+	tc.Lock = "lease-fenced"
+	if err := tc.resolve(); err != nil || tc.Recipe.Name != "lease-fenced" || tc.Recipe.Setup == nil || tc.Promise != string(history.PromiseFenced) {
+		t.Errorf("resolved %+v, %v", tc.Recipe, err)
+	}
+	tc = Defaults()
+	tc.Lock = "no-such-lock"
+	if err := tc.resolve(); err == nil || !strings.HasPrefix(err.Error(), `--lock: unknown lock "no-such-lock"`) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("unknown lock: %v", err)
+	}
+	tc = Defaults()
+	tc.Lock, tc.Nemesis = "lease", []string{"all"}
+	if err := tc.resolve(); err != nil || len(tc.Nemesis) < 2 {
+		t.Errorf("all: %v, %v", tc.Nemesis, err)
+	}
+}

@@ -10,12 +10,26 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/spec"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
-// resolve makes t what runs: the nemesis list resolved ("all") or the
-// schedule's kinds, the lock's name and promise the recipe's, the Spec
-// filled and named, and everything checked.
+// resolve makes t what runs: the recipe the Spec's lock names when the
+// caller gave none, the nemesis list resolved ("all") or the schedule's
+// kinds, the lock's name and promise the recipe's, the Spec filled and
+// named, and everything checked.
 func (t *Test) resolve() error {
+	if t.Recipe.Name == "" {
+		switch {
+		case t.Workload == workload.ShapeRegister:
+			t.Recipe = RegisterRecipe()
+		case t.Lock != "":
+			r, err := LookupRecipe(t.Lock)
+			if err != nil {
+				return fmt.Errorf("--lock: %w", err)
+			}
+			t.Recipe = r
+		}
+	}
 	if t.Schedule != nil {
 		if err := t.Schedule.Validate(); err != nil {
 			return err

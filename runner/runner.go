@@ -149,7 +149,8 @@ type Store interface {
 	Build(ctx context.Context, dir string) (checker.Result, error)
 }
 
-// Run runs t on env and returns its outcome. The history is streamed to the
+// Run runs t on env and returns its outcome: t's Spec, with its Recipe, or
+// the recipe of the registry the Spec's lock names when Recipe is zero. The history is streamed to the
 // run directory as it happens; when ctx is cancelled (SIGINT) the run stops
 // early but still heals the cluster, reads, checks and reports what ran. An
 // error with a non-empty Outcome.Dir means the run directory holds what
