@@ -239,8 +239,9 @@ func WithNemesis(kinds ...string) Option {
 
 // WithSpec sets every setting of the run at once (what `lockcheck run`'s
 // flags fill, and what a stored run's meta line records: runner.SpecOf);
-// options after it change single settings. Its lock name and promise are
-// the Lock's: Lock{Recipe: s.Lock} runs a recipe's again.
+// options after it change single settings. Start s from spec.Defaults(): a
+// zero field is checked as given (no clients is an error). Its lock name and
+// promise are the Lock's: Lock{Recipe: s.Lock} runs a recipe's again.
 func WithSpec(s Spec) Option { return func(c *config) { c.test.Spec = s } }
 
 // Spec is a run's settings (package spec): the clients, the faults, the
