@@ -41,68 +41,6 @@ type Field struct {
 	check func(s *Spec) error
 }
 
-// Fields are the Spec's settings, in the order `lockcheck run --help` and
-// docs/cli.md list them.
-var Fields = []Field{
-	{Flag: "test", NoFlag: true, Help: "the run's name in the store (default <lock>-<nemesis>[-<workload>])",
-		ptr: func(s *Spec) any { return &s.Name }},
-	{Flag: "lock", NoFlag: true, Help: "the lock's name: a recipe, or a plug-in's or lock service's name in the store",
-		ptr: func(s *Spec) any { return &s.Lock }},
-	{Flag: "promise", NoFlag: true, Help: "what the lock promises: mutex or fenced",
-		ptr: func(s *Spec) any { return &s.Promise }},
-	{Flag: "workload", Help: "the clients' shape: cycle (acquire, write, release) or leader (terms of many seconds, heartbeats, writes as leader); or register: no lock, Cassandra's LWT itself as a compare-and-set register on --locks keys (SERIAL reads, IF NOT EXISTS, IF value = ?), node faults only",
-		ptr: func(s *Spec) any { return &s.Workload }, fill: true},
-	{Flag: "nemesis", Help: "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma `list` of the fault kinds",
-		ptr: func(s *Spec) any { return &s.Nemesis }},
-	{Flag: "clients", Help: fmt.Sprintf("concurrent clients (1..%d)", MaxClients),
-		ptr: func(s *Spec) any { return &s.Clients }, fill: true,
-		check: func(s *Spec) error { return inRange(s.Clients, 1, MaxClients) }},
-	{Flag: "locks", Help: fmt.Sprintf("lock names the clients contend for (1..%d)", MaxLocks),
-		ptr: func(s *Spec) any { return &s.Locks }, fill: true,
-		check: func(s *Spec) error { return inRange(s.Locks, 1, MaxLocks) }},
-	{Flag: "time", Help: "how long the clients and the nemesis run",
-		ptr: func(s *Spec) any { return &s.Time }, fill: true,
-		check: func(s *Spec) error { return positive(s.Time) }},
-	{Flag: "seed", Help: "seed of every random choice (default: from the clock, printed)",
-		ptr: func(s *Spec) any { return &s.Seed }},
-	{Flag: "store", Help: "the store of runs",
-		ptr: func(s *Spec) any { return &s.Store }, fill: true},
-	{Flag: "interval", Help: "mean time between faults, and mean fault length",
-		ptr: func(s *Spec) any { return &s.Interval }, fill: true,
-		check: func(s *Spec) error { return positive(s.Interval) }},
-	{Flag: "ttl", Help: fmt.Sprintf("TTL of the lease recipes, a plug-in's and a lock service's grants (at least %v)", MinTTL),
-		ptr: func(s *Spec) any { return &s.TTL }, fill: true,
-		check: func(s *Spec) error {
-			if s.TTL < MinTTL {
-				return fmt.Errorf("must be at least %v, got %v", MinTTL, s.TTL)
-			}
-			return nil
-		}},
-	{Flag: "quiet", Help: "quiet phase after healing, before the final reads (0: none)",
-		ptr:   func(s *Spec) any { return &s.Quiet },
-		check: func(s *Spec) error { return notNegative(s.Quiet) }},
-	{Flag: "pause-extra", Help: "client-pause: how much longer than its lease a paused holder stalls",
-		ptr:   func(s *Spec) any { return &s.PauseExtra },
-		check: func(s *Spec) error { return notNegative(s.PauseExtra) }},
-	{Flag: "skew-ahead", Help: "client-clock: set the contender's clock ahead instead of behind",
-		ptr: func(s *Spec) any { return &s.SkewAhead }},
-	{Flag: "skew-min", Help: "client-clock's smallest skew, coord-clock's smallest ahead (with --skew-max; default 1s, and the TTL plus 1s)",
-		ptr: func(s *Spec) any { return &s.SkewMin }},
-	{Flag: "skew-max", Help: "client-clock's largest skew, coord-clock's largest ahead (with --skew-min; default 30s, and the TTL plus 3s)",
-		ptr: func(s *Spec) any { return &s.SkewMax }},
-	{Flag: "heal-timeout", Help: "how long healing the faults and waiting for a healthy cluster may take (membership faults get more)",
-		ptr: func(s *Spec) any { return &s.HealTimeout }, fill: true,
-		check: func(s *Spec) error { return positive(s.HealTimeout) }},
-	{Flag: "no-wait", Help: "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free",
-		ptr: func(s *Spec) any { return &s.NoWait }},
-	{Flag: "pin-clients", Help: "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it",
-		ptr: func(s *Spec) any { return &s.PinClients }},
-	{Flag: "retire-stuck", Help: "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end",
-		ptr: func(s *Spec) any { return &s.RetireStuck }},
-	{Flag: "dc-local", Help: "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM; on a cluster of several data centres clients are placed in them round-robin either way",
-		ptr: func(s *Spec) any { return &s.DCLocal }},
-}
-
 // Lookup is the field of a flag name.
 func Lookup(flag string) (Field, bool) {
 	i := slices.IndexFunc(Fields, func(f Field) bool { return f.Flag == flag })
