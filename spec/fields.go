@@ -19,7 +19,7 @@ const WorkloadRegister = "register"
 // key in the meta line), its help, where it lives in a Spec, and its check.
 // The flags, docs/cli.md, the meta line's JSON, Fill and Validate are
 // all derived from the table (Fields), so that a new setting is one Spec
-// field and one row here.
+// field and one row of Fields, beside it in spec.go.
 type Field struct {
 	// Flag is the flag's name and the JSON key.
 	Flag string
