@@ -16,6 +16,7 @@ import (
 	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -188,5 +189,16 @@ func TestRecipeFromTheSpec(t *testing.T) {
 	tc.Lock, tc.Nemesis = "lease", []string{"all"}
 	if err := tc.resolve(); err != nil || len(tc.Nemesis) < 2 {
 		t.Errorf("all: %v, %v", tc.Nemesis, err)
+	}
+}
+
+// The Spec's names of workloads and its defaults are the lower packages'.
+func TestSpecAgreesWithItsPackages(t *testing.T) {
+	if spec.DefaultWorkload != workload.ShapeCycle || spec.WorkloadRegister != workload.ShapeRegister {
+		t.Errorf("spec's workloads %q, %q; workload's %q, %q", spec.DefaultWorkload, spec.WorkloadRegister, workload.ShapeCycle, workload.ShapeRegister)
+	}
+	d := Defaults()
+	if d.Interval != nemesis.DefaultInterval || d.PauseExtra != nemesis.DefaultClientPauseExtra || d.Clients != workload.DefaultClients {
+		t.Errorf("defaults %+v disagree with nemesis's and workload's", d.Spec)
 	}
 }
