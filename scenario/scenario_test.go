@@ -44,8 +44,9 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"no verdict", func(r *Row) { r.Want, r.Unsafe = "", false }, "a row asserts valid or invalid"},
 		{"unknown verdict", func(r *Row) { r.Want = checker.Unknown }, "a row asserts valid or invalid"},
 		{"no tier", func(r *Row) { r.Tier = "" }, "tier"},
-		{"no time", func(r *Row) { r.Time = 0 }, "must be positive"},
-		{"no interval", func(r *Row) { r.Interval = 0 }, "must be positive"},
+		{"no time", func(r *Row) { r.Time = 0 }, "--time must be positive"},
+		{"no interval", func(r *Row) { r.Interval = 0 }, "--interval must be positive"},
+		{"too many clients", func(r *Row) { r.Clients = 101 }, "--clients must be 1..100, got 101"},
 		{"no seed", func(r *Row) { r.Seed = 0 }, "seed"},
 		{"no mechanism", func(r *Row) { r.Mechanism = " " }, "no mechanism"},
 		{"unknown kind", func(r *Row) { r.Faults, r.Name = []string{"meteor"}, "lease/meteor" }, "unknown fault"},
@@ -63,10 +64,10 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"skew bounds without client-clock", func(r *Row) { r.SkewMin, r.SkewMax = 4*s, 8*s }, "skew bounds without client-clock or coord-clock"},
 		{"skew bounds reversed", func(r *Row) {
 			r.Name, r.Faults, r.SkewMin, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s, 4*s
-		}, "want 0 < min <= max"},
+		}, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"skew bounds without a minimum", func(r *Row) {
 			r.Name, r.Faults, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s
-		}, "want 0 < min <= max"},
+		}, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"empty schedule with faults", func(r *Row) {
 			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Source: "lease/client-pause, seed 1"}
 		}, "want the schedule's kinds []"},
