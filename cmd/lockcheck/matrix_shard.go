@@ -134,6 +134,15 @@ func runMatrixMerge(args []string, stdout, stderr io.Writer) int {
 			return bad("%v", err)
 		}
 	}
+	if f.record != "" {
+		if ri, err := os.Stat(f.record); err == nil {
+			for _, file := range files {
+				if fi, err := os.Stat(file); err == nil && os.SameFile(ri, fi) {
+					return bad("--record %s is one of the shards' files: record into another (scenario/rates.jsonl)", f.record)
+				}
+			}
+		}
+	}
 	var pages map[string][]byte
 	if f.record != "" {
 		old, err := os.ReadFile(f.record)

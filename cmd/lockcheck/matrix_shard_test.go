@@ -287,6 +287,7 @@ func TestMergeRejectsBadInput(t *testing.T) {
 		{[]string{"--docs", docs, one, two, three}, "--docs needs --record"},
 		{[]string{"--docs", path("nodir"), "--record", record, one, two, three}, "not a directory"},
 		{[]string{"--bogus", one}, "flag provided but not defined"},
+		{[]string{"--record", one, one, two, three}, "is one of the shards' files"},
 	} {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"matrix", "merge", "--record", record}, tc.args...)
