@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/scenario"
@@ -37,9 +38,14 @@ func TestShardsAsProcesses(t *testing.T) {
 	if os.Getenv("LOCKCHECK_SHARED") != "none" {
 		t.Skip("the package holds the shared cluster's lease: LOCKCHECK_SHARED=none runs it")
 	}
-	name := os.Getenv("LOCKCHECK_CLUSTER")
-	if name == "" {
-		name = cluster.DefaultName
+	shared := os.Getenv("LOCKCHECK_CLUSTER")
+	if shared == "" {
+		shared = cluster.DefaultName
+	}
+	// The processes must find it running: one that found none would start
+	// it, and two would both try.
+	if _, err := cluster.Attach(context.Background(), cluster.WithName(shared)); err != nil {
+		t.Fatalf("the shared cluster %s: %v (lockcheck cluster up)", shared, err)
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "lockcheck")
@@ -47,18 +53,21 @@ func TestShardsAsProcesses(t *testing.T) {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
 	ctx := context.Background()
-	matrix := func(name string, extra ...string) *exec.Cmd {
-		args := append([]string{"matrix", "--cluster", name, "--rows", shardRows,
-			"--store", filepath.Join(dir, "store-"+name), "--record", filepath.Join(dir, name+".jsonl")}, extra...)
+	matrix := func(run string, extra ...string) *exec.Cmd {
+		args := append([]string{"matrix", "--cluster", shared, "--rows", shardRows,
+			"--store", filepath.Join(dir, "store-"+run), "--record", filepath.Join(dir, run+".jsonl")}, extra...)
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &bytes.Buffer{}
 		return cmd
 	}
 
 	one := matrix("one")
+	start := time.Now()
 	if err := one.Run(); err != nil {
 		t.Fatalf("one process: %v: %s", err, one.Stderr)
 	}
+	t.Logf("one process: %v\n%s%s", time.Since(start).Round(time.Second), one.Stdout, one.Stderr)
+	start = time.Now()
 	var shards []*exec.Cmd
 	for k := 1; k <= 3; k++ {
 		cmd := matrix(fmt.Sprintf("shard-%d", k), "--shard", fmt.Sprintf("%d/3", k))
@@ -72,10 +81,18 @@ func TestShardsAsProcesses(t *testing.T) {
 		t.Fatalf("%d rows, %v; want the 4 small rows", len(rows), err)
 	}
 	ran := regexp.MustCompile(`(?m)^lockcheck matrix: (\S+) run 1/1 `)
+	started := regexp.MustCompile(`(?m)^lockcheck matrix: starting cluster .*`)
+	if s := started.FindString(one.Stderr.(*bytes.Buffer).String()); s != "" {
+		t.Errorf("one process: %q: the rows run on the running shared cluster %s", s, shared)
+	}
 	var files []string
 	for k, cmd := range shards {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("shard %d/3: %v: %s", k+1, err, cmd.Stderr)
+		}
+		t.Logf("shard %d/3 done after %v:\n%s", k+1, time.Since(start).Round(time.Second), cmd.Stderr)
+		if s := started.FindString(cmd.Stderr.(*bytes.Buffer).String()); s != "" {
+			t.Errorf("shard %d/3: %q: the rows run on the running shared cluster %s", k+1, s, shared)
 		}
 		var got []string
 		for _, m := range ran.FindAllStringSubmatch(cmd.Stderr.(*bytes.Buffer).String(), -1) {
