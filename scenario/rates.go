@@ -48,6 +48,13 @@ type Rate struct {
 	// First is the number of the batch's first run (`matrix --first`): the
 	// runs had the row's seed plus First, First+1, ... (0 when absent).
 	First int `json:"first,omitempty"`
+	// Def is the fingerprint of the row's definition the runs had
+	// (Row.Fingerprint); absent in lines recorded before it was kept.
+	Def string `json:"def,omitempty"`
+	// Shard is the share of a fan-out that measured the line (`matrix
+	// --shard K/N`): only in a shard's own file, which `matrix merge`
+	// checks and pools into lines without it.
+	Shard string `json:"shard,omitempty"`
 }
 
 // Duration is a time.Duration written as Go spells it ("20s").
