@@ -443,6 +443,9 @@ var catalogueExpect = []Expect{
 		Lock: "temporal-shard", Faults: clientPause, Workload: workload.ShapeLeader, Seed: 6416, Want: checker.Valid, Tier: Full,
 		Mechanism: "Shard ownership as Temporal uses it, a long-lived owner writing as it goes: a contender's steal ends the stalled owner's term in the data, and its writes after the steal do not apply.",
 	},
+	// Temporal keeps its state in Cassandra and claims it durable, so its
+	// ownership meets the power cut of every replica at once: on
+	// Cassandra's default commitlog (periodic) and on batch.
 	{
 		Lock: "temporal-shard", Faults: rackPowerLoss, Cluster: periodic, Seed: 6450, Want: checker.Invalid, Tier: Full,
 		Mechanism: "Every replica forgets the commitlog's unsynced tail at once: acknowledged shard writes are lost, and the range id " +

@@ -30,9 +30,14 @@ var javaLockStall = &nemesis.Schedule{Source: "one stall past the lease, 2 s in 
 	{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(4700 * time.Millisecond), Value: []byte(`{"ms":4700}`)},
 }}
 
-// javaStallRow is a Java lock's quick row: javaLockStall dealt to two
-// clients of plugins/java-locks; lease names what the stall outlasts, and
-// taken how the next holder gets the lock.
+// javaStallRow is a Java lock's quick row (JavaLock.stallRow), its known
+// flaw under the schedule that shows it soonest: javaLockStall, one stall
+// of a holder past the 3 s lease, 2 s in, as lease/client-pause/leader/shrunk
+// found for the published lease, dealt to two clients of
+// plugins/java-locks (five JVMs starting at once take much of a short run
+// on a loaded machine, and a stall needs only a holder and one contender);
+// lease names what the stall outlasts, and taken how the next holder gets
+// the lock.
 func javaStallRow(lock string, seed int64, lease, taken string) Row {
 	return Row{
 		Name: lock + "/client-pause/shrunk", Recipe: lock, Command: "plugins/java-locks/run " + lock, Faults: []string{nemesis.ClientPause},
