@@ -79,11 +79,21 @@ var (
 // expectations cover each of them (TestCatalogueCross).
 var CatalogueFaults = []FaultSet{noFault, clientPause, clientClock, partitionFault, killFault, coordClock}
 
+// The Paxos variant axis: paxos_variant values as cluster.Version names
+// them (Paxos and Unsafe), "" being v1. The known-unsafe variants switch
+// off CASSANDRA-12126's fix: the register's controls.
+const (
+	PaxosV2            = "v2"
+	PaxosV1Unsafe      = "v1_without_linearizable_reads_or_rejected_writes"
+	PaxosV1UnsafeReads = "v1_without_linearizable_reads" // 4.0's system property, lockcheck's name for it
+)
+
 // The cluster axis: shapes (nodes, spares, data centres), Paxos variants,
-// commitlog durability and release lines, each a Cluster; the zero Cluster
-// is the shared one (3 nodes, Paxos v1, the node image's release).
+// commitlog durability and release lines (Releases), each a Cluster; the
+// zero Cluster is the shared one (3 nodes, Paxos v1, the node image's
+// release). The workload axis is workload.Shapes and the register.
 var (
-	paxosV2  = Cluster{Paxos: "v2"}
+	paxosV2  = Cluster{Paxos: PaxosV2}
 	periodic = Cluster{LazyFS: true, Commitlog: "periodic"}
 	batch    = Cluster{LazyFS: true, Commitlog: "batch"}
 	// Two data centres of two nodes (RF 2 in each), and four nodes (RF 3)
@@ -93,17 +103,17 @@ var (
 	// of all five replicas, which 2+2 gives neither side.
 	twoDCsUneven = Cluster{Nodes: 5, DCs: 2}
 	spare        = Cluster{Nodes: 4, Spares: 1}
-	spareV2      = Cluster{Nodes: 4, Spares: 1, Paxos: "v2"}
-	spareV2Skip  = Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}
+	spareV2      = Cluster{Nodes: 4, Spares: 1, Paxos: PaxosV2}
+	spareV2Skip  = Cluster{Nodes: 4, Spares: 1, Paxos: PaxosV2, SkipPaxosRepair: true}
 	joinAndLeave = []string{nemesis.Join, nemesis.Leave}
 
 	// The release lines' clusters (cluster/versions.go), kept by these
 	// names for rows written by hand.
 	c40       = Cluster{Version: "4.0"}
 	c41       = Cluster{Version: "4.1"}
-	c41v2     = Cluster{Version: "4.1", Paxos: "v2"}
-	unsafe50  = Cluster{Paxos: "v1_without_linearizable_reads_or_rejected_writes"}
-	unsafe40r = Cluster{Version: "4.0", Paxos: "v1_without_linearizable_reads"}
+	c41v2     = Cluster{Version: "4.1", Paxos: PaxosV2}
+	unsafe50  = Cluster{Paxos: PaxosV1Unsafe}
+	unsafe40r = Cluster{Version: "4.0", Paxos: PaxosV1UnsafeReads}
 )
 
 // JavaLock is an entry of the lock axis for a lock of plugins/java-locks

@@ -776,11 +776,11 @@ var Releases = []Release{
 		Line: "", // the node image's (cluster.DefaultVersion)
 		Expect: []Expect{
 			{
-				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: "v2"}, Seed: 23003, Want: checker.Valid, Tier: Full,
+				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2}, Seed: 23003, Want: checker.Valid, Tier: Full,
 				Mechanism: "Paxos v2 on 5.0: as v1, linearizable under every node fault.",
 			},
 			{
-				Lock: workload.ShapeRegister, Faults: coordPartition, Cluster: Cluster{Paxos: "v1_without_linearizable_reads_or_rejected_writes"}, Time: 60 * s, Seed: 23007, Want: checker.Valid, Tier: Full,
+				Lock: workload.ShapeRegister, Faults: coordPartition, Cluster: Cluster{Paxos: PaxosV1Unsafe}, Time: 60 * s, Seed: 23007, Want: checker.Valid, Tier: Full,
 				Mechanism: "A control that does not fire: with CASSANDRA-12126's fix off, a proposal stranded on the cut coordinator's replica " +
 					"can complete after a SERIAL read missed it, but its client saw a timeout, and an unknown write may take effect that late: " +
 					"linearizability with unknown outcomes cannot tell (docs/notes-on-cassandra.md).",
@@ -795,7 +795,7 @@ var Releases = []Release{
 				Mechanism: "Cassandra 4.0 (Paxos v1 only, CASSANDRA-12126 fixed): linearizable under every node fault.",
 			},
 			{
-				Lock: workload.ShapeRegister, Faults: coordPartition, Cluster: Cluster{Paxos: "v1_without_linearizable_reads"}, Time: 60 * s, Seed: 23008, Want: checker.Valid, Tier: Full,
+				Lock: workload.ShapeRegister, Faults: coordPartition, Cluster: Cluster{Paxos: PaxosV1UnsafeReads}, Time: 60 * s, Seed: 23008, Want: checker.Valid, Tier: Full,
 				Mechanism: "The same control on 4.0 (-Dcassandra.unsafe.disable-serial-reads-linearizability=true: SERIAL reads only).",
 			},
 			{
@@ -816,7 +816,7 @@ var Releases = []Release{
 				Mechanism: "Cassandra 4.1, Paxos v1: linearizable under every node fault.",
 			},
 			{
-				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: "v2"}, Seed: 23006, Want: checker.Valid, Tier: Full,
+				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2}, Seed: 23006, Want: checker.Valid, Tier: Full,
 				Mechanism: "Cassandra 4.1, Paxos v2 (new in 4.1): linearizable under every node fault.",
 			},
 			{
@@ -828,7 +828,7 @@ var Releases = []Release{
 				Mechanism: "The published lease's flaw does not depend on the release: a holder stalled past its TTL writes after the next holder's adds (lost-add).",
 			},
 			{
-				Lock: "lease-fenced", Faults: nodeFaults, Cluster: Cluster{Paxos: "v2"}, Time: 60 * s, Seed: 23102, Want: checker.Valid, Tier: Full,
+				Lock: "lease-fenced", Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2}, Time: 60 * s, Seed: 23102, Want: checker.Valid, Tier: Full,
 				Mechanism: "Cassandra 4.1, Paxos v2 (its first release): the fenced lease under every node fault.",
 			},
 		},

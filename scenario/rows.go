@@ -9,7 +9,8 @@ import (
 // Rows are every asserted row, in the order the tests run them and
 // docs/findings.md lists them: the exploratory rows the axes and the
 // expectation table generate (axes.go, expect.go), the named regression
-// rows (regressions.go), and Added. A new combination of existing axes is
+// rows (regressions.go), and the rows written by hand after them (Added,
+// regressions.go). A new combination of existing axes is
 // a line of the expectation table; a new Java lock an entry of JavaLocks;
 // a new release line an entry of Releases; then `go test ./scenario
 // -update` renders docs/findings.md and docs/locks.md and the rows'
@@ -23,16 +24,6 @@ var Rows = slices.Concat(
 	releaseRows(),
 	Added,
 )
-
-// Added are rows written by hand after the axes: a row that fits no axis
-// yet, or one brought in from a branch that appended it to the old
-// hand-written table. A Row literal goes here unchanged (name, seed and
-// every field as it was, so its rates stay attached); move it into the
-// expectation table, or its lock or release line into an axis, when its
-// family grows.
-var Added = []Row{
-	// Rows appended on merge go here, in the order they were added.
-}
 
 // javaRows are the Java locks' rows: each lock's expectations, then the
 // quick row of each lock (its known flaw under javaLockStall).
