@@ -55,9 +55,6 @@ var recipeExpect = []Expect{
 		Mechanism: "Refs from an LWT-bumped counter do not depend on clocks.",
 	},
 	{
-		// Faults every ~4 s so that a round of every node kind, a kill's restart
-		// included, fits in the run's time on a loaded machine (a shorter run
-		// left kinds undealt).
 		Lock: "lease-fenced", Faults: nodeFaults, Seed: 1006, Want: checker.Valid, Tier: Full,
 		Mechanism: "Kills and restarts dominate the schedule; LWT timeouts become unknown outcomes (info) and fencing holds. " +
 			"An add acknowledged after its own lease ended while nobody else held is a late-write finding, not a failure.",
