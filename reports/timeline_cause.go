@@ -129,6 +129,33 @@ func (tl *causeTimeline) lastGrant(lock string, ops []history.Op, p int) (grantO
 	return grantOf{}, false
 }
 
+// inForce is the lease in force at the time by of the grant of process p
+// that an anomaly shows on lock: of the leases the checker counted for
+// that grant (a heartbeat the anomaly's operations leave out among them),
+// the last answered by then, if it has a deadline. A heartbeat answered
+// later extended a hold the lock may already have let go.
+func (tl *causeTimeline) inForce(lock string, ops []history.Op, p int, by int64) (grantOf, bool) {
+	lt := tl.lock(lock)
+	for i := len(ops) - 1; i >= 0 && lt != nil; i-- {
+		op := ops[i]
+		if op.Process != p || op.Type != history.OK || (op.F != history.FAcquire && op.F != history.FRenew) {
+			continue
+		}
+		l, ok := lt.LeaseAt(op.Index)
+		if !ok {
+			continue
+		}
+		leases := lt.Grants[l.Grant].Leases
+		for j := len(leases) - 1; j >= 0; j-- {
+			if g := lt.Leases[leases[j]]; g.OK.Time <= by {
+				return grantOf{g}, g.Deadline != checker.Never
+			}
+		}
+		return grantOf{}, false
+	}
+	return grantOf{}, false
+}
+
 // grantBefore is process p's last lease on lock with a deadline that the
 // checker counted before line index.
 func (tl *causeTimeline) grantBefore(lock string, p int, index int64) (grantOf, bool) {
@@ -220,7 +247,9 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 		return "", false
 	}
 	first, second := a.Processes[0], a.Processes[1]
-	g, ok := tl.lastGrant(a.Lock, a.Ops, first)
+	// The lease in force when the second was granted: a heartbeat
+	// answered after that extended a hold the lock had already let go.
+	g, ok := tl.inForce(a.Lock, a.Ops, first, a.Start)
 	if !ok || a.Start >= g.deadline() {
 		return "", false
 	}
