@@ -344,20 +344,33 @@ func serverMechanism(w faultView, at int64) string {
 }
 
 // failedHeartbeat names process p's heartbeat (a renew, or a leader's
-// re-acquire) after its grant g that failed before until: the server had
-// already let the lease go.
+// re-acquire) of its grant g, on g's lock, that failed before until: the
+// server had already let the lease go. A heartbeat is made while holding:
+// it was invoked before the checker ended g's hold (its release, its
+// lease running out), and an acquire after that is a new request, no
+// heartbeat.
 func failedHeartbeat(tl *causeTimeline, p int, g grantOf, until int64) string {
-	if tl == nil {
+	lt := tl.lock(g.Invoke.Lock)
+	if lt == nil {
 		return ""
 	}
+	end := lt.Grants[g.Grant].End
+	var inv history.Op // p's latest invocation: a completion's lock is its invocation's
 	for _, op := range tl.ops {
-		if op.Time <= g.OK.Time || op.Process != p {
+		if op.Process != p {
 			continue
 		}
-		if until != checker.Never && op.Time > until+g.leaseMS()*1e6 || op.F == history.FRelease {
-			break // a heartbeat is made while holding: not after the release
+		if op.Type == history.Invoke {
+			inv = op
 		}
-		if (op.F == history.FRenew || op.F == history.FAcquire) && (op.Type == history.Fail || op.Type == history.Info) {
+		if op.Time <= g.OK.Time {
+			continue
+		}
+		if until != checker.Never && op.Time > until+g.leaseMS()*1e6 || op.Type == history.Invoke && op.F == history.FRelease && op.Lock == g.Invoke.Lock {
+			break // not after the release
+		}
+		if (op.F == history.FRenew || op.F == history.FAcquire) && (op.Type == history.Fail || op.Type == history.Info) &&
+			inv.Lock == g.Invoke.Lock && inv.Time < end {
 			return fmt.Sprintf("failed heartbeat: process %d's %s at %s came back %s (%s): by then the server no longer held its lease",
 				p, op.F, secs(op.Time), op.Type, strings.TrimSpace(op.Error))
 		}
