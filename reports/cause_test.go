@@ -477,3 +477,77 @@ func TestCauseFromTimeline(t *testing.T) {
 		t.Errorf("roles %v", roles)
 	}
 }
+
+// Causes read the checker's own grants (checker.Timeline): the anomaly
+// the checker reports on a history, explained from the timeline it
+// derived while judging it. Each case is one where the grants the
+// anomaly's operations show, read alone, would say otherwise.
+func TestCauseReadsTheCheckersGrants(t *testing.T) {
+	op := func(idx int64, at float64, p int, typ history.Type, f, lock string, lease int64) history.Op {
+		return history.Op{Index: idx, Time: ms(at), Process: p, Type: typ, F: f, Lock: lock, LeaseMS: lease}
+	}
+	acq := func(idx int64, from, to float64, p int, lease int64) []history.Op {
+		return []history.Op{op(idx, from, p, history.Invoke, history.FAcquire, "l", 0), op(idx+1, to, p, history.OK, history.FAcquire, "l", lease)}
+	}
+	hist := func(parts ...[]history.Op) []history.Op { return slices.Concat(parts...) }
+	add := func(o history.Op) history.Op { o.Value = json.RawMessage("1"); return o }
+	for _, tc := range []struct {
+		name      string
+		ops       []history.Op
+		want, not []string
+		role      string // the role of process 0's first grant, if said
+	}{
+		{"a heartbeat the overlap's operations leave out sets the deadline", hist(
+			acq(0, 0, 100, 0, 1000), acq(2, 800, 900, 0, 1000), acq(4, 1000, 1200, 1, 1000),
+			[]history.Op{op(6, 1500, 0, history.Invoke, history.FRelease, "l", 0), op(7, 1550, 0, history.OK, history.FRelease, "l", 0)}),
+			[]string{"the lock let process 0's lease go before its own deadline: process 1 was granted the lock at 1.200s, 0.6 s before " +
+				"process 0's deadline (1.800s: its acquire invoked at 0.800s plus its 1000 ms lease)"}, nil, ""},
+		{"a heartbeat answered after the second grant sets no deadline then", hist(
+			acq(0, 0, 100, 0, 0), acq(2, 400, 500, 1, 1000), acq(4, 600, 700, 0, 1000),
+			[]history.Op{op(6, 3000, 1, history.Invoke, history.FRead, "l", 0), op(7, 3100, 1, history.OK, history.FRead, "l", 0)}),
+			[]string{noFault}, []string{"before its own deadline"}, ""},
+		{"a grant lost with no lease is abandoned, whatever the process held before", hist(
+			acq(0, 0, 100, 0, 1000),
+			[]history.Op{op(2, 200, 0, history.Invoke, history.FRelease, "l", 0), op(3, 300, 0, history.OK, history.FRelease, "l", 0)},
+			acq(4, 400, 500, 0, 0),
+			[]history.Op{add(op(6, 600, 0, history.Invoke, history.FAdd, "l", 0)), add(op(7, 700, 0, history.Info, history.FAdd, "l", 0))},
+			acq(8, 800, 900, 1, 1000),
+			[]history.Op{op(10, 1000, 1, history.Invoke, history.FRead, "l", 0), op(11, 1100, 1, history.OK, history.FRead, "l", 0)}),
+			[]string{"an abandoned hold: process 0's add had an unknown outcome at 0.700s while it held a grant with no lease"}, nil, ""},
+		{"a failed acquire after the hold ran out is no heartbeat", hist(
+			acq(0, 0, 100, 0, 1000), acq(2, 500, 600, 1, 1000),
+			[]history.Op{op(4, 1500, 0, history.Invoke, history.FAcquire, "l", 0), op(5, 1600, 0, history.Fail, history.FAcquire, "l", 0)}),
+			[]string{"before its own deadline", noFault}, []string{"heartbeat"}, ""},
+		{"a release of another lock ends no hold of this one", hist(
+			acq(0, 0, 100, 0, 1000), acq(2, 500, 600, 1, 1000),
+			[]history.Op{op(4, 700, 0, history.Invoke, history.FRelease, "m", 0), op(5, 750, 0, history.OK, history.FRelease, "m", 0)}),
+			[]string{"before its own deadline"}, nil, "starts 0's hold; ends 0's hold: lease to 1.000s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := checker.Check(context.Background(), tc.ops, checker.WithTimeline())
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(res.Anomalies, func(a checker.Anomaly) bool { return a.Kind == checker.KindOverlap })
+			if i < 0 {
+				t.Fatalf("no overlap in %+v", res.Anomalies)
+			}
+			v := viewAnomaly(1, res.Anomalies[i], nil, newCauseTimeline(tc.ops, res.Meta, res.Timeline))
+			for _, w := range tc.want {
+				if !strings.Contains(v.Cause, w) {
+					t.Errorf("cause %q, want it to contain %q", v.Cause, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(v.Cause, w) {
+					t.Errorf("cause %q, want it without %q", v.Cause, w)
+				}
+			}
+			if tc.role != "" {
+				if r := v.Ops[1].Role; r != tc.role {
+					t.Errorf("role of process 0's grant %q, want %q", r, tc.role)
+				}
+			}
+		})
+	}
+}
