@@ -510,7 +510,9 @@ func (l *lockSt) invoke(c *call) {
 	if isLockObjF(c.f) && !l.e.holdsOnly {
 		l.lq.invoke(c)
 	}
-	l.e.tl.invoked(l, c)
+	if l.e.tl != nil {
+		l.e.tl.invoked(l, c)
+	}
 }
 
 func (l *lockSt) complete(c *call) {
@@ -524,7 +526,9 @@ func (l *lockSt) complete(c *call) {
 		// invocation for exclusion, which asks less of the lock).
 		l.releaseFailed(c)
 	}
-	l.e.tl.completed(l, c)
+	if l.e.tl != nil {
+		l.e.tl.completed(l, c)
+	}
 	l.expire(c.ret)
 	if l.e.holdsOnly {
 		return
