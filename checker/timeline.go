@@ -46,15 +46,16 @@ type Grant struct {
 	// (ClientKnown).
 	Client      int
 	ClientKnown bool
-	// Invoke and OK are the lines of the acquire (or renew after a lease
-	// that ran out) that began it.
-	Invoke, OK history.Op
+	// Start is when it began: the answer of the acquire (or renew after a
+	// lease that ran out) that is its first lease.
+	Start int64
 	// Token is the value of its latest new grant's ok acquire (a fencing
 	// token, for a lock that hands them out); a re-entrant acquire keeps
 	// it.
 	Token json.RawMessage
 	// Leases are the indices in LockTimeline.Leases of the ok acquires
-	// and renews that set its deadline, the first its own grant.
+	// and renews that set its deadline, the first the one that began it
+	// (LockTimeline.Began): the lines are kept there only, once.
 	Leases []int
 	// Deadline is when its latest lease ran out (Never: no lease).
 	Deadline int64
@@ -106,6 +107,9 @@ func WithTimeline() Option { return func(c *config) { c.timeline = true } }
 func TimelineOf(ops []history.Op) *Timeline {
 	return check(context.Background(), ops, newConfig([]Option{WithTimeline()})).Timeline
 }
+
+// Began is the lease that began grant i: its acquire's lines.
+func (lt *LockTimeline) Began(i int) Lease { return lt.Leases[lt.Grants[i].Leases[0]] }
 
 // Lock is the timeline of one lock, nil when it had no operation.
 func (t *Timeline) Lock(name string) *LockTimeline {
@@ -199,7 +203,7 @@ func (t *timelineRec) completed(l *lockSt, c *call) {
 		client, known := t.meta().ClientOf(c.proc)
 		t.open[h] = len(lt.Grants)
 		lt.Grants = append(lt.Grants, Grant{Lock: l.name, Process: c.proc, Client: client, ClientKnown: known,
-			Invoke: ls.Invoke, OK: ls.OK, End: Never, Ended: "open"})
+			Start: c.ret, End: Never, Ended: "open"})
 	} else {
 		ls.Renewal = true
 		ls.Reentrant = c.f == history.FAcquire && h.grant != c

@@ -84,7 +84,7 @@ func TestTimeline(t *testing.T) {
 				var leases []int64
 				for _, j := range g.Leases {
 					ls := lt.Leases[j]
-					if ls.Grant != i || ls.Renewal != (ls.OK.Index != g.OK.Index) {
+					if ls.Grant != i || ls.Renewal != (ls.OK.Index != lt.Began(i).OK.Index) {
 						t.Errorf("grant %d: lease %+v", i, ls)
 					}
 					leases = append(leases, ls.OK.Index)
@@ -93,7 +93,7 @@ func TestTimeline(t *testing.T) {
 				if deadline != Never {
 					deadline *= 1e6
 				}
-				if g.Process != w.process || g.OK.Index != w.ok || !slices.Equal(leases, w.leases) || g.Deadline != deadline ||
+				if g.Process != w.process || lt.Began(i).OK.Index != w.ok || g.Start != lt.Began(i).OK.Time || !slices.Equal(leases, w.leases) || g.Deadline != deadline ||
 					g.Ended != w.ended || g.End != w.end*1e6 || string(g.Token) != w.token {
 					t.Errorf("grant %d: %+v, want %+v", i, g, w)
 				}
@@ -130,8 +130,8 @@ func TestTimelineGrantsAreTheHolds(t *testing.T) {
 		}
 		var grants []Hold
 		for _, lt := range res.Timeline.Locks {
-			for _, g := range lt.Grants {
-				grants = append(grants, Hold{Lock: g.Lock, Process: g.Process, Start: g.OK.Time, End: g.End, Ended: g.Ended, AcquireIdx: int(g.OK.Index)})
+			for i, g := range lt.Grants {
+				grants = append(grants, Hold{Lock: g.Lock, Process: g.Process, Start: g.Start, End: g.End, Ended: g.Ended, AcquireIdx: int(lt.Began(i).OK.Index)})
 			}
 		}
 		sortHolds(grants)
@@ -160,4 +160,31 @@ func tlOK(idx int64, ms float64, p int, f string, lease int64, value string) his
 
 func tlInfo(idx int64, ms float64, p int, f string) history.Op {
 	return history.Op{Index: idx, Time: int64(ms * 1e6), Process: p, Type: history.Info, F: f, Lock: "l"}
+}
+
+// BenchmarkTimeline is what a report pays for the timeline: a history in
+// memory checked with it and without it (bench/check.sh measures the
+// report end to end).
+func BenchmarkTimeline(b *testing.B) {
+	for _, bc := range benchCases[:3] {
+		cfg := bc.cfg
+		cfg.Events = 100_000
+		ops := synth.Ops(cfg)
+		for _, with := range []bool{false, true} {
+			name := bc.name + "/without"
+			var opts []Option
+			if with {
+				name, opts = bc.name+"/with", []Option{WithTimeline()}
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := CheckValidated(context.Background(), ops, opts...)
+					if err != nil || res.Verdict != bc.want || (res.Timeline != nil) != with {
+						b.Fatalf("verdict %s, timeline %t, err %v", res.Verdict, res.Timeline != nil, err)
+					}
+				}
+			})
+		}
+	}
 }
