@@ -64,8 +64,9 @@ type Grant struct {
 	// history).
 	End   int64
 	Ended string
-	// Release is the invocation of the release that ended it.
-	Release *history.Op
+	// Release is the index in LockTimeline.Releases of the release whose
+	// invocation ended it, -1 for none.
+	Release int
 	// Lost is the completion with an unknown outcome that ended its
 	// process while it held the lock: nothing of that process releases or
 	// renews it after.
@@ -146,7 +147,7 @@ type timelineRec struct {
 	meta  func() *history.Meta
 	locks map[string]*LockTimeline
 	open  map[*holdRec]int // the grant of each open hold
-	rels  map[*call]int    // releases awaiting their completion
+	rels  map[*call]int    // releases awaiting their completion (or the hold they end)
 }
 
 func newTimelineRec(cfg config, e *engine) *timelineRec {
@@ -166,14 +167,25 @@ func (t *timelineRec) lock(l *lockSt) *LockTimeline {
 	return lt
 }
 
-// invoked takes a call of l as it is invoked: a release is written down.
+// invoked takes a call of l as it is invoked: a release is written down
+// (if the hold it ended has not written it down already).
 func (t *timelineRec) invoked(l *lockSt, c *call) {
 	if t == nil || c.f != history.FRelease {
 		return
 	}
+	t.release(l, c)
+}
+
+// release is the index of release c in its lock's releases, written down
+// at its first sight.
+func (t *timelineRec) release(l *lockSt, c *call) int {
+	if i, ok := t.rels[c]; ok {
+		return i
+	}
 	lt := t.lock(l)
 	t.rels[c] = len(lt.Releases)
 	lt.Releases = append(lt.Releases, Release{Process: c.proc, Invoke: c.invokeOp()})
+	return t.rels[c]
 }
 
 // completed takes a call of l as the checks have just judged its
@@ -203,7 +215,7 @@ func (t *timelineRec) completed(l *lockSt, c *call) {
 		client, known := t.meta().ClientOf(c.proc)
 		t.open[h] = len(lt.Grants)
 		lt.Grants = append(lt.Grants, Grant{Lock: l.name, Process: c.proc, Client: client, ClientKnown: known,
-			Start: c.ret, End: Never, Ended: "open"})
+			Start: c.ret, End: Never, Ended: "open", Release: -1})
 	} else {
 		ls.Renewal = true
 		ls.Reentrant = c.f == history.FAcquire && h.grant != c
@@ -231,8 +243,7 @@ func (t *timelineRec) closed(h *holdRec) {
 	g := &t.lock(h.l).Grants[i]
 	g.End, g.Ended, g.Deadline = h.End, h.Ended, h.expiry
 	if h.Ended == "release" && h.rel != nil {
-		op := h.rel.invokeOp()
-		g.Release = &op
+		g.Release = t.release(h.l, h.rel) // closed at the release's invocation
 	}
 }
 

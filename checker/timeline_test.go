@@ -97,8 +97,8 @@ func TestTimeline(t *testing.T) {
 					g.Ended != w.ended || g.End != w.end*1e6 || string(g.Token) != w.token {
 					t.Errorf("grant %d: %+v, want %+v", i, g, w)
 				}
-				if (g.Release == nil) != (w.release < 0) || (g.Release != nil && g.Release.Index != w.release) {
-					t.Errorf("grant %d: release %+v, want line %d", i, g.Release, w.release)
+				if (g.Release < 0) != (w.release < 0) || (g.Release >= 0 && lt.Releases[g.Release].Invoke.Index != w.release) {
+					t.Errorf("grant %d: release %d, want line %d", i, g.Release, w.release)
 				}
 				if (g.Lost == nil) != (w.lost < 0) || (g.Lost != nil && g.Lost.Index != w.lost) {
 					t.Errorf("grant %d: lost %+v, want line %d", i, g.Lost, w.lost)
