@@ -120,6 +120,9 @@ type Result struct {
 	// Holds are the holds the checks saw, by start (for the report; not in
 	// JSON).
 	Holds []Hold `json:"-"`
+	// Timeline is the grants and leases the checks derived, when asked
+	// for (WithTimeline; not in JSON).
+	Timeline *Timeline `json:"-"`
 }
 
 // Option configures Check.
@@ -132,6 +135,7 @@ type config struct {
 	segmentMin int
 	maxReports int
 	visualize  int
+	timeline   bool // keep Result.Timeline (timeline.go)
 }
 
 // WithTimeout bounds the whole check; a checker that runs out of time

@@ -197,6 +197,7 @@ type engine struct {
 
 	st    statsAcc
 	holds []Hold
+	tl    *timelineRec // the grants and leases, when asked for (timeline.go)
 
 	mutex, resource, fencing checkOutput
 	mutexKinds               map[string]int
@@ -223,6 +224,7 @@ func newEngine(ctx context.Context, cfg config) *engine {
 		fencing:    checkOutput{result: CheckResult{Name: CheckFencing, Verdict: Valid}},
 		mutexKinds: map[string]int{}, resKinds: map[string]int{}, fenceKinds: map[string]int{},
 	}
+	e.tl = newTimelineRec(cfg, e)
 	return e
 }
 
@@ -508,6 +510,9 @@ func (l *lockSt) invoke(c *call) {
 	if isLockObjF(c.f) && !l.e.holdsOnly {
 		l.lq.invoke(c)
 	}
+	if l.e.tl != nil {
+		l.e.tl.invoked(l, c)
+	}
 }
 
 func (l *lockSt) complete(c *call) {
@@ -520,6 +525,9 @@ func (l *lockSt) complete(c *call) {
 		// still holds what it held (its hold still ends at the release's
 		// invocation for exclusion, which asks less of the lock).
 		l.releaseFailed(c)
+	}
+	if l.e.tl != nil {
+		l.e.tl.completed(l, c)
 	}
 	l.expire(c.ret)
 	if l.e.holdsOnly {

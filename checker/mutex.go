@@ -199,6 +199,9 @@ func (l *lockSt) closeHold(h *holdRec, at int64, how string, rel *call) {
 		h.rel = rel
 	}
 	h.open = false
+	if l.e.tl != nil {
+		l.e.tl.closed(h)
+	}
 	if i := slices.Index(l.openHolds, h); i >= 0 {
 		last := len(l.openHolds) - 1
 		l.openHolds[i] = l.openHolds[last]

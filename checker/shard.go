@@ -210,6 +210,7 @@ func (m *multi) finish() Result {
 		agg.pending += len(m.reg.open)
 	}
 	res := agg.assemble(visQ)
+	res.Timeline = m.timeline()
 	if m.reg != nil {
 		if out, vis, ok := m.reg.finish(m.end); ok {
 			addRegister(&res, out, vis, len(agg.locks))
