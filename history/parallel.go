@@ -100,11 +100,7 @@ func streamParallel(rd io.Reader, emit func(Op) error, workers, chunkLines int) 
 						c.errs[i] = errEmpty
 						continue
 					}
-					op, ok := parseFast(raw, in)
-					if !ok {
-						op, c.errs[i] = parseOp(raw)
-					}
-					c.ops[i] = op
+					c.ops[i], c.errs[i] = parseLine(raw, in)
 				}
 				close(c.done)
 			}

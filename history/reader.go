@@ -102,11 +102,7 @@ func (r *Reader) next() (Op, error) {
 			r.line = r.blank
 			return Op{}, r.fail("empty line")
 		}
-		op, ok := parseFast(raw, r.intern)
-		var perr error
-		if !ok {
-			op, perr = parseOp(raw)
-		}
+		op, perr := parseLine(raw, r.intern)
 		if perr != nil {
 			if !terminated {
 				// The writer died in the middle of this line.
