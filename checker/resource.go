@@ -705,10 +705,10 @@ func (r *resState) staleFenced(a *call, h *holdRec) bool {
 			Ops: opsOf(h.grant, a, w.grant, w.write)})
 		return true
 	}
-	if w := a.snapToken; w != nil && h.hasToken && w.tok > h.token {
+	if w := a.snapToken; w != nil && h.token.number() && cmpNumbers(w.tok, h.token) > 0 {
 		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, w.write.proc},
 			Start: a.inv, End: a.ret,
-			Message: fmt.Sprintf("add by process %d to lock %q with fencing token %d was acknowledged at %s, but the resource had already acknowledged token %d (process %d's add returned at %s, before this add was invoked at %s): a stale token accepted",
+			Message: fmt.Sprintf("add by process %d to lock %q with fencing token %s was acknowledged at %s, but the resource had already acknowledged token %s (process %d's add returned at %s, before this add was invoked at %s): a stale token accepted",
 				a.proc, l.name, h.token, fmtTime(a.ret), w.tok, w.write.proc, fmtTime(w.write.ret), fmtTime(a.inv)),
 			Ops: opsOf(h.grant, a, w.write)})
 		return true
@@ -719,10 +719,10 @@ func (r *resState) staleFenced(a *call, h *holdRec) bool {
 // tokens says what the tokens of a stale write and the newer one were.
 func tokens(h *holdRec, w *fenceRef) string {
 	switch {
-	case h.hasToken && w.hasTok:
-		return fmt.Sprintf(" (tokens %d and %d)", h.token, w.tok)
-	case w.hasTok:
-		return fmt.Sprintf(" (the newer token %d)", w.tok)
+	case h.token.has() && w.tok.has():
+		return fmt.Sprintf(" (tokens %s and %s)", h.token, w.tok)
+	case w.tok.has():
+		return fmt.Sprintf(" (the newer token %s)", w.tok)
 	}
 	return ""
 }

@@ -189,6 +189,8 @@ func (m *multi) finish() Result {
 		agg.nResAnom += e.nResAnom
 		agg.noFinal += e.noFinal
 		agg.nFence += e.nFence
+		agg.nUnordered += e.nUnordered
+		agg.nNoToken += e.nNoToken
 		agg.mutex.merge(&e.mutex)
 		agg.resource.merge(&e.resource)
 		agg.fencing.merge(&e.fencing)
