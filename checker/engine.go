@@ -210,6 +210,8 @@ type engine struct {
 	nHolds                   int
 	nResAnom                 int
 	noFinal                  int
+	uncovered                int // acknowledged adds no read covers (resState.finish)
+	uncoveredLocks           int
 
 	callPool []*call
 	lin      *linRunner  // shared by the shards

@@ -522,3 +522,36 @@ func TestElementsOfAnyText(t *testing.T) {
 		}
 	}
 }
+
+// What the resource check says of acknowledged adds that no later read
+// covers: a lock with no ok read at all is unknown; on a lock with reads, an
+// add that returned after the last read was invoked, and that no read held,
+// is counted in the detail and not judged (docs/checkers.md).
+func TestAcknowledgedAddsNoReadCovers(t *testing.T) {
+	held := func() *b { return (&b{}).grant(0, "l", 0, 1, 1000, 0) }
+	for _, tc := range []struct {
+		name    string
+		h       *b
+		verdict Verdict
+		detail  string
+	}{
+		{"no read at all", held().add(0, "l", 2, 3, 1, K), Unknown, "1 of 1 locks with acknowledged adds have no ok read"},
+		{"an add after the last read", held().add(0, "l", 2, 3, 1, K).read(1, "l", 4, 5, 1).add(0, "l", 6, 7, 2, K), Valid,
+			"2 acknowledged adds on 1 locks, none lost, duplicated or stale; 1 acknowledged adds on 1 locks returned after the last read was invoked and no read held them: not judged"},
+		{"an add during the last read, which held it", held().add(0, "l", 2, 3, 1, K).op(4, 1, I, "read", "l").add(0, "l", 5, 6, 2, K).
+			op(7, 1, K, "read", "l", val([]int{1, 2})), Valid, "2 acknowledged adds on 1 locks, none lost, duplicated or stale"},
+		{"every add covered", held().add(0, "l", 2, 3, 1, K).read(1, "l", 4, 5, 1), Valid, "1 acknowledged adds on 1 locks, none lost, duplicated or stale"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Check(context.Background(), tc.h.list())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Checks {
+				if c.Name == CheckResource && (c.Verdict != tc.verdict || !strings.HasPrefix(c.Detail, tc.detail) || (tc.verdict == Valid && !strings.Contains(tc.detail, "not judged") && strings.Contains(c.Detail, "not judged"))) {
+					t.Fatalf("resource %s %q; want %s %q", c.Verdict, c.Detail, tc.verdict, tc.detail)
+				}
+			}
+		})
+	}
+}

@@ -301,6 +301,10 @@ type resState struct {
 	deferred map[int32][]*call     // reads that held an element whose attempts were all refused or running
 	okAdds   int
 	okReads  int
+	// lastReadInv is the latest invocation of an ok read: an acknowledged
+	// add that returned after it, and that no read held, is one no read
+	// covers (finish counts them).
+	lastReadInv int64
 	hasOps   bool
 	readSeq  uint32
 }
@@ -444,6 +448,7 @@ func (r *resState) read(rd *call) {
 		}
 	}
 	r.okReads++
+	r.lastReadInv = max(r.lastReadInv, rd.inv)
 	r.readSeq++
 	seq := r.readSeq
 	var dups, phantoms map[string]int
@@ -761,6 +766,20 @@ func (l *lockSt) overlapping(proc int, from, to int64) *holdRec {
 func (r *resState) finish() {
 	if r.okAdds > 0 && r.okReads == 0 {
 		r.l.e.noFinal++
+		return
+	}
+	// Acknowledged adds that no read covers: each returned after the last
+	// read was invoked, and no read held it. Nothing can say whether the
+	// resource kept them; the detail counts them.
+	n := 0
+	for i := range r.nelems {
+		if el := r.el(i); el.acked && el.stamp == 0 && r.okRet(el) >= r.lastReadInv {
+			n++
+		}
+	}
+	if n > 0 {
+		r.l.e.uncovered += n
+		r.l.e.uncoveredLocks++
 	}
 }
 
@@ -773,18 +792,22 @@ func (e *engine) finishResource(names []string) {
 		}
 	}
 	out := &e.resource.result
+	var unc string
+	if e.uncovered > 0 {
+		unc = fmt.Sprintf("; %d acknowledged adds on %d locks returned after the last read was invoked and no read held them: not judged", e.uncovered, e.uncoveredLocks)
+	}
 	switch {
 	case locks == 0:
 		out.Skipped = true
 		out.Detail = "no add or read operations"
 	case e.nResAnom > 0:
 		out.Verdict = Invalid
-		out.Detail = fmt.Sprintf("%d anomalies in %d acknowledged adds on %d locks", e.nResAnom, adds, locks)
+		out.Detail = fmt.Sprintf("%d anomalies in %d acknowledged adds on %d locks%s", e.nResAnom, adds, locks, unc)
 	case e.noFinal > 0:
 		out.Verdict = Unknown
-		out.Detail = fmt.Sprintf("%d of %d locks with acknowledged adds have no read", e.noFinal, locks)
+		out.Detail = fmt.Sprintf("%d of %d locks with acknowledged adds have no ok read, so nothing says whether the resource kept them%s", e.noFinal, locks, unc)
 	default:
-		out.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale", adds, locks)
+		out.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale%s", adds, locks, unc)
 	}
 }
 

@@ -188,6 +188,8 @@ func (m *multi) finish() Result {
 		agg.nHolds += e.nHolds
 		agg.nResAnom += e.nResAnom
 		agg.noFinal += e.noFinal
+		agg.uncovered += e.uncovered
+		agg.uncoveredLocks += e.uncoveredLocks
 		agg.nFence += e.nFence
 		agg.nUnordered += e.nUnordered
 		agg.nNoToken += e.nNoToken
