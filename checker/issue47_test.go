@@ -53,7 +53,7 @@ func TestFencingTokensOfAnyKind(t *testing.T) {
 		{name: "near miss: timeuuids whose text does not sort by time",
 			h: two(`"e0f4b3a0-cd2b-11ee-8000-000000000001"`, `"1a2b3c40-cd2c-11ee-8000-000000000001"`), verdict: Valid},
 		{name: "a string token handed out again after another",
-			h: fenced().tokGrant(0, "l", 0, `"x"`).tokGrant(1, "l", 10, `"y"`).tokGrant(2, "l", 20, `"x"`),
+			h:       fenced().tokGrant(0, "l", 0, `"x"`).tokGrant(1, "l", 10, `"y"`).tokGrant(2, "l", 20, `"x"`),
 			verdict: Invalid, anomalies: "token-not-increasing"},
 		// Other kinds: equality of JSON values.
 		{name: "one object with its keys reordered", h: two(`{"epoch":1,"n":2}`, `{"n":2,"epoch":1.0}`), verdict: Invalid, anomalies: "token-not-increasing"},
@@ -114,7 +114,7 @@ func TestReentrantRule(t *testing.T) {
 				release(1, "l", 12, 13).grant(0, "l", 20, 21, 1000, 5).release(0, "l", 22, 23),
 			verdict: Invalid, anomalies: "token-not-increasing"},
 		{name: "the holder released, then was handed its old token, nobody between",
-			h: fenced().grant(0, "l", 0, 1, 1000, 5).release(0, "l", 2, 3).grant(0, "l", 20, 21, 1000, 5).release(0, "l", 22, 23),
+			h:       fenced().grant(0, "l", 0, 1, 1000, 5).release(0, "l", 2, 3).grant(0, "l", 20, 21, 1000, 5).release(0, "l", 22, 23),
 			verdict: Invalid, anomalies: "token-not-increasing"},
 		{name: "near miss: re-entrant with a string token after another's grant",
 			h: fenced().grantRaw(0, "l", 0, 1, 1000, `"a"`).grantRaw(1, "l", 10, 11, 1000, `"b"`).grantRaw(0, "l", 20, 21, 1000, `"a"`).

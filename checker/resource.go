@@ -305,8 +305,8 @@ type resState struct {
 	// add that returned after it, and that no read held, is one no read
 	// covers (finish counts them).
 	lastReadInv int64
-	hasOps   bool
-	readSeq  uint32
+	hasOps      bool
+	readSeq     uint32
 }
 
 func (l *lockSt) resState() *resState {
