@@ -244,7 +244,7 @@ func check(ctx context.Context, ops []history.Op, cfg config) Result {
 // stale write or an overlap explains the lost adds that follow from it.
 var kindRank = map[string]int{
 	KindOverlap: 0, KindTokenOrder: 1, KindStaleWrite: 2, KindNonLinearizable: 3, KindFailedAddPresent: 4,
-	KindDuplicate: 5, KindPhantom: 6, KindMalformedRead: 7, KindLostAdd: 8, KindLateWrite: 9, KindStuckLock: 10,
+	KindDuplicate: 5, KindPhantom: 6, KindMalformedRead: 7, KindLostAdd: 8, KindLateWrite: 9, KindStuckLock: 10, KindTokensUnordered: 11,
 }
 
 func sortAnomalies(as []Anomaly) {

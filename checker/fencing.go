@@ -104,10 +104,16 @@ func (f *fenceSt) granted(l *lockSt, c *call, tok tokVal) *call {
 	if orig != nil {
 		return orig // not a new grant
 	}
-	ref := &fenceRef{tok: tok, grantInv: c.inv, grant: c}
+	var ref *fenceRef // made once, when something keeps it
+	mk := func() *fenceRef {
+		if ref == nil {
+			ref = &fenceRef{tok: tok, grantInv: c.inv, grant: c}
+		}
+		return ref
+	}
 	if tok.number() {
 		if f.firstNum == nil {
-			f.firstNum = ref
+			f.firstNum = mk()
 			f.unordered(l, f.firstOther, ref)
 		}
 		if p := c.snapGrant; p != nil && cmpNumbers(tok, p.tok) <= 0 {
@@ -116,12 +122,12 @@ func (f *fenceSt) granted(l *lockSt, c *call, tok tokVal) *call {
 			f.report(l, c, tok, p, false) // granted while this acquire was in flight
 		}
 		if f.grant == nil || cmpNumbers(tok, f.grant.tok) > 0 {
-			f.grant = ref
+			f.grant = mk()
 		}
 		return nil
 	}
 	if f.firstOther == nil {
-		f.firstOther = ref
+		f.firstOther = mk()
 		f.unordered(l, f.firstNum, ref)
 	}
 	k := tok.key()
@@ -132,7 +138,7 @@ func (f *fenceSt) granted(l *lockSt, c *call, tok tokVal) *call {
 	if f.others == nil {
 		f.others = map[string]*fenceRef{}
 	}
-	f.others[k] = ref
+	f.others[k] = mk()
 	return nil
 }
 

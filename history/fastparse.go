@@ -236,7 +236,7 @@ func parseFast(b []byte, in interner) (Op, bool) {
 			if !json.Valid(raw) || !utf8.Valid(raw) || bytes.IndexByte(raw, '\\') >= 0 {
 				// encoding/json would accept bytes that are not UTF-8
 				// and escaped lone surrogates, decoding both to U+FFFD:
-				// the slow path rejects them (parseLine).
+				// the slow path rejects them (parseSlow).
 				return op, false
 			}
 			if string(raw) != "null" {
@@ -269,16 +269,16 @@ func parseFast(b []byte, in interner) (Op, bool) {
 	}
 }
 
-// parseLine parses one line of a history: the fast path, else encoding/json,
-// which also gives the error of a line that is no op. A history is JSON text,
+// parseSlow parses one line of a history with encoding/json, which also
+// gives the error of a line that is no op. A history is JSON text,
 // so UTF-8: a line with bytes that are not UTF-8, or with a string escape
 // that stands for no character (half of a UTF-16 surrogate pair), is bad
 // input. encoding/json would decode both to U+FFFD, making two different
 // lock names, owners or elements one.
-func parseLine(raw []byte, in interner) (Op, error) {
-	if op, ok := parseFast(raw, in); ok {
-		return op, nil
-	}
+//
+// Callers try parseFast first (the lines it accepts are UTF-8: it leaves
+// anything else to this), then parseSlow.
+func parseSlow(raw []byte) (Op, error) {
 	op, err := parseOp(raw)
 	if err != nil {
 		return op, err

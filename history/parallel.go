@@ -100,7 +100,11 @@ func streamParallel(rd io.Reader, emit func(Op) error, workers, chunkLines int) 
 						c.errs[i] = errEmpty
 						continue
 					}
-					c.ops[i], c.errs[i] = parseLine(raw, in)
+					op, ok := parseFast(raw, in)
+					if !ok {
+						op, c.errs[i] = parseSlow(raw)
+					}
+					c.ops[i] = op
 				}
 				close(c.done)
 			}

@@ -103,7 +103,11 @@ func (r *Reader) next() (Op, error) {
 			r.line = r.blank
 			return Op{}, r.fail("empty line")
 		}
-		op, perr := parseLine(raw, r.intern)
+		op, ok := parseFast(raw, r.intern)
+		var perr error
+		if !ok {
+			op, perr = parseSlow(raw)
+		}
 		if perr != nil {
 			if !terminated {
 				// The writer died in the middle of this line.
@@ -346,7 +350,7 @@ func Validate(ops []Op) error {
 	return nil
 }
 
-// utf8Op is parseLine's rule for ops made in memory: their strings and value
+// utf8Op is parseSlow's rule for ops made in memory: their strings and value
 // must be UTF-8 (and the value's escapes characters), or two different names
 // could become one when written.
 func utf8Op(op Op) error {
