@@ -233,11 +233,16 @@ func parseFast(b []byte, in interner) (Op, bool) {
 				return op, false
 			}
 			raw := b[i:j]
-			if !json.Valid(raw) || !utf8.Valid(raw) || bytes.IndexByte(raw, '\\') >= 0 {
+			if !json.Valid(raw) || !utf8.Valid(raw) {
 				// encoding/json would accept bytes that are not UTF-8
 				// and escaped lone surrogates, decoding both to U+FFFD:
 				// the slow path rejects them (parseSlow).
 				return op, false
+			}
+			if bytes.IndexByte(raw, '\\') >= 0 {
+				if _, lone := loneSurrogate(raw); lone {
+					return op, false
+				}
 			}
 			if string(raw) != "null" {
 				op.Value = append(json.RawMessage(nil), raw...)
