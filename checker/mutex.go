@@ -36,7 +36,7 @@ type holdRec struct {
 	released bool   // its process invoked a release since it began, which did not definitely fail
 	token    tokVal // the fencing token of its latest grant (token.go)
 	acq, rel *call
-	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire
+	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire that was a new grant (a re-entrant one is not: fencing.go)
 	// lastGrant is the ok acquire or renew whose lease sets its expiry (a
 	// leader's last heartbeat): an anomaly shows it beside the hold's
 	// start and release, since it set the hold's end.
