@@ -555,3 +555,64 @@ func TestAcknowledgedAddsNoReadCovers(t *testing.T) {
 		})
 	}
 }
+
+func TestParseToken(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want tokVal
+	}{
+		{``, tokVal{}},
+		{`null`, tokVal{}},
+		{` 5 `, tokVal{i: 5, k: tokInt}},
+		{`-9223372036854775808`, tokVal{i: -9223372036854775808, k: tokInt}},
+		{`9223372036854775808`, tokVal{s: `9223372036854775808`, k: tokNum}},
+		{`1e1`, tokVal{i: 10, k: tokInt}},
+		{`100e-1`, tokVal{i: 10, k: tokInt}},
+		{`-0.0`, tokVal{i: 0, k: tokInt}},
+		{`0.5`, tokVal{s: `0.5`, k: tokNum}},
+		{`1E+2`, tokVal{i: 100, k: tokInt}},
+		{`"lease"`, tokVal{s: "lease", k: tokText}},
+		{`"a\"b\u00e9"`, tokVal{s: `a"bé`, k: tokText}},
+		{`"5"`, tokVal{s: "5", k: tokText}},
+		{`true`, tokVal{s: "true", k: tokOther}},
+		{`[1, 2.0]`, tokVal{s: "[1,2]", k: tokOther}},
+		{`{"b":1,"a":"x"}`, tokVal{s: `{"a":"x","b":1}`, k: tokOther}},
+	} {
+		if got := parseToken(json.RawMessage(tc.raw)); got != tc.want {
+			t.Errorf("parseToken(%s) = %+v, want %+v", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// FuzzTokenNumbers: any two JSON numbers compare as big.Rat compares them
+// (exponents bounded so that big.Rat can expand them).
+func FuzzTokenNumbers(f *testing.F) {
+	for _, s := range [][2]string{{"1", "2"}, {"18446744073709551617", "18446744073709551616"}, {"1e30", "1000000000000000000000000000000"},
+		{"-0", "0"}, {"0.1", "1e-1"}, {"-5.5e3", "-5500"}, {"9223372036854775807", "9223372036854775808"}, {"1.000", "1"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		da, oka := parseDec([]byte(a))
+		db, okb := parseDec([]byte(b))
+		if !oka || !okb || !json.Valid([]byte(a)) || !json.Valid([]byte(b)) {
+			return
+		}
+		for _, d := range []dec{da, db} {
+			if d.adj.CmpAbs(big.NewInt(2000)) > 0 {
+				return
+			}
+		}
+		ra, ok1 := new(big.Rat).SetString(a)
+		rb, ok2 := new(big.Rat).SetString(b)
+		if !ok1 || !ok2 {
+			t.Fatalf("big.Rat refused %q or %q", a, b)
+		}
+		ta, tb := parseToken(json.RawMessage(a)), parseToken(json.RawMessage(b))
+		if !ta.number() || !tb.number() {
+			t.Fatalf("%q, %q: not numbers: %+v %+v", a, b, ta, tb)
+		}
+		if got, want := cmpNumbers(ta, tb), ra.Cmp(rb); got != want {
+			t.Fatalf("%s vs %s: %d, want %d", a, b, got, want)
+		}
+	})
+}
