@@ -399,7 +399,7 @@ func TestTokenNumbersCompareExactly(t *testing.T) {
 		if sameToken(ta, tb) != (ra.Cmp(rb) == 0) {
 			t.Fatalf("%s vs %s: same %v", a, b, sameToken(ta, tb))
 		}
-		if ra.IsInt() && ra.Num().IsInt64() && (ta.k != tokInt || ta.i != ra.Num().Int64()) {
+		if ra.IsInt() && ra.Num().IsInt64() && (ta.kind() != tokInt || ta.i != ra.Num().Int64()) {
 			t.Fatalf("%s: %+v, want int64 %s", a, ta, ra.Num())
 		}
 	}
@@ -556,29 +556,41 @@ func TestAcknowledgedAddsNoReadCovers(t *testing.T) {
 	}
 }
 
+// tok is a token's parts, to compare.
+type tok struct {
+	s string
+	i int64
+	k tokKind
+}
+
 func TestParseToken(t *testing.T) {
 	for _, tc := range []struct {
 		raw  string
-		want tokVal
+		want tok
 	}{
-		{``, tokVal{}},
-		{`null`, tokVal{}},
-		{` 5 `, tokVal{i: 5, k: tokInt}},
-		{`-9223372036854775808`, tokVal{i: -9223372036854775808, k: tokInt}},
-		{`9223372036854775808`, tokVal{s: `9223372036854775808`, k: tokNum}},
-		{`1e1`, tokVal{i: 10, k: tokInt}},
-		{`100e-1`, tokVal{i: 10, k: tokInt}},
-		{`-0.0`, tokVal{i: 0, k: tokInt}},
-		{`0.5`, tokVal{s: `0.5`, k: tokNum}},
-		{`1E+2`, tokVal{i: 100, k: tokInt}},
-		{`"lease"`, tokVal{s: "lease", k: tokText}},
-		{`"a\"b\u00e9"`, tokVal{s: `a"bé`, k: tokText}},
-		{`"5"`, tokVal{s: "5", k: tokText}},
-		{`true`, tokVal{s: "true", k: tokOther}},
-		{`[1, 2.0]`, tokVal{s: "[1,2]", k: tokOther}},
-		{`{"b":1,"a":"x"}`, tokVal{s: `{"a":"x","b":1}`, k: tokOther}},
+		{``, tok{}},
+		{`null`, tok{}},
+		{` 5 `, tok{i: 5, k: tokInt}},
+		{`-9223372036854775808`, tok{i: -9223372036854775808, k: tokInt}},
+		{`9223372036854775808`, tok{s: `9223372036854775808`, k: tokNum}},
+		{`1e1`, tok{i: 10, k: tokInt}},
+		{`100e-1`, tok{i: 10, k: tokInt}},
+		{`-0.0`, tok{i: 0, k: tokInt}},
+		{`0.5`, tok{s: `0.5`, k: tokNum}},
+		{`1E+2`, tok{i: 100, k: tokInt}},
+		{`"lease"`, tok{s: "lease", k: tokText}},
+		{`"a\"b\u00e9"`, tok{s: `a"bé`, k: tokText}},
+		{`"5"`, tok{s: "5", k: tokText}},
+		{`true`, tok{s: "true", k: tokOther}},
+		{`[1, 2.0]`, tok{s: "[1,2]", k: tokOther}},
+		{`{"b":1,"a":"x"}`, tok{s: `{"a":"x","b":1}`, k: tokOther}},
 	} {
-		if got := parseToken(json.RawMessage(tc.raw)); got != tc.want {
+		v := parseToken(json.RawMessage(tc.raw))
+		got := tok{i: v.i, k: v.kind()}
+		if v.kind() != tokNone && v.kind() != tokInt {
+			got.s = v.text()
+		}
+		if got != tc.want {
 			t.Errorf("parseToken(%s) = %+v, want %+v", tc.raw, got, tc.want)
 		}
 	}

@@ -28,61 +28,85 @@ type tokKind uint8
 const (
 	tokNone  tokKind = iota // no token: no value, or null
 	tokInt                  // a number that is an integer in int64: tokVal.i
-	tokNum                  // any other number: tokVal.s is its JSON text, trimmed
-	tokText                 // a string: tokVal.s is its value, unescaped
-	tokOther                // true, false, an array or an object: tokVal.s is its canonical JSON text
+	tokNum                  // any other number: its text is its JSON text, trimmed
+	tokText                 // a string: its text is its value, unescaped
+	tokOther                // true, false, an array or an object: its text is its canonical JSON text
 )
 
-// tokVal is one token.
+// tokVal is one token. It is as small as the int64 and flag it replaced
+// (every hold carries one): an int64 token points at intTok, shared; any
+// other token at a tokExt of its own; no token is nil.
 type tokVal struct {
-	s string
 	i int64
+	x *tokExt
+}
+
+// tokExt is a token's kind and, for a token that is not an int64, its text.
+type tokExt struct {
+	s string
 	k tokKind
 }
 
+var intTok = &tokExt{k: tokInt}
+
+func intToken(i int64) tokVal { return tokVal{i: i, x: intTok} }
+
+func extToken(k tokKind, s string) tokVal { return tokVal{x: &tokExt{s: s, k: k}} }
+
+// kind is the token's kind.
+func (t tokVal) kind() tokKind {
+	if t.x == nil {
+		return tokNone
+	}
+	return t.x.k
+}
+
+// text is the text of a token that is not an int64.
+func (t tokVal) text() string { return t.x.s }
+
 // has tells whether there is a token.
-func (t tokVal) has() bool { return t.k != tokNone }
+func (t tokVal) has() bool { return t.x != nil }
 
 // number tells whether the token is a number (ordered by value).
-func (t tokVal) number() bool { return t.k == tokInt || t.k == tokNum }
+func (t tokVal) number() bool { k := t.kind(); return k == tokInt || k == tokNum }
 
 // kindName names the token's kind for a message.
 func (t tokVal) kindName() string {
-	switch t.k {
+	switch t.kind() {
 	case tokInt, tokNum:
 		return "a number"
 	case tokText:
 		return "a string"
 	case tokOther:
-		return "a " + map[byte]string{'t': "boolean", 'f': "boolean", '[': "array", '{': "object"}[t.s[0]]
+		return "a " + map[byte]string{'t': "boolean", 'f': "boolean", '[': "array", '{': "object"}[t.text()[0]]
 	}
 	return "no token"
 }
 
 // String shows the token as JSON, as a history would carry it.
 func (t tokVal) String() string {
-	switch t.k {
+	switch t.kind() {
 	case tokInt:
 		return strconv.FormatInt(t.i, 10)
 	case tokText:
-		b, err := json.Marshal(t.s)
+		b, err := json.Marshal(t.text())
 		if err != nil {
-			return strconv.Quote(t.s)
+			return strconv.Quote(t.text())
 		}
 		return string(b)
 	case tokNone:
 		return "none"
 	}
-	return t.s
+	return t.text()
 }
 
 // key is the token's identity among the tokens that are not numbers: a
 // string and the object holding it are two tokens.
 func (t tokVal) key() string {
-	if t.k == tokText {
-		return "s" + t.s
+	if t.kind() == tokText {
+		return "s" + t.text()
 	}
-	return "o" + t.s
+	return "o" + t.text()
 }
 
 // parseToken reads an ok acquire's value as a token.
@@ -93,40 +117,40 @@ func parseToken(v json.RawMessage) tokVal {
 	}
 	if len(v) < 20 {
 		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return tokVal{i: i, k: tokInt}
+			return intToken(i)
 		}
 	}
 	switch c := v[0]; {
 	case c == '"':
 		if bytes.IndexByte(v, '\\') < 0 {
-			return tokVal{s: string(v[1 : len(v)-1]), k: tokText}
+			return extToken(tokText, string(v[1:len(v)-1]))
 		}
 		var s string
 		if json.Unmarshal(v, &s) == nil {
-			return tokVal{s: s, k: tokText}
+			return extToken(tokText, s)
 		}
-		return tokVal{s: string(v), k: tokOther}
+		return extToken(tokOther, string(v))
 	case c == '-' || (c >= '0' && c <= '9'):
 		d, ok := parseDec(v)
 		if !ok {
-			return tokVal{s: string(v), k: tokOther} // the reader validated it: not reached
+			return extToken(tokOther, string(v)) // the reader validated it: not reached
 		}
 		if i, ok := d.int64(); ok {
-			return tokVal{i: i, k: tokInt} // 1e1, 10.0 and 100e-1 are token 10
+			return intToken(i) // 1e1, 10.0 and 100e-1 are token 10
 		}
-		return tokVal{s: string(v), k: tokNum}
+		return extToken(tokNum, string(v))
 	}
-	return tokVal{s: elemKey(v), k: tokOther}
+	return extToken(tokOther, elemKey(v))
 }
 
 // sameToken tells whether two tokens are one JSON value.
 func sameToken(a, b tokVal) bool {
 	switch {
-	case a.k == tokInt && b.k == tokInt:
+	case a.x == intTok && b.x == intTok:
 		return a.i == b.i
 	case a.number() && b.number():
 		return cmpNumbers(a, b) == 0
-	case a.number() || b.number() || a.k == tokNone || b.k == tokNone:
+	case a.number() || b.number() || !a.has() || !b.has():
 		return false
 	}
 	return a.key() == b.key()
@@ -134,7 +158,7 @@ func sameToken(a, b tokVal) bool {
 
 // cmpNumbers compares two number tokens by exact value.
 func cmpNumbers(a, b tokVal) int {
-	if a.k == tokInt && b.k == tokInt {
+	if a.x == intTok && b.x == intTok {
 		switch {
 		case a.i < b.i:
 			return -1
@@ -147,11 +171,11 @@ func cmpNumbers(a, b tokVal) int {
 }
 
 func (t tokVal) dec() dec {
-	if t.k == tokInt {
+	if t.x == intTok {
 		d, _ := parseDec([]byte(strconv.FormatInt(t.i, 10)))
 		return d
 	}
-	d, _ := parseDec([]byte(t.s))
+	d, _ := parseDec([]byte(t.text()))
 	return d
 }
 
