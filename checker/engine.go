@@ -158,6 +158,7 @@ func (p *procSt) remember(h *holdRec) {
 		for i, o := range p.recent {
 			if !o.open {
 				p.forgotAt = max(p.forgotAt, o.End)
+				o.l.fence.forget(o)
 				p.recent = append(p.recent[:i], p.recent[i+1:]...)
 				p.recent[len(p.recent):cap(p.recent)][0] = nil
 				closed--
@@ -204,10 +205,14 @@ type engine struct {
 	resKinds                 map[string]int
 	fenceKinds               map[string]int
 	nFence                   int
+	nUnordered               int // locks whose tokens mix kinds (fencing.go)
+	nNoToken                 int // ok acquires without a token
 	nOverlap                 int
 	nHolds                   int
 	nResAnom                 int
 	noFinal                  int
+	uncovered                int // acknowledged adds no read covers (resState.finish)
+	uncoveredLocks           int
 
 	callPool []*call
 	lin      *linRunner  // shared by the shards

@@ -188,7 +188,11 @@ func (m *multi) finish() Result {
 		agg.nHolds += e.nHolds
 		agg.nResAnom += e.nResAnom
 		agg.noFinal += e.noFinal
+		agg.uncovered += e.uncovered
+		agg.uncoveredLocks += e.uncoveredLocks
 		agg.nFence += e.nFence
+		agg.nUnordered += e.nUnordered
+		agg.nNoToken += e.nNoToken
 		agg.mutex.merge(&e.mutex)
 		agg.resource.merge(&e.resource)
 		agg.fencing.merge(&e.fencing)
