@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/lockcheck/lockcheck/faultcap"
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
@@ -13,7 +14,7 @@ var _ nemesis.Node = (*Node)(nil)
 // signals its JVM; it restarts Cassandra only with a start command; iptables
 // and the clock are what Check found on it (before Check: the clock only
 // with ClockStep, iptables assumed). A host has no power to cut.
-func (n *Node) Capabilities() []nemesis.Capability {
+func (n *Node) Capabilities() []faultcap.Capability {
 	n.capMu.Lock()
 	defer n.capMu.Unlock()
 	if n.caps != nil {
@@ -24,16 +25,16 @@ func (n *Node) Capabilities() []nemesis.Capability {
 
 // static are the capabilities the configuration decides, with what a probe
 // found of iptables and libfaketime.
-func (n *Node) static(iptables, faketime bool) []nemesis.Capability {
-	caps := []nemesis.Capability{nemesis.CapSignals}
+func (n *Node) static(iptables, faketime bool) []faultcap.Capability {
+	caps := []faultcap.Capability{faultcap.Signals}
 	if iptables {
-		caps = append(caps, nemesis.CapIPTables)
+		caps = append(caps, faultcap.IPTables)
 	}
 	if faketime || n.cfg.ClockStep {
-		caps = append(caps, nemesis.CapClock)
+		caps = append(caps, faultcap.Clock)
 	}
 	if n.cfg.StartCmd != "" {
-		caps = append(caps, nemesis.CapRestart)
+		caps = append(caps, faultcap.Restart)
 	}
 	return caps
 }

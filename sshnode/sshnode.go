@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultcap"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -57,7 +58,7 @@ type Node struct {
 	c  *ssh.Client
 
 	capMu sync.Mutex
-	caps  []string // what Check found the host can do (nil: not probed)
+	caps  []faultcap.Capability // what Check found the host can do (nil: not probed)
 }
 
 // jvmPattern finds the Cassandra JVM with pgrep -f. The brackets keep the
