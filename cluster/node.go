@@ -50,7 +50,7 @@ func (n *Node) Capabilities() []faultcap.Capability {
 	if len(n.c.spares) > 0 {
 		caps = append(caps, faultcap.Membership)
 	}
-	return caps
+	return append(caps, n.shapeCaps()...)
 }
 
 // Exec runs cmd in the node's container and returns its combined output; a

@@ -65,7 +65,10 @@ type Test struct {
 	// coord-clock's ahead (uniform); zero: the nemesis's defaults, 1s..30s
 	// and the lease TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
-	HealTimeout      time.Duration
+	// Net bounds the shaping kinds' draws (net-delay, net-rate,
+	// coord-net-delay); the zero value: nemesis.DefaultNetBounds.
+	Net         nemesis.NetBounds
+	HealTimeout time.Duration
 	// PinClients sends every query of client i through node i mod nodes
 	// (`run --pin-clients`) instead of the token-aware replica every client
 	// shares: clients then read through different coordinators, which the
@@ -272,6 +275,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if t.SkewMax > 0 {
 		meta.Config["skew"] = t.SkewMin.String() + ".." + t.SkewMax.String()
 	}
+	if t.Net != (nemesis.NetBounds{}) {
+		meta.Config["net"] = fmt.Sprintf("delay %s..%s jitter %s rate %d..%d kbit/s", t.Net.DelayMin, t.Net.DelayMax, t.Net.Jitter, t.Net.RateMin, t.Net.RateMax)
+	}
 	if t.Schedule != nil {
 		// The schedule dealt is kept beside the history: a replay of a
 		// replay, or a shrink, starts from it.
@@ -417,6 +423,9 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	if t.SkewMax > 0 {
 		nemOpts = append(nemOpts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
+	}
+	if t.Net != (nemesis.NetBounds{}) {
+		nemOpts = append(nemOpts, nemesis.WithNetBounds(t.Net))
 	}
 	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
@@ -649,6 +658,9 @@ func checkFaults(env Env, t *Test) error {
 	opts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
 	if t.Schedule != nil {
 		opts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
+	}
+	if t.Net != (nemesis.NetBounds{}) {
+		opts = append(opts, nemesis.WithNetBounds(t.Net))
 	}
 	_, err := nemesis.New(targets, discard{}, append(opts, nemesis.WithClients(noClients{t.Clients}), nemesis.WithGateway(gateway),
 		nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares))...)

@@ -30,6 +30,7 @@ type runFlags struct {
 	nodes                                    int
 	keep                                     bool
 	t                                        runner.Test
+	netDelay, netJitter, netRate             string
 	x                                        runner.External
 	ssh                                      sshnode.Config
 }
@@ -59,6 +60,9 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.DurationVar(&t.Interval, "interval", t.Interval, "mean time between faults, and mean fault length")
 	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes, a plug-in's and a lock service's grants (at least 1s)")
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
+	fs.StringVar(&f.netDelay, "net-delay", "", fmt.Sprintf("net-delay and coord-net-delay: the added latency's bounds, MIN..MAX, drawn log-uniform (default %s..%s)", nemesis.DefaultNetBounds.DelayMin, nemesis.DefaultNetBounds.DelayMax))
+	fs.StringVar(&f.netJitter, "net-jitter", "", fmt.Sprintf("net-delay and coord-net-delay: the largest jitter, at most the smallest delay (default %s)", nemesis.DefaultNetBounds.Jitter))
+	fs.StringVar(&f.netRate, "net-rate", "", fmt.Sprintf("net-rate: the bandwidth limit's bounds in kbit/s, MIN..MAX, drawn log-uniform (default %d..%d)", nemesis.DefaultNetBounds.RateMin, nemesis.DefaultNetBounds.RateMax))
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
 	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
 	fs.DurationVar(&t.SkewMin, "skew-min", 0, "client-clock's smallest skew, coord-clock's smallest ahead (with --skew-max; default 1s, and the TTL plus 1s)")
@@ -128,6 +132,13 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.SkewMin != 0 || t.SkewMax != 0 {
 		opts = append(opts, lockcheck.WithSkew(t.SkewMin, t.SkewMax))
+	}
+	if f.netDelay != "" || f.netJitter != "" || f.netRate != "" {
+		b, err := nemesis.ParseNetBounds(f.netDelay, f.netJitter, f.netRate)
+		if err != nil {
+			return lockcheck.Lock{}, nil, err
+		}
+		opts = append(opts, lockcheck.WithNetBounds(b))
 	}
 	if t.NoWait {
 		opts = append(opts, lockcheck.WithNoWait())
