@@ -157,6 +157,29 @@ if [ -s ` + PIDFile + ` ]; then
 fi
 true`
 
+// StateScript prints what shaping a node holds, changing nothing: "tc"
+// for lockcheck's root qdisc on a device, "shaper" for a live
+// lockcheck-shaper (the chain is an iptables rule like any other).
+const StateScript = `for d in $(ls /sys/class/net); do
+  tc qdisc show dev "$d" root 2>/dev/null | grep -q "qdisc htb ` + Handle + `: " && echo tc
+done
+[ -s ` + PIDFile + ` ] && kill -0 "$(cat ` + PIDFile + `)" 2>/dev/null && echo shaper
+true`
+
+// State reads StateScript's output as phrases for a node's faults.
+func State(out string) []string {
+	var phrases []string
+	for _, f := range strings.Fields(out) {
+		switch f {
+		case "tc":
+			phrases = append(phrases, "links shaped (tc)")
+		case "shaper":
+			phrases = append(phrases, "lockcheck-shaper running")
+		}
+	}
+	return phrases
+}
+
 // Found says whether UnshapeScript's output found anything to remove.
 func Found(out string) bool { return strings.Contains(out, "shaped") }
 

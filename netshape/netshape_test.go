@@ -75,6 +75,7 @@ func TestScripts(t *testing.T) {
 	}
 	shellParses(t, "probe", ProbeScript)
 	shellParses(t, "unshape", UnshapeScript)
+	shellParses(t, "state", StateScript)
 	if _, err := ApplyScript(s, NFQueue, "", 0); err == nil {
 		t.Error("nfqueue delay without the shaper's path accepted")
 	}
@@ -89,6 +90,9 @@ func TestParseProbe(t *testing.T) {
 	}
 	if got := ParseProbe("netem\nhtb\n"); got != (Probed{Netem: true, HTB: true}) {
 		t.Errorf("ParseProbe = %+v", got)
+	}
+	if got := State("tc\nshaper\n"); len(got) != 2 || got[0] != "links shaped (tc)" {
+		t.Errorf("State = %q", got)
 	}
 	if !Found("shaped\n") || Found("") {
 		t.Error("Found")

@@ -27,6 +27,12 @@ var (
 	joinAndLeave = []string{nemesis.Join, nemesis.Leave}
 )
 
+// slowCoordinator is the delay of the coord-net-delay rows: seconds, of
+// the order of the 3 s lease, so that a write sent inside a lease can land
+// after it; a jitter of tens of milliseconds.
+var slowCoordinator = nemesis.NetBounds{DelayMin: time.Second, DelayMax: 3 * time.Second, Jitter: 50 * time.Millisecond,
+	RateMin: nemesis.DefaultNetBounds.RateMin, RateMax: nemesis.DefaultNetBounds.RateMax}
+
 // leaseLateWrite is what broke the published lease inside range
 // movements: not Paxos, its missing fence.
 const leaseLateWrite = "known weakness, no fencing token: with ranges streaming and a node faulted, a critical section's add " +
@@ -170,6 +176,21 @@ var Rows = []Row{
 		Name: "lease-fenced/coord-clock", Recipe: "lease-fenced", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 1013,
 		Want: checker.Valid, Tier: Quick,
 		Mechanism: "The same early expiry grants the lock twice, but the second grant's token is newer and the resource refuses the first holder's writes.",
+	},
+	{
+		Name: "lease/coord-net-delay", Recipe: "lease", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 7101,
+		Net: slowCoordinator, Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "The published lease under a slow coordinator, on demand instead of by the machine's load: everything the " +
+			"coordinator of one group of pinned clients sends waits 1-3 s, so a holder's add sent inside its lease reaches the " +
+			"replicas after the lease ran out and another client was granted the lock, and lands in that holder's term " +
+			"(stale-holder-write, lost-add: the report's \"the add sent at t was delayed X ms on n1's links ... and applied after " +
+			"the next grant\").",
+	},
+	{
+		Name: "lease-fenced/coord-net-delay", Recipe: "lease-fenced", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 7102,
+		Net: slowCoordinator, Want: checker.Valid, Tier: Full,
+		Mechanism: "The same slow coordinator delivers the stale holder's write late, but its token is older than the next " +
+			"holder's and the resource refuses it: nothing is lost.",
 	},
 	{
 		Name: "lease/client-pause/leader", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 1014,

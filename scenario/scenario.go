@@ -199,6 +199,9 @@ type Row struct {
 	// ahead (run --skew-min, --skew-max); zero: the defaults, 1s..30s and
 	// the TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
+	// Net bounds the shaping kinds' draws (run --net-delay, --net-jitter,
+	// --net-rate); zero: nemesis.DefaultNetBounds.
+	Net nemesis.NetBounds
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
