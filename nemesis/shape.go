@@ -96,7 +96,8 @@ var netRateKind = Kind{
 var coordNetDelayKind = Kind{
 	Name: CoordNetDelay, Scope: ScopeNode, Color: "#8cd17d",
 	Doc: "Adds latency with jitter to everything the coordinator of one group of pinned clients sends, to the other " +
-		"nodes and to the clients: the overloaded coordinator, whose Paxos rounds and writes reach the replicas late.",
+		"nodes and to the clients: the overloaded coordinator, whose Paxos rounds and writes reach the replicas late. " +
+		"It is aimed at the coordinator of a client that holds a lock when it starts, if one does.",
 	Needs: []Capability{CapNetDelay},
 	Pins:  true,
 	StartValue: history.ShapeStart{Clients: []int{1, 4}, Links: Grudge{"n2": {"clients", "n1", "n3"}}, Mode: "coord", Node: "n2",
@@ -135,6 +136,22 @@ func (s *shaper) draw(e *Env) (history.ShapeStart, error) {
 	if s.coord {
 		nodes, groups := coordGroups(e)
 		node := nodes[e.Sched.IntN(len(nodes))]
+		// Aimed at a holder's coordinator when a client holds now (as
+		// coord-clock aims at a contender's): the slow coordinator then
+		// carries a critical section's writes, which is what a lease
+		// cannot survive. Which client holds depends on the run's timing:
+		// Pick, not Sched, draws it.
+		if e.Clients != nil {
+			var cands []string
+			for _, h := range e.Clients.Holders() {
+				if n, ok := e.Pins[h]; ok && slices.Contains(nodes, n) && !slices.Contains(cands, n) {
+					cands = append(cands, n)
+				}
+			}
+			if len(cands) > 0 && e.Pick != nil {
+				node = cands[e.Pick.IntN(len(cands))]
+			}
+		}
 		links := []string{GatewayName}
 		for _, t := range e.Targets {
 			if t.Name != node {

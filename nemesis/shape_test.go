@@ -205,3 +205,20 @@ func TestParseNetBounds(t *testing.T) {
 		}
 	}
 }
+
+// coord-net-delay slows the coordinator of a client holding a lock when one
+// does (client 0, pinned to n1), whatever the schedule's draw.
+func TestCoordNetDelayAimsAtAHolder(t *testing.T) {
+	ts, _ := fakeCluster(3)
+	for seed := range uint64(10) {
+		e := &Env{Targets: ts, Gateway: "10.0.0.1", Net: DefaultNetBounds, Pins: testPins, Clients: &fakeClients{n: 4},
+			Sched: rand.New(rand.NewPCG(seed, 1)), Pick: rand.New(rand.NewPCG(seed, 2))}
+		v, err := (&shaper{kind: CoordNetDelay, delay: true, coord: true}).draw(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Node != "n1" || !slices.Equal(v.Clients, []int{0, 3}) {
+			t.Errorf("seed %d: slowed %s (clients %v), want n1, the holder's coordinator", seed, v.Node, v.Clients)
+		}
+	}
+}

@@ -44,9 +44,6 @@ func run(m *testing.M) int {
 	// Tests that only start clusters of their own run beside the shared
 	// cluster's tests (make jepsen's second stream): attaching would heal
 	// the faults those tests are injecting.
-	if os.Getenv("LOCKCHECK_SHARED") == "none" {
-		return m.Run()
-	}
 	// The nodes' kernel may lack netem: net-delay then copies
 	// lockcheck-shaper into them, found through cluster.ShaperEnv.
 	if os.Getenv(cluster.ShaperEnv) == "" {
@@ -55,6 +52,9 @@ func run(m *testing.M) int {
 		} else {
 			fmt.Fprintf(os.Stderr, "clustertest: %v (net-delay needs netem then)\n", err)
 		}
+	}
+	if os.Getenv("LOCKCHECK_SHARED") == "none" {
+		return m.Run()
 	}
 	name := os.Getenv("LOCKCHECK_CLUSTER")
 	if name == "" {
