@@ -27,10 +27,11 @@ var (
 	joinAndLeave = []string{nemesis.Join, nemesis.Leave}
 )
 
-// slowCoordinator is the delay of the coord-net-delay rows: seconds, of
-// the order of the 3 s lease, so that a write sent inside a lease can land
-// after it; a jitter of tens of milliseconds.
-var slowCoordinator = nemesis.NetBounds{DelayMin: time.Second, DelayMax: 3 * time.Second, Jitter: 50 * time.Millisecond,
+// slowCoordinator is the delay of the coord-net-delay rows: 2-4 s, so that
+// a holder's add (a QUORUM read, then a write, each a round trip through
+// the slowed coordinator: twice the delay) outlasts the 3 s lease it was
+// sent under; a jitter of tens of milliseconds.
+var slowCoordinator = nemesis.NetBounds{DelayMin: 2 * time.Second, DelayMax: 4 * time.Second, Jitter: 50 * time.Millisecond,
 	RateMin: nemesis.DefaultNetBounds.RateMin, RateMax: nemesis.DefaultNetBounds.RateMax}
 
 // leaseLateWrite is what broke the published lease inside range
@@ -181,7 +182,7 @@ var Rows = []Row{
 		Name: "lease/coord-net-delay", Recipe: "lease", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 7101,
 		Net: slowCoordinator, Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "The published lease under a slow coordinator, on demand instead of by the machine's load: everything the " +
-			"coordinator of one group of pinned clients sends waits 1-3 s, so a holder's add sent inside its lease reaches the " +
+			"coordinator of a holder sends waits 2-4 s, so a holder's add sent inside its lease reaches the " +
 			"replicas after the lease ran out and another client was granted the lock, and lands in that holder's term " +
 			"(stale-holder-write, lost-add: the report's \"the add sent at t was delayed X ms on n1's links ... and applied after " +
 			"the next grant\").",
