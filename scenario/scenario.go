@@ -402,6 +402,17 @@ func (r Row) Check() error {
 	if (r.SkewMin != 0 || r.SkewMax != 0) && (r.SkewMin <= 0 || r.SkewMax < r.SkewMin) {
 		bad("skew bounds %v..%v: want 0 < min <= max", r.SkewMin, r.SkewMax)
 	}
+	if r.Net != (nemesis.NetBounds{}) {
+		shaped := slices.ContainsFunc(r.Faults, func(k string) bool {
+			return k == nemesis.NetDelay || k == nemesis.NetRate || k == nemesis.CoordNetDelay
+		})
+		if !shaped {
+			bad("net bounds without %s, %s or %s: they bound those faults' shaping", nemesis.NetDelay, nemesis.CoordNetDelay, nemesis.NetRate)
+		}
+		if err := r.Net.Validate(); err != nil {
+			bad("%v", err)
+		}
+	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")
 	}
