@@ -194,6 +194,18 @@ var Rows = []Row{
 			"holder's and the resource refuses it: nothing is lost.",
 	},
 	{
+		Name: "lease-fenced/net-delay", Recipe: "lease-fenced", Faults: []string{nemesis.NetDelay}, Time: 20 * s, Interval: 3 * s, Seed: 7104,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Chosen nodes' links to the others, or to the clients, slowed by 0.2-2 s: LWTs and writes are late and some time " +
+			"out (unknown), and a late write carries an older token than the next holder's, which the resource refuses.",
+	},
+	{
+		Name: "lease-fenced/net-rate", Recipe: "lease-fenced", Faults: []string{nemesis.NetRate}, Time: 20 * s, Interval: 3 * s, Seed: 7105,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Chosen nodes' links held to 64-1024 kbit/s: the lock's small messages queue behind the others' and arrive " +
+			"late; the fence refuses whatever lands after the next grant.",
+	},
+	{
 		Name: "lease/client-pause/leader", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 1014,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "Leaders keep terms of seconds by heartbeats (lease's Renew); a leader paused past its lease writes on after the next leader took over.",
