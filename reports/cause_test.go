@@ -378,8 +378,10 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"a write outlived its lease: the add sent at 2.500s was delayed 1500 ms (±40 ms) on n2's links to n1, n3 (net-delay, 2.000s – 5.000s), " +
 				"inside process 1's lease (to 3.000s), and applied after the next grant (process 2's, at 3.500s)",
 				"net-delay (2.000s – 5.000s: +1500 ms ±40 ms on n2's links to n1, n3)"}, []string{noFault}},
-		{"a coordinator slowed for other clients is not named", stale(2500), []faultView{slowCoordN1}, &causeTimeline{ops: stale(2500).Ops, meta: numbered(5, "")},
-			[]string{"a write outlived its lease: process 1's add", "no fault window open"}, []string{"delayed", "coord-net-delay"}},
+		// The slowed coordinator is a replica too: its answers to the
+		// others' coordinators wait as well.
+		{"a coordinator slowed for other clients slows their quorums too", stale(2500), []faultView{slowCoordN1}, &causeTimeline{ops: stale(2500).Ops, meta: numbered(5, "")},
+			[]string{"the add sent at 2.500s was delayed 1500 ms on n1's links to the clients, n2, n3 (coord-net-delay"}, []string{noFault}},
 		{"a write outlived its lease, no window", stale(2500), nil, nil,
 			[]string{"a write outlived its lease", "no fault window open (a slow request)"}, []string{noFault}},
 		{"a write sent after the lease did not outlive it", stale(3100), []faultView{cut}, nil,

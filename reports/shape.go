@@ -84,13 +84,16 @@ func shapedLatency(faults []faultView) []string {
 }
 
 // slowedBy is the sentence of a shaping window that slowed a request sent
+// (any client's: a slowed coordinator is also a replica, whose answers to
+// every other coordinator wait too, so coord-net-delay is not only its own
+// clients' cause)
 // at inv and answered at ret by process p, where one delayed it: "the add
 // sent at 3.2 s was delayed 450 ms (±30 ms) on n2's links to n1, n3
 // (net-delay, 1.2 s – 5.0 s)"; "" when no shaping window was open.
-func slowedBy(faults []faultView, f string, inv, ret int64, p int, tl *causeTimeline) string {
+func slowedBy(faults []faultView, f string, inv, ret int64) string {
 	for _, w := range faults {
 		v, ok := shapingOf(w)
-		if !ok || w.Start > ret || effectEnd(w) < inv || tl.aimedElsewhere(w, p) {
+		if !ok || w.Start > ret || effectEnd(w) < inv {
 			continue
 		}
 		how := fmt.Sprintf("delayed %d ms", v.Shape.DelayMS)

@@ -56,9 +56,6 @@ func pinnedTo(w faultView) ([]int, bool) {
 	case history.KindCoordClock:
 		v, ok := decode[history.CoordClockStart](w.Value)
 		return v.Clients, ok
-	case history.KindCoordNetDelay:
-		v, ok := decode[history.ShapeStart](w.Value)
-		return v.Clients, ok
 	}
 	return nil, false
 }
@@ -436,7 +433,7 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 	if !ok || other.ok.Time <= g.ok.Time || other.ok.Time >= ret.Time {
 		return "", false
 	}
-	if slow := slowedBy(faults, "add", inv.Time, ret.Time, p, tl); slow != "" {
+	if slow := slowedBy(faults, "add", inv.Time, ret.Time); slow != "" {
 		// The slowness is the cause: say it first, with the link.
 		return fmt.Sprintf("a write outlived its lease: %s, inside process %d's lease (to %s), and applied after the next grant "+
 			"(process %d's, at %s): it was acknowledged at %s, %s past the lease; the lock hands the resource no token to refuse "+
