@@ -197,7 +197,7 @@ var Rows = []Row{
 	},
 	{
 		Name: "lease-fenced/coord-net-delay", Recipe: "lease-fenced", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 30 * s, Interval: 6 * s, Seed: 7102,
-		Net: slowCoordinator, Want: checker.Valid, Tier: Full,
+		Net: slowCoordinator, Want: checker.Valid, Tier: Quick,
 		Mechanism: "The same slow coordinator delivers the stale holder's write late, but its token is older than the next " +
 			"holder's and the resource refuses it: nothing is lost.",
 	},
