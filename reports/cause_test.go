@@ -272,6 +272,11 @@ func TestCauseFromTimeline(t *testing.T) {
 		return checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200), Ops: staleOps(addAt)}
 	}
 	cut := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: ms(2000), End: ms(5000)}}
+	slowN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindNetDelay, Start: ms(2000), End: ms(5000),
+		Value: json.RawMessage(`{"links":{"n2":["n1","n3"]},"mode":"nodes","shape":{"delay_ms":1500,"jitter_ms":40}}`)}}
+	// Aimed at n1's clients (0 and 3): not client 1's nor client 2's.
+	slowCoordN1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: ms(2000), End: ms(5000),
+		Value: json.RawMessage(`{"clients":[0,3],"links":{"n1":["clients","n2","n3"]},"mode":"coord","node":"n1","shape":{"delay_ms":1500}}`)}}
 	skew := func(client int, offset string, from float64) faultView {
 		return faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientClock, Start: ms(from), End: ms(9000),
 			Value: json.RawMessage(fmt.Sprintf(`{"client":%d,"offset":%q}`, client, offset))}}
@@ -369,6 +374,14 @@ func TestCauseFromTimeline(t *testing.T) {
 		{"a write outlived its lease under a partition", stale(2500), []faultView{cut}, nil,
 			[]string{"a write outlived its lease: process 1's add was invoked at 2.500s, inside its lease (to 3.000s), and acknowledged at 4.200s, " +
 				"1.2 s past it and after process 2 was granted the lock at 3.500s", "it took 1.7 s, with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
+		{"a write delayed on a node's link", stale(2500), []faultView{slowN2}, nil,
+			[]string{"a write outlived its lease: the add sent at 2.500s was delayed 1500 ms (±40 ms) on n2's links to n1, n3 (net-delay, 2.000s – 5.000s), " +
+				"inside process 1's lease (to 3.000s), and applied after the next grant (process 2's, at 3.500s)",
+				"net-delay (2.000s – 5.000s: +1500 ms ±40 ms on n2's links to n1, n3)"}, []string{noFault}},
+		// The slowed coordinator is a replica too: its answers to the
+		// others' coordinators wait as well.
+		{"a coordinator slowed for other clients slows their quorums too", stale(2500), []faultView{slowCoordN1}, newCauseTimeline(stale(2500).Ops, numbered(5, ""), nil),
+			[]string{"the add sent at 2.500s was delayed 1500 ms on n1's links to the clients, n2, n3 (coord-net-delay"}, []string{noFault}},
 		{"a write outlived its lease, no window", stale(2500), nil, nil,
 			[]string{"a write outlived its lease", "no fault window open (a slow request)"}, []string{noFault}},
 		{"a write sent after the lease did not outlive it", stale(3100), []faultView{cut}, nil,

@@ -66,8 +66,11 @@ type page struct {
 	HealedBefore []string
 	// Foreign is state lockcheck did not make that the nodes held through
 	// the run (the meta line's foreign): never "no faults" over it either.
-	Foreign   []string
-	Latency   chart
+	Foreign []string
+	Latency chart
+	// Shaped is the latency the shaping faults added, window by window,
+	// shown beside the operations' latency.
+	Shaped    []string
 	Vis       []visLink
 	ByF       []fRow
 	ByProcess []pRow
@@ -243,6 +246,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 	}
 	p.Timeline = newTimeline(holds, faults, marks, res.Anomalies, end)
 	p.Latency = newChart(ops, faults, end)
+	p.Shaped = shapedLatency(faults)
 
 	fs := make([]string, 0, len(res.Stats.ByF))
 	for f := range res.Stats.ByF {

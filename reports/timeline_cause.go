@@ -494,6 +494,13 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 	if !ok || other.OK.Time <= g.OK.Time || other.OK.Time >= ret.Time {
 		return "", false
 	}
+	if slow := slowedBy(faults, "add", inv.Time, ret.Time); slow != "" {
+		// The slowness is the cause: say it first, with the link.
+		return fmt.Sprintf("a write outlived its lease: %s, inside process %d's lease (to %s), and applied after the next grant "+
+			"(process %d's, at %s): it was acknowledged at %s, %s past the lease; the lock hands the resource no token to refuse "+
+			"a late write", slow, p, secs(g.deadline()), q, secs(other.OK.Time), secs(ret.Time), span(ret.Time-g.deadline())) +
+			inFlight(faults, inv, ret, p, tl), true
+	}
 	return fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
 		"%s past it and after process %d was granted the lock at %s; the lock hands the resource no token to refuse a late write, "+
 		"so a write in flight when the lease runs out lands in the next holder's term",
@@ -616,6 +623,10 @@ func openDuring(faults []faultView, from, to int64, p int, tl *causeTimeline) []
 			if v, ok := decode[history.ClientPauseStart](w.Value, "process"); !ok || v.Process != p {
 				continue
 			}
+		}
+		if v, ok := shapingOf(w); ok {
+			open = append(open, fmt.Sprintf("%s (%s – %s: %s on %s)", w.Kind, secs(w.Start), secs(w.End), added(v.Shape), links(v)))
+			continue
 		}
 		open = append(open, fmt.Sprintf("%s (%s – %s)", w.Kind, secs(w.Start), secs(w.End)))
 	}

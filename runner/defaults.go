@@ -49,6 +49,9 @@ func (t Test) Validate() error {
 			bad("--nemesis %s is aimed by the clients' coordinators: it needs --pin-clients", k)
 		}
 	}
+	if _, _, err := t.netBounds(); err != nil {
+		bad("--net-delay, --net-jitter, --net-rate: %v", err)
+	}
 	if t.DCLocal && !t.Recipe.DCLocal {
 		bad("--dc-local: lock %s does not take LOCAL_SERIAL/LOCAL_QUORUM (those that do: %s)", t.Recipe.Name, strings.Join(DCLocalRecipes(), ", "))
 	}

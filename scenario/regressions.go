@@ -177,6 +177,17 @@ var Regressions = []Row{
 	},
 }
 
+// slowCoordinator is the delay of the coord-net-delay rows: 0.7-1.5 s on
+// every packet the slowed coordinator sends. An acquire through it (four
+// Paxos rounds and the answer, each delayed) still succeeds inside the
+// write timeout but leaves little of the 3 s lease, and the add after it (a
+// QUORUM read and a write, each delayed twice) lands after the server let
+// the lease go and a client of a fast coordinator took it: about nine
+// delays from the acquire's invocation against the lease's three seconds
+// plus another's grant. The windows (the interval, 6 s) outlast that.
+var slowCoordinator = nemesis.NetBounds{DelayMin: 700 * time.Millisecond, DelayMax: 1500 * time.Millisecond, Jitter: 50 * time.Millisecond,
+	RateMin: nemesis.DefaultNetBounds.RateMin, RateMax: nemesis.DefaultNetBounds.RateMax}
+
 // Added are rows written by hand after every other: a row that fits no
 // axis yet, or one brought in from a branch that appended it to the old
 // hand-written table (scenario/rows.go before the axes). A Row literal
@@ -186,4 +197,35 @@ var Regressions = []Row{
 // lock or release line into an axis, when its family grows.
 var Added = []Row{
 	// Rows appended on merge go here, in the order they were added.
+	{
+		Name: "lease/coord-net-delay", Recipe: "lease", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 30 * s, Interval: 6 * s, Seed: 7101,
+		Net: slowCoordinator, Want: checker.Invalid, Unsafe: true, Catch: 4, Tier: Full,
+		Mechanism: "The published lease under a slow coordinator, on demand instead of by the machine's load: everything the " +
+			"coordinator of a group of pinned clients sends waits 0.7-1.5 s, so one of its clients granted the lock learns it late " +
+			"and its add, slowed twice more, reaches the replicas after the lease ran out and a client of a fast coordinator was " +
+			"granted the lock, and lands in that holder's term " +
+			"(stale-holder-write, lost-add: the report's \"the add sent at t was delayed X ms on n1's links ... and applied after " +
+			"the next grant\"). Caught in some runs only: a window catches the lease only when one of the slowed " +
+			"coordinator's clients is granted it inside the window (it contends with the fast coordinators' clients) or a quorum " +
+			"read picks the slowed replica; a fault that slows the coordinator as its client enters the critical section would " +
+			"make it certain.",
+	},
+	{
+		Name: "lease-fenced/coord-net-delay", Recipe: "lease-fenced", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 30 * s, Interval: 6 * s, Seed: 7102,
+		Net: slowCoordinator, Want: checker.Valid, Tier: Quick,
+		Mechanism: "The same slow coordinator delivers the stale holder's write late, but its token is older than the next " +
+			"holder's and the resource refuses it: nothing is lost.",
+	},
+	{
+		Name: "lease-fenced/net-delay", Recipe: "lease-fenced", Faults: []string{nemesis.NetDelay}, Time: 20 * s, Interval: 3 * s, Seed: 7104,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Chosen nodes' links to the others, or to the clients, slowed by 0.2-2 s: LWTs and writes are late and some time " +
+			"out (unknown), and a late write carries an older token than the next holder's, which the resource refuses.",
+	},
+	{
+		Name: "lease-fenced/net-rate", Recipe: "lease-fenced", Faults: []string{nemesis.NetRate}, Time: 20 * s, Interval: 3 * s, Seed: 7105,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "Chosen nodes' links held to 64-1024 kbit/s: the lock's small messages queue behind the others' and arrive " +
+			"late; the fence refuses whatever lands after the next grant.",
+	},
 }
