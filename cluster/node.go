@@ -41,9 +41,9 @@ func (n *Node) String() string { return n.Name }
 // lockcheck's): everything, and a power cut that loses something only when
 // its data lives on the lazy filesystem.
 func (n *Node) Capabilities() []string {
-	caps := []string{"iptables", "clock", "signals", "restart"}
+	caps := []string{"iptables", "clock", "signals", "restart", "cpu", "stall"}
 	if n.c.LazyFS() {
-		caps = append(caps, "power")
+		caps = append(caps, "power", "disk-latency")
 	}
 	if len(n.c.spares) > 0 {
 		caps = append(caps, "membership")

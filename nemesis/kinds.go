@@ -108,6 +108,11 @@ var table = []*Kind{
 	&leaveKind,
 	&replaceKind,
 	&removeKind,
+	&slowNodeKind,
+	&coordSlowNodeKind,
+	&gcStallKind,
+	&clientGCStallKind,
+	&slowDiskKind,
 }
 
 // Table is every fault kind's descriptor, in table order (a copy: the

@@ -98,6 +98,8 @@ type Env struct {
 	// when a contender's clock runs ahead).
 	SkewAhead        bool
 	LossMin, LossMax float64 // loss: the drop probability's bounds
+	// Slow bounds the slowness kinds' draws (slowness.go).
+	Slow Slowness
 	// Pins are the clients' coordinators (client -> node name) when every
 	// query of a client goes to one node (`run --pin-clients`); the aimed
 	// kinds (coord-partition, coord-clock) need them.
@@ -330,6 +332,10 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	if e.LossMin <= 0 || e.LossMax < e.LossMin || e.LossMax > 1 {
 		return nil, fmt.Errorf("nemesis: loss probabilities %g..%g: want 0 < min <= max <= 1", e.LossMin, e.LossMax)
 	}
+	if err := e.Slow.Validate(n.names, n.interval); err != nil {
+		return nil, fmt.Errorf("nemesis: %w", err)
+	}
+	e.Slow = e.Slow.Fit(n.interval)
 	e.Sched = rand.New(rand.NewPCG(uint64(n.seed), 0x6e656d))
 	e.Pick = rand.New(rand.NewPCG(uint64(n.seed), 0x7069636b))
 	return n, nil
