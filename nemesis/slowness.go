@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -134,4 +136,32 @@ func stallPlan(r *rand.Rand, s Slowness, hold time.Duration) (gaps, stalls []tim
 		used += gap + d
 	}
 	return gaps, stalls
+}
+
+// Flags are the `lockcheck run` flags that give s's non-zero bounds (""
+// when all take their defaults), each with a leading space: a row's
+// command line and a run's meta.
+func (s Slowness) Flags() string {
+	var b strings.Builder
+	if s.CPUMin != 0 || s.CPUMax != 0 {
+		fmt.Fprintf(&b, " --slow-cpu %s", rangeText(strconv.FormatFloat(s.CPUMin, 'g', -1, 64), strconv.FormatFloat(s.CPUMax, 'g', -1, 64)))
+	}
+	if s.StallMin != 0 || s.StallMax != 0 {
+		fmt.Fprintf(&b, " --stall %s", rangeText(s.StallMin.String(), s.StallMax.String()))
+	}
+	if s.StallEvery != 0 {
+		fmt.Fprintf(&b, " --stall-every %s", s.StallEvery)
+	}
+	if s.DiskMin != 0 || s.DiskMax != 0 {
+		fmt.Fprintf(&b, " --disk-latency %s", rangeText(s.DiskMin.String(), s.DiskMax.String()))
+	}
+	return b.String()
+}
+
+// rangeText is "lo..hi", or "lo" when they are one value.
+func rangeText(lo, hi string) string {
+	if lo == hi {
+		return lo
+	}
+	return lo + ".." + hi
 }

@@ -101,6 +101,11 @@ func (t Test) Validate() error {
 	if (t.SkewMin != 0 || t.SkewMax != 0) && (t.SkewMin <= 0 || t.SkewMax < t.SkewMin) {
 		bad("skew bounds must be 0 < skew-min <= skew-max, got %v and %v", t.SkewMin, t.SkewMax)
 	}
+	if err := t.Slow.Validate(t.Nemesis, t.Interval); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			bad("%s", line)
+		}
+	}
 	if t.Quiet < 0 || t.PauseExtra < 0 {
 		bad("quiet and pause-extra must not be negative, got %v and %v", t.Quiet, t.PauseExtra)
 	}

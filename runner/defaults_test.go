@@ -37,6 +37,11 @@ func TestValidate(t *testing.T) {
 		{"time", func(t *Test) { t.Time = -time.Second }, "time must be positive"},
 		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "ttl must be at least 1s"},
 		{"skew reversed", func(t *Test) { t.SkewMin, t.SkewMax = 8*time.Second, 4*time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
+		{"stall past the windows", func(t *Test) {
+			t.Nemesis, t.Interval, t.Slow = []string{nemesis.GCStall}, 2*time.Second, nemesis.Slowness{StallMin: time.Second, StallMax: 3 * time.Second}
+		}, "stall max 3s: want it shorter than the fault windows"},
+		{"zero quota", func(t *Test) { t.Slow.CPUMin, t.Slow.CPUMax = 0, 0.2 }, "slow-node CPU share"},
+		{"negative latency", func(t *Test) { t.Slow.DiskMin, t.Slow.DiskMax = -time.Millisecond, time.Second }, "disk latency"},
 		{"skew max alone", func(t *Test) { t.SkewMax = 8 * time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "must not be negative"},
 		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "dc-local: lock mutex does not take LOCAL_SERIAL"},

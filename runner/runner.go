@@ -65,6 +65,8 @@ type Test struct {
 	// coord-clock's ahead (uniform); zero: the nemesis's defaults, 1s..30s
 	// and the lease TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
+	// Slow bounds the slowness kinds' draws (zero pairs: defaults).
+	Slow nemesis.Slowness
 	HealTimeout      time.Duration
 	// PinClients sends every query of client i through node i mod nodes
 	// (`run --pin-clients`) instead of the token-aware replica every client
@@ -269,6 +271,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	if t.RetireStuck {
 		meta.Config[history.ConfigRetireStuck] = "true"
 	}
+	if f := t.Slow.Flags(); f != "" {
+		meta.Config["slowness"] = strings.TrimSpace(f)
+	}
 	if t.SkewMax > 0 {
 		meta.Config["skew"] = t.SkewMin.String() + ".." + t.SkewMax.String()
 	}
@@ -420,7 +425,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log)), clientsOpt...)...)
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithSlowness(t.Slow), nemesis.WithLogger(log)), clientsOpt...)...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}

@@ -47,6 +47,7 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 	}
 	t.SkewAhead = row.SkewAhead
 	t.SkewMin, t.SkewMax = row.SkewMin, row.SkewMax
+	t.Slow = row.Slow
 	if err := t.Validate(); err != nil {
 		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)
 	}

@@ -286,6 +286,7 @@ func RunCommand(r Row) string {
 	if r.SkewMax > 0 {
 		fmt.Fprintf(&b, " --skew-min %s --skew-max %s", r.SkewMin, r.SkewMax)
 	}
+	b.WriteString(r.Slow.Flags())
 	if r.ClientCount() != DefaultClients {
 		fmt.Fprintf(&b, " --clients %d", r.ClientCount())
 	}

@@ -199,6 +199,8 @@ type Row struct {
 	// ahead (run --skew-min, --skew-max); zero: the defaults, 1s..30s and
 	// the TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
+	// Slow bounds the slowness kinds' draws (zero pairs: defaults).
+	Slow nemesis.Slowness
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -395,6 +397,9 @@ func (r Row) Check() error {
 	}
 	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) && !slices.Contains(r.Faults, nemesis.CoordClock) {
 		bad("skew bounds without %s or %s: they bound those faults' skew", nemesis.ClientClock, nemesis.CoordClock)
+	}
+	if err := r.Slow.Validate(r.Faults, r.Interval); err != nil {
+		bad("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if (r.SkewMin != 0 || r.SkewMax != 0) && (r.SkewMin <= 0 || r.SkewMax < r.SkewMin) {
 		bad("skew bounds %v..%v: want 0 < min <= max", r.SkewMin, r.SkewMax)

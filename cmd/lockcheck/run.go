@@ -63,6 +63,11 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
 	fs.DurationVar(&t.SkewMin, "skew-min", 0, "client-clock's smallest skew, coord-clock's smallest ahead (with --skew-max; default 1s, and the TTL plus 1s)")
 	fs.DurationVar(&t.SkewMax, "skew-max", 0, "client-clock's largest skew, coord-clock's largest ahead (with --skew-min; default 30s, and the TTL plus 3s)")
+	sl := &t.Slow
+	fs.Var(floatRange{&sl.CPUMin, &sl.CPUMax}, "slow-cpu", "slow-node, coord-slow-node: the starved node's share of one core, MIN..MAX (log-uniform) or one value (default 0.02..0.1; at least 0.01, at most 1)")
+	fs.Var(durRange{&sl.StallMin, &sl.StallMax}, "stall", "gc-stall, client-gc-stall: one stall's length, MIN..MAX (log-uniform) or one value (default 20ms..2s, cut to half the interval when that is shorter; given, it must be shorter than the interval)")
+	fs.DurationVar(&sl.StallEvery, "stall-every", 0, "gc-stall, client-gc-stall: the mean gap between two stalls of a window (exponential; default 1s)")
+	fs.Var(durRange{&sl.DiskMin, &sl.DiskMax}, "disk-latency", "slow-disk: the latency each write and fsync waits, MIN..MAX (uniform) or one value (default 50ms..500ms)")
 	fs.BoolVar(&t.NoWait, "no-wait", false, "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free")
 	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
 	fs.BoolVar(&t.RetireStuck, "retire-stuck", false, "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end")
@@ -131,6 +136,9 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	}
 	if t.NoWait {
 		opts = append(opts, lockcheck.WithNoWait())
+	}
+	if t.Slow != (nemesis.Slowness{}) {
+		opts = append(opts, lockcheck.WithSlowness(t.Slow))
 	}
 	if f.schedule != "" {
 		if f.nemesis != "none" && f.nemesis != "" {
