@@ -66,8 +66,8 @@ type Test struct {
 	// and the lease TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
 	// Slow bounds the slowness kinds' draws (zero pairs: defaults).
-	Slow nemesis.Slowness
-	HealTimeout      time.Duration
+	Slow        nemesis.Slowness
+	HealTimeout time.Duration
 	// PinClients sends every query of client i through node i mod nodes
 	// (`run --pin-clients`) instead of the token-aware replica every client
 	// shares: clients then read through different coordinators, which the
