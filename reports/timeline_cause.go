@@ -56,6 +56,9 @@ func pinnedTo(w faultView) ([]int, bool) {
 	case history.KindCoordClock:
 		v, ok := decode[history.CoordClockStart](w.Value)
 		return v.Clients, ok
+	case history.KindCoordSlowNode:
+		v, ok := decode[history.CoordSlowNodeStart](w.Value)
+		return v.Clients, ok
 	}
 	return nil, false
 }
@@ -555,6 +558,16 @@ func openDuring(faults []faultView, from, to int64, p int, tl *causeTimeline) []
 			if v, ok := decode[history.ClientPauseStart](w.Value, "process"); !ok || v.Process != p {
 				continue
 			}
+		}
+		if w.Kind == history.KindClientGCStall {
+			if v, ok := decode[history.ClientStallStart](w.Value, "process"); !ok || v.Process != p {
+				continue
+			}
+		}
+		// A slowness window says whom it slowed and by how much.
+		if s, ok := slownessText(w); ok {
+			open = append(open, s)
+			continue
 		}
 		open = append(open, fmt.Sprintf("%s (%s – %s)", w.Kind, secs(w.Start), secs(w.End)))
 	}
