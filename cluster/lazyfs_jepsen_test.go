@@ -4,6 +4,7 @@ package cluster_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,6 +159,10 @@ func slowDisk(t *testing.T, ctx context.Context, c *cluster.Cluster) {
 	// A latency an earlier process left is found and lifted by the reset.
 	if err := n.SetDiskLatency(ctx, latency); err != nil {
 		t.Fatal(err)
+	}
+	// `cluster status` shows it.
+	if found, err := n.Faults(ctx); err != nil || !slices.Contains(found, "disk latency 400ms") {
+		t.Errorf("the node's faults %q (%v) lack its disk latency", found, err)
 	}
 	if err := nem.Heal(ctx); err != nil {
 		t.Fatal(err)

@@ -5,11 +5,13 @@ package nemesis_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -117,6 +119,10 @@ func TestSlowNodeThrottlesTheNode(t *testing.T) {
 	cn := node.(nemesis.CPUNode)
 	if err := cn.SetCPUQuota(ctx, 0.5); err != nil {
 		t.Fatal(err)
+	}
+	// `cluster status` shows it.
+	if found, err := node.(*cluster.Node).Faults(ctx); err != nil || !slices.Contains(found, "cpu quota 0.5 of a core") {
+		t.Errorf("the node's faults %q (%v) lack its quota", found, err)
 	}
 	if err := nem.Heal(ctx); err != nil {
 		t.Fatal(err)
