@@ -8,6 +8,7 @@ const (
 	KindSlowNode      = "slow-node"
 	KindCoordSlowNode = "coord-slow-node"
 	KindGCStall       = "gc-stall"
+	KindCoordGCStall  = "coord-gc-stall"
 	KindClientGCStall = "client-gc-stall"
 	KindSlowDisk      = "slow-disk"
 )
@@ -33,10 +34,12 @@ type CoordSlowNodeStart struct {
 // GCStallStart is the value of a start-gc-stall line: the node's JVM
 // stopped (SIGSTOP) for ms.
 type GCStallStart struct {
-	MS int64 `json:"ms" doc:"the stall planned, in milliseconds (the node sends itself SIGCONT after it)"`
+	Clients []int `json:"clients,omitempty" doc:"coord-gc-stall: the clients pinned to the node"`
+	MS      int64 `json:"ms" doc:"the stall planned, in milliseconds (the node sends itself SIGCONT after it)"`
 }
 
-// GCStallStop is the value of a stop-gc-stall line.
+// GCStallStop is the value of a stop-gc-stall and a stop-coord-gc-stall
+// line.
 type GCStallStop struct {
 	MS        int64 `json:"ms" doc:"as at the start"`
 	StalledMS int64 `json:"stalled_ms" doc:"from the stop taking effect to the resume confirmed, as the harness saw it"`

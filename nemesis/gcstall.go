@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,12 @@ import (
 // the history (start and stop lines), so that a replay deals it again at
 // its moment and a shrink drops stalls one by one.
 const GCStall = history.KindGCStall
+
+// CoordGCStall is gc-stall aimed at the coordinator of a holder (clients
+// pinned, `run --pin-clients`): each stall stops the node that the client
+// holding a lock at that moment sends its requests to, so that its write
+// waits in the stalled JVM while its lease runs out.
+const CoordGCStall = history.KindCoordGCStall
 
 // ClientGCStall is the same on the clients: the next client to enter its
 // critical section stands still between its read and its write for one
@@ -37,6 +44,16 @@ var gcStallKind = Kind{
 	Needs:      []Capability{CapStall},
 	StartValue: history.GCStallStart{MS: 340}, StopValue: history.GCStallStop{MS: 340, StalledMS: 352},
 	New: func() Injector { return &gcStall{} },
+}
+
+var coordGCStallKind = Kind{
+	Name: CoordGCStall, Scope: ScopeNode, Color: "#6b9e5f",
+	Doc: "gc-stall aimed at holders: each stall stops the JVM of the node that coordinates a client holding a lock at " +
+		"that moment (clients pinned), so that the holder's write waits in the stalled coordinator while its lease runs out.",
+	Needs:      []Capability{CapStall},
+	Pins:       true,
+	StartValue: history.GCStallStart{Clients: []int{1, 4}, MS: 3800}, StopValue: history.GCStallStop{MS: 3800, StalledMS: 3812},
+	New: func() Injector { return &gcStall{aimed: true} },
 }
 
 var clientGCStallKind = Kind{
@@ -110,41 +127,82 @@ func burst(ctx context.Context, gaps, stalls []time.Duration, stall func(ctx con
 	}, nil
 }
 
-type gcStall struct{}
+type gcStall struct{ aimed bool }
 
-func (*gcStall) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
-	t := e.Targets[e.Sched.IntN(len(e.Targets))]
-	if ts, err := e.givenTargets(); err != nil {
+func (s *gcStall) kind() string {
+	if s.aimed {
+		return CoordGCStall
+	}
+	return GCStall
+}
+
+// holderNode is the node of the lowest-numbered pinned client holding a
+// lock now, with the clients pinned there; the first pinned node when none
+// holds. It is read at each stall: the holders change by the millisecond,
+// and the stall's line records whom it was aimed at.
+func holderNode(e *Env) (string, []int) {
+	nodes, groups := coordGroups(e)
+	node := nodes[0]
+	if e.Clients != nil {
+		holders := e.Clients.Holders()
+		slices.Sort(holders)
+		for _, c := range holders {
+			if n, ok := e.Pins[c]; ok {
+				node = n
+				break
+			}
+		}
+	}
+	return node, groups[node]
+}
+
+func (s *gcStall) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
+	kind := s.kind()
+	var t Target
+	if !s.aimed {
+		t = e.Targets[e.Sched.IntN(len(e.Targets))]
+	}
+	ts, err := e.givenTargets()
+	if err != nil {
 		return nil, err
-	} else if len(ts) > 0 {
-		t = ts[0]
 	}
 	v, _ := given[history.GCStallStart](e)
 	gaps, stalls := plannedStalls(e, hold, v.MS)
-	sn, ok := t.Node.(StallNode)
-	if !ok {
-		return nil, fmt.Errorf("nemesis: gc-stall: node %s cannot stall its JVM", t.Name)
+	target := func() (Target, []int) {
+		switch {
+		case len(ts) > 0:
+			return ts[0], v.Clients
+		case !s.aimed:
+			return t, nil
+		}
+		name, clients := holderNode(e)
+		return e.Targets[slices.IndexFunc(e.Targets, func(t Target) bool { return t.Name == name })], clients
 	}
-	nodes := []string{t.Name}
 	return burst(ctx, gaps, stalls, func(ctx context.Context, d time.Duration) error {
+		t, clients := target()
+		sn, ok := t.Node.(StallNode)
+		if !ok {
+			return fmt.Errorf("nemesis: %s: node %s cannot stall its JVM", kind, t.Name)
+		}
+		nodes := []string{t.Name}
 		ms := d.Milliseconds()
 		// A stall begun is ended by the node itself; the harness waits it
 		// out whatever ctx says, so that its stop line is written.
 		if err := sn.StallJVM(ctx, d); err != nil {
-			return fmt.Errorf("nemesis: gc-stall %s: %w", t.Name, err)
+			return fmt.Errorf("nemesis: %s %s: %w", kind, t.Name, err)
 		}
 		began := time.Now()
-		rerr := e.Record(history.StartF(GCStall), history.GCStallStart{MS: ms}, nodes)
+		rerr := e.Record(history.StartF(kind), history.GCStallStart{Clients: clients, MS: ms}, nodes)
 		sleep(context.Background(), d-time.Since(began))
 		// The node resumed its JVM itself; a SIGCONT from here confirms it
 		// (a killed JVM has nothing to resume: not this fault's failure).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if err := t.Node.SignalJVM(cctx, "CONT"); err != nil {
-			e.Log.Warn("nemesis: gc-stall: resume not confirmed", "node", t.Name, "err", err)
+			e.Log.Warn("nemesis: "+kind+": resume not confirmed", "node", t.Name, "err", err)
 		}
 		cancel()
 		stalled := time.Since(began).Milliseconds()
-		return errors.Join(rerr, e.Record(history.StopF(GCStall), history.GCStallStop{MS: ms, StalledMS: stalled}, nodes))
+		return errors.Join(rerr, e.Record(history.StopF(kind), history.GCStallStop{MS: ms, StalledMS: stalled}, nodes))
 	})
 }
 

@@ -111,6 +111,7 @@ var table = []*Kind{
 	&slowNodeKind,
 	&coordSlowNodeKind,
 	&gcStallKind,
+	&coordGCStallKind,
 	&clientGCStallKind,
 	&slowDiskKind,
 }

@@ -70,7 +70,7 @@ func (s Slowness) WithDefaults() Slowness {
 func (s Slowness) Validate(kinds []string, window time.Duration) error {
 	given := s.StallMin != 0 || s.StallMax != 0
 	s = s.WithDefaults()
-	if !given || !slices.Contains(kinds, GCStall) && !slices.Contains(kinds, ClientGCStall) {
+	if !given || !slices.ContainsFunc(kinds, func(k string) bool { return k == GCStall || k == CoordGCStall || k == ClientGCStall }) {
 		window = 0
 	}
 	var errs []error

@@ -132,7 +132,7 @@ func TestStallPlan(t *testing.T) {
 // Each slowness kind records its parameters, undoes what it did at the stop,
 // and a replay of its start line deals the same fault.
 func TestSlownessKindsApplyAndHeal(t *testing.T) {
-	for _, kind := range []string{SlowNode, CoordSlowNode, GCStall, ClientGCStall, SlowDisk} {
+	for _, kind := range []string{SlowNode, CoordSlowNode, GCStall, CoordGCStall, ClientGCStall, SlowDisk} {
 		t.Run(kind, func(t *testing.T) {
 			ops := runNemesis(t, 300*time.Millisecond, WithKinds(kind), WithSeed(3))
 			st := starts(ops)
@@ -146,10 +146,15 @@ func TestSlownessKindsApplyAndHeal(t *testing.T) {
 					if json.Unmarshal(op.Value, &v) != nil || v.CPU < DefaultSlowness.CPUMin || v.CPU > DefaultSlowness.CPUMax || op.Node == "" {
 						t.Errorf("start line %s %s", op.Node, op.Value)
 					}
-				case GCStall:
+				case GCStall, CoordGCStall:
 					var v history.GCStallStart
 					if json.Unmarshal(op.Value, &v) != nil || v.MS < 1 || v.MS > 4 || op.Node == "" {
 						t.Errorf("start line %s %s", op.Node, op.Value)
+					}
+					// Aimed: the coordinator of the client holding (the
+					// fake clients' 0, pinned to n1, with client 3).
+					if kind == CoordGCStall && (op.Node != "n1" || fmt.Sprint(v.Clients) != "[0 3]") {
+						t.Errorf("coord-gc-stall aimed at %s %v, want n1 [0 3]", op.Node, v.Clients)
 					}
 				case ClientGCStall:
 					var v history.ClientStallStart

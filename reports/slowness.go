@@ -26,6 +26,7 @@ var slownessRules = []causeRule{
 	{fault: history.KindCoordSlowNode, anomalies: slownessAnomalies, explain: explainSlowness},
 	{fault: history.KindSlowDisk, anomalies: slownessAnomalies, explain: explainSlowness},
 	{fault: history.KindGCStall, anomalies: slownessAnomalies, explain: explainSlowness},
+	{fault: history.KindCoordGCStall, anomalies: slownessAnomalies, explain: explainSlowness},
 	{fault: history.KindClientGCStall, anomalies: slownessAnomalies, explain: func(w faultView, a checker.Anomaly) (string, bool) {
 		v, ok := decode[history.ClientStallStart](w.Value, "process")
 		if !ok || len(a.Processes) > 0 && !slices.Contains(a.Processes, v.Process) {
@@ -83,6 +84,13 @@ func slownessText(w faultView) (string, bool) {
 		}
 		return fmt.Sprintf("%s's JVM stood still %d ms in a stop-the-world stall (gc-stall, %s): what it coordinated or "+
 			"served meanwhile was answered that much later", node, v.MS, when), true
+	case history.KindCoordGCStall:
+		v, ok := decode[history.GCStallStart](w.Value, "ms")
+		if !ok {
+			return "", false
+		}
+		return fmt.Sprintf("%s, the coordinator of %s, stood still %d ms in a stop-the-world stall of its JVM (coord-gc-stall, %s): "+
+			"their requests were answered that much later", node, clientList(v.Clients), v.MS, when), true
 	case history.KindClientGCStall:
 		v, ok := decode[history.ClientStallStart](w.Value, "process")
 		if !ok {

@@ -45,6 +45,8 @@ func TestSlownessCauses(t *testing.T) {
 			[]string{"node n1's disk waited 250 ms on every write and fsync (slow-disk, 2.000s – 5.000s)"}, []string{noFault}},
 		{"gc-stall", window(history.KindGCStall, `{"ms":1200}`, "n2"), nil,
 			[]string{"node n2's JVM stood still 1200 ms in a stop-the-world stall (gc-stall, 2.000s – 5.000s)"}, []string{noFault}},
+		{"coord-gc-stall", window(history.KindCoordGCStall, `{"clients":[1,4],"ms":3800}`, "n2"), &causeTimeline{ops: ops, meta: numbered(5, "")},
+			[]string{"node n2, the coordinator of clients 1, 4, stood still 3800 ms"}, []string{noFault}},
 		{"client-gc-stall of the writer", window(history.KindClientGCStall, `{"client":1,"lock":"l","ms":1500,"process":1}`), nil,
 			[]string{"client 1 (process 1) stood still 1500 ms between its read and its write (client-gc-stall"}, []string{noFault}},
 		{"client-gc-stall of another process", window(history.KindClientGCStall, `{"client":3,"lock":"l","ms":1500,"process":3}`), nil,

@@ -59,6 +59,9 @@ func pinnedTo(w faultView) ([]int, bool) {
 	case history.KindCoordSlowNode:
 		v, ok := decode[history.CoordSlowNodeStart](w.Value)
 		return v.Clients, ok
+	case history.KindCoordGCStall:
+		v, ok := decode[history.GCStallStart](w.Value)
+		return v.Clients, ok
 	}
 	return nil, false
 }

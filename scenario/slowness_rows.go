@@ -24,12 +24,19 @@ var (
 
 var slownessRows = []Row{
 	{
-		Name: "lease/gc-stall", Recipe: "lease", Faults: []string{nemesis.GCStall}, Pin: true, Slow: longStalls,
-		Time: 20 * s, Interval: 6 * s, Seed: 4800,
+		Name: "lease/coord-gc-stall", Recipe: "lease", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: longStalls,
+		Time: 20 * s, Interval: 6 * s, Seed: 4810,
 		Want: checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "A stop-the-world stall of a node's JVM past the TTL (3.5-4.5 s) while it coordinates a holder's add: the add " +
-			"waits in the stalled coordinator, the lease runs out on the server, a client pinned to another node is granted the " +
-			"lock, and the add lands when the JVM resumes (stale-holder-write): a GC pause, not a loaded machine.",
+		Mechanism: "A stop-the-world stall past the TTL (3.5-4.5 s) of the JVM that coordinates a holder's requests (clients " +
+			"pinned): the holder's add waits in the stalled coordinator, the lease runs out on the server, a client pinned to " +
+			"another node is granted the lock, and the add lands when the JVM resumes (stale-holder-write): a GC pause, not a " +
+			"loaded machine. gc-stall, which stalls a node drawn at random, hits a holder's write in some runs only.",
+	},
+	{
+		Name: "lease-fenced/coord-gc-stall", Recipe: "lease-fenced", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: longStalls,
+		Time: 20 * s, Interval: 6 * s, Seed: 4811,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The same late add carries the stalled holder's token: the resource refuses it once the next grant's newer token wrote.",
 	},
 	{
 		Name: "lease-fenced/gc-stall", Recipe: "lease-fenced", Faults: []string{nemesis.GCStall}, Pin: true, Slow: longStalls,
