@@ -18,10 +18,13 @@ import (
 // its moment and a shrink drops stalls one by one.
 const GCStall = history.KindGCStall
 
-// CoordGCStall is gc-stall aimed at the coordinator of a holder (clients
-// pinned, `run --pin-clients`): each stall stops the node that the client
-// holding a lock at that moment sends its requests to, so that its write
-// waits in the stalled JVM while its lease runs out.
+// CoordGCStall is gc-stall aimed at a holder's coordinator (clients
+// pinned, `run --pin-clients`): each stall waits for the next client to
+// enter its critical section, between its read and its write, and stops
+// the JVM of that client's coordinator before the client goes on, so that
+// its write waits in the stalled node while its lease runs out, as when a
+// coordinator's GC pause meets a holder's write. A replay stalls, for the
+// recorded length, the coordinator of whichever holder comes next.
 const CoordGCStall = history.KindCoordGCStall
 
 // ClientGCStall is the same on the clients: the next client to enter its
@@ -48,8 +51,9 @@ var gcStallKind = Kind{
 
 var coordGCStallKind = Kind{
 	Name: CoordGCStall, Scope: ScopeNode, Color: "#6b9e5f",
-	Doc: "gc-stall aimed at holders: each stall stops the JVM of the node that coordinates a client holding a lock at " +
-		"that moment (clients pinned), so that the holder's write waits in the stalled coordinator while its lease runs out.",
+	Doc: "gc-stall aimed at a holder's coordinator (clients pinned): each stall waits for the next client to enter its " +
+		"critical section and stops the JVM of its coordinator before it writes, so that the write waits in the stalled " +
+		"node while the lease runs out.",
 	Needs:      []Capability{CapStall},
 	Pins:       true,
 	StartValue: history.GCStallStart{Clients: []int{1, 4}, MS: 3800}, StopValue: history.GCStallStop{MS: 3800, StalledMS: 3812},
@@ -178,6 +182,11 @@ func (s *gcStall) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, 
 		name, clients := holderNode(e)
 		return e.Targets[slices.IndexFunc(e.Targets, func(t Target) bool { return t.Name == name })], clients
 	}
+	if s.aimed && e.Clients != nil && len(ts) == 0 {
+		return burst(ctx, gaps, stalls, func(ctx context.Context, d time.Duration) error {
+			return stallHoldersCoordinator(ctx, e, hold, d)
+		})
+	}
 	return burst(ctx, gaps, stalls, func(ctx context.Context, d time.Duration) error {
 		t, clients := target()
 		sn, ok := t.Node.(StallNode)
@@ -204,6 +213,73 @@ func (s *gcStall) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, 
 		stalled := time.Since(began).Milliseconds()
 		return errors.Join(rerr, e.Record(history.StopF(kind), history.GCStallStop{MS: ms, StalledMS: stalled}, nodes))
 	})
+}
+
+// stallHoldersCoordinator waits (at most hold) for the next client to enter
+// its critical section, between its read and its write, and stops the JVM
+// of that client's coordinator before it goes on: its write goes to a
+// stalled node, as a holder's does when its coordinator pauses for GC at
+// the wrong moment. The client stands still only for the stop (the
+// workload's pause hook, 1 ms, then the docker exec of the stop).
+func stallHoldersCoordinator(ctx context.Context, e *Env, hold, d time.Duration) error {
+	hctx, cancel := context.WithTimeout(ctx, hold)
+	defer cancel()
+	claimed := make(chan history.ClientPauseStart, 1)
+	type stopped struct {
+		t       Target
+		clients []int
+		began   time.Time
+		err     error
+	}
+	stalled := make(chan stopped, 1)
+	_, groups := coordGroups(e)
+	// abandoned is closed when no stall came of the request: a claimer
+	// that resumes then has nothing to wait for.
+	abandoned := make(chan struct{})
+	resumed := func() {
+		var p history.ClientPauseStart
+		select {
+		case p = <-claimed:
+		case <-abandoned:
+			return
+		}
+		node, ok := e.Pins[p.Client]
+		i := slices.IndexFunc(e.Targets, func(t Target) bool { return t.Name == node })
+		if !ok || i < 0 {
+			stalled <- stopped{err: fmt.Errorf("nemesis: %s: client %d has no coordinator", CoordGCStall, p.Client)}
+			return
+		}
+		t := e.Targets[i]
+		sn, ok := t.Node.(StallNode)
+		if !ok {
+			stalled <- stopped{err: fmt.Errorf("nemesis: %s: node %s cannot stall its JVM", CoordGCStall, t.Name)}
+			return
+		}
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer scancel()
+		err := sn.StallJVM(sctx, d)
+		stalled <- stopped{t: t, clients: groups[node], began: time.Now(), err: err}
+	}
+	p, _, err := e.Clients.PauseHolder(hctx, 0, time.Millisecond, resumed)
+	if err != nil {
+		close(abandoned)
+		return fmt.Errorf("nemesis: %s: no holder entered a critical section: %w", CoordGCStall, err)
+	}
+	claimed <- p
+	st := <-stalled
+	if st.err != nil {
+		return st.err
+	}
+	nodes := []string{st.t.Name}
+	ms := d.Milliseconds()
+	rerr := e.Record(history.StartF(CoordGCStall), history.GCStallStart{Clients: st.clients, MS: ms}, nodes)
+	sleep(context.Background(), d-time.Since(st.began))
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	if err := st.t.Node.SignalJVM(cctx, "CONT"); err != nil {
+		e.Log.Warn("nemesis: "+CoordGCStall+": resume not confirmed", "node", st.t.Name, "err", err)
+	}
+	ccancel()
+	return errors.Join(rerr, e.Record(history.StopF(CoordGCStall), history.GCStallStop{MS: ms, StalledMS: time.Since(st.began).Milliseconds()}, nodes))
 }
 
 // Reset resumes a stopped JVM (any java process in state T), as pause's
