@@ -265,7 +265,7 @@ func faultCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string
 			if w.Kind == history.KindClientClock && !clientClockBears(w, a, tl) {
 				continue
 			}
-			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) {
+			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) && !slownessNamed(causes, w) {
 				causes = append(causes, c)
 			}
 		}

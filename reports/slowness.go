@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -105,4 +106,12 @@ func slownessText(w faultView) (string, bool) {
 // percent is a share of a core as the causes say it: "5 %".
 func percent(share float64) string {
 	return fmt.Sprintf("%.3g %%", share*100)
+}
+
+// slownessNamed says whether a cause already names slowness window w (the
+// late write's account lists the windows open while it was in flight, in
+// slownessText's words): its rule would say it again.
+func slownessNamed(causes []string, w faultView) bool {
+	text, ok := slownessText(w)
+	return ok && slices.ContainsFunc(causes, func(c string) bool { return strings.Contains(c, text) })
 }

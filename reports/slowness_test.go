@@ -54,6 +54,9 @@ func TestSlownessCauses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := likelyCause(stale, []faultView{tc.w}, tc.tl)
+			if text, ok := slownessText(tc.w); ok && strings.Count(got, text) > 1 {
+				t.Errorf("cause %q names the window twice", got)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("cause %q lacks %q", got, w)
