@@ -8,9 +8,10 @@ import (
 )
 
 // The slowness rows (issue 48): a request made slow on demand, so that a
-// verdict that hinged on the machine's load is dealt by a fault. Stalls
-// longer than the TTL left of a lease (3.5-4.5 s against the 3 s TTL)
-// make the published lease's late write certain; the fenced lease stays
+// verdict that hinged on the machine's load is dealt by a fault. A
+// client's stall longer than the TTL (3.5-4.5 s against the 3 s TTL) makes
+// the published lease's late write certain; a node's stall does when it
+// stalls the node the holder's write goes through; the fenced lease stays
 // valid under each kind.
 var (
 	// longStalls are stalls past the 3 s TTL, a window apart.
@@ -26,11 +27,12 @@ var slownessRows = []Row{
 	{
 		Name: "lease/coord-gc-stall", Recipe: "lease", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: longStalls,
 		Time: 20 * s, Interval: 6 * s, Seed: 4810,
-		Want: checker.Invalid, Unsafe: true, Tier: Quick,
-		Mechanism: "A stop-the-world stall past the TTL (3.5-4.5 s) of the JVM that coordinates a holder's requests (clients " +
-			"pinned): the holder's add waits in the stalled coordinator, the lease runs out on the server, a client pinned to " +
-			"another node is granted the lock, and the add lands when the JVM resumes (stale-holder-write): a GC pause, not a " +
-			"loaded machine. gc-stall, which stalls a node drawn at random, hits a holder's write in some runs only.",
+		Want: checker.Invalid, Unsafe: true, Catch: 1, Tier: Full,
+		Mechanism: "A stop-the-world stall past the TTL (3.5-4.5 s) of the JVM that coordinates the next holder's lock queries " +
+			"(clients pinned), stopped between its read and its write: when that node also coordinates the resource's " +
+			"partition (the resource keeps the shared, token-aware session), the add waits in the stalled JVM, the lease runs " +
+			"out, a client pinned elsewhere is granted the lock and the add lands when the JVM resumes (stale-holder-write). " +
+			"When it does not, the add goes through another node and only the holder's release is late (refused: not held).",
 	},
 	{
 		Name: "lease-fenced/coord-gc-stall", Recipe: "lease-fenced", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: longStalls,
@@ -47,9 +49,10 @@ var slownessRows = []Row{
 	{
 		Name: "lease/client-gc-stall", Recipe: "lease", Faults: []string{nemesis.ClientGCStall}, Slow: longStalls,
 		Time: 20 * s, Interval: 6 * s, Seed: 4802,
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "A client's own runtime stalls between its read and its write past the TTL, as a GC pause does: its write lands " +
-			"after the next holder's grant (stale-holder-write), as client-pause's does, from stalls drawn in bursts.",
+		Want: checker.Invalid, Unsafe: true, Tier: Quick,
+		Mechanism: "A client's own runtime stalls between its read and its write past the TTL (3.5-4.5 s), as a GC pause " +
+			"does: its write lands after the lease ran out and the next holder was granted the lock (stale-holder-write), " +
+			"from stalls drawn in bursts rather than client-pause's one stall of the lease plus an extra.",
 	},
 	{
 		Name: "lease-fenced/client-gc-stall", Recipe: "lease-fenced", Faults: []string{nemesis.ClientGCStall}, Slow: longStalls,
