@@ -82,18 +82,21 @@ func TestNewDialerBadInput(t *testing.T) {
 // only with a start command, the clock only with libfaketime or clock
 // steps, never power nor membership; the nemesis refuses what it lacks.
 func TestCapabilities(t *testing.T) {
-	// A user's hosts never change the ring's membership.
-	membership := []string{nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove}
+	// A user's hosts never change the ring's membership, throttle their
+	// CPU, stall their JVM on their own timer or slow their disk (a Docker
+	// node's slowness kinds).
+	never := []string{nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove,
+		nemesis.SlowNode, nemesis.CoordSlowNode, nemesis.GCStall, nemesis.CoordGCStall, nemesis.SlowDisk}
 	tests := []struct {
 		name               string
 		cfg                Config
 		iptables, faketime bool
 		refused            []string // kinds CheckNode refuses
 	}{
-		{"bare host", Config{}, false, false, append([]string{nemesis.Kill, nemesis.Clock, nemesis.Partition, nemesis.Loss, nemesis.CoordPartition, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.DCPartition}, membership...)},
-		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, append([]string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
-		{"libfaketime", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
-		{"clock steps", Config{ClockStep: true}, true, false, append([]string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
+		{"bare host", Config{}, false, false, append([]string{nemesis.Kill, nemesis.Clock, nemesis.Partition, nemesis.Loss, nemesis.CoordPartition, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.DCPartition}, never...)},
+		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, append([]string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}, never...)},
+		{"libfaketime", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss}, never...)},
+		{"clock steps", Config{ClockStep: true}, true, false, append([]string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}, never...)},
 	}
 	for _, tt := range tests {
 		n := &Node{Name: "h1", cfg: tt.cfg}
