@@ -26,8 +26,8 @@ type SlowNodeStop struct {
 
 // CoordSlowNodeStart is the value of a start-coord-slow-node line.
 type CoordSlowNodeStart struct {
-	CPU     float64 `json:"cpu" doc:"the share of one core the coordinator may use"`
 	Clients []int   `json:"clients" doc:"the clients pinned to node"`
+	CPU     float64 `json:"cpu" doc:"the share of one core the coordinator may use"`
 	Node    string  `json:"node" doc:"the coordinator starved"`
 }
 

@@ -43,7 +43,7 @@ var coordSlowNodeKind = Kind{
 		"those clients goes through the overloaded node.",
 	Needs:      []Capability{CapCPU},
 	Pins:       true,
-	StartValue: history.CoordSlowNodeStart{CPU: 0.05, Clients: []int{1, 4}, Node: "n2"},
+	StartValue: history.CoordSlowNodeStart{Clients: []int{1, 4}, CPU: 0.05, Node: "n2"},
 	StopValue:  history.SlowNodeStop{CPU: 0.05},
 	New:        func() Injector { return &slowNode{aimed: true} },
 }
@@ -106,7 +106,7 @@ func (s *slowNode) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, er
 	}
 	var value any = history.SlowNodeStart{CPU: share}
 	if s.aimed {
-		value = history.CoordSlowNodeStart{CPU: share, Clients: clients, Node: t.Name}
+		value = history.CoordSlowNodeStart{Clients: clients, CPU: share, Node: t.Name}
 	}
 	if err := e.Record(history.StartF(s.kind()), value, []string{t.Name}); err != nil {
 		return nil, errors.Join(err, lift(context.WithoutCancel(ctx)))
