@@ -289,6 +289,14 @@ func WithSkew(min, max time.Duration) Option {
 	return func(c *config) { c.test.SkewMin, c.test.SkewMax = min, max }
 }
 
+// WithSlowness bounds the slowness kinds' draws (--slow-cpu, --stall,
+// --stall-every, --disk-latency): slow-node's share of a core, a stall's
+// length and the gap between stalls, slow-disk's latency. A zero pair
+// takes its default (nemesis.DefaultSlowness).
+func WithSlowness(s nemesis.Slowness) Option {
+	return func(c *config) { c.test.SlowCPU, c.test.Stall, c.test.StallEvery, c.test.DiskLatency = s.FlagValues() }
+}
+
 // WithPinClients sends client i's queries through node i mod nodes alone
 // instead of the token-aware replica all clients share (--pin-clients): the
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.

@@ -211,7 +211,7 @@ func nodeFiles(yaml, rackDC, options []byte) ([]file, error) {
 func (c *Cluster) nodeEnv() []string {
 	env := []string{"LOCKCHECK_HEAP=" + c.cfg.heap}
 	if c.cfg.lazyFS != "" {
-		env = append(env, "LOCKCHECK_LAZYFS="+lazyFSBin, "LOCKCHECK_LAZYFS_STATUS="+lazyFSStatus)
+		env = append(env, "LOCKCHECK_LAZYFS="+lazyFSBin, "LOCKCHECK_LAZYFS_STATUS="+lazyFSStatus, "LOCKCHECK_LAZYFS_LATENCY="+lazyFSLatency)
 	}
 	if c.cfg.sshKey != "" {
 		env = append(env, "LOCKCHECK_SSH_AUTHORIZED_KEY="+c.cfg.sshKey)

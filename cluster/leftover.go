@@ -40,6 +40,17 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 	} else if stopped {
 		out = append(out, "jvm stopped")
 	}
+	// The slowness faults' leftovers (slowness.go): a CPU quota, a disk
+	// latency.
+	if hc := ins.Container.HostConfig; hc != nil && hc.CPUQuota > 0 {
+		share, _ := n.CPUQuota(ctx)
+		out = append(out, fmt.Sprintf("cpu quota %.3g of a core", share))
+	}
+	if n.c.LazyFS() && !ins.Container.State.Paused {
+		if d, err := n.DiskLatency(ctx); err == nil && d > 0 {
+			out = append(out, "disk latency "+d.String())
+		}
+	}
 	rules, err := n.iptablesRules(ctx)
 	if err != nil {
 		return nil, err

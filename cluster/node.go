@@ -43,9 +43,9 @@ func (n *Node) String() string { return n.Name }
 // and the shaping of its links its kernel and the shaper allow (probed
 // once per cluster: shape.go).
 func (n *Node) Capabilities() []faultcap.Capability {
-	caps := []faultcap.Capability{faultcap.IPTables, faultcap.Clock, faultcap.Signals, faultcap.Restart}
+	caps := []faultcap.Capability{faultcap.IPTables, faultcap.Clock, faultcap.Signals, faultcap.Restart, faultcap.CPU, faultcap.Stall}
 	if n.c.LazyFS() {
-		caps = append(caps, faultcap.Power)
+		caps = append(caps, faultcap.Power, faultcap.DiskLatency)
 	}
 	if len(n.c.spares) > 0 {
 		caps = append(caps, faultcap.Membership)

@@ -26,6 +26,12 @@ const (
 	// binary for delay; HTB for rate).
 	NetDelay Capability = "net-delay"
 	NetRate  Capability = "net-rate"
+	// CPU, Stall and DiskLatency are the slowness of a node's own
+	// resources: a CPU quota, JVM stalls the node times itself, and a slow
+	// disk under its data (the lazy filesystem).
+	CPU         Capability = "cpu"
+	Stall       Capability = "stall"
+	DiskLatency Capability = "disk-latency"
 )
 
 var docs = map[Capability]string{
@@ -38,7 +44,10 @@ var docs = map[Capability]string{
 		"`cluster up --nodes 4 --spares 1`)",
 	NetDelay: "delay the packets a node sends to chosen peers, with jitter (tc netem where the kernel has it; " +
 		"else, in a Docker node, lockcheck-shaper over iptables' NFQUEUE, beside this lockcheck or LOCKCHECK_SHAPER_BIN)",
-	NetRate: "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
+	CPU:         "throttle the node's processes to a share of one core (a cgroup CPU quota: docker update on a Docker node)",
+	Stall:       "stop the Cassandra JVM for a stall the node times itself (SIGSTOP, and SIGCONT from the node after it: a Docker node)",
+	DiskLatency: "delay each write and fsync of the node's data (its lazy filesystem: a cluster of `lockcheck cluster up --lazyfs`)",
+	NetRate:     "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
 }
 
 // Doc says what c lets a node do and how a node gets it ("" for a

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -45,6 +46,32 @@ type FS struct {
 	files map[key]*file
 
 	fsyncs, written atomic.Int64
+	// latency is what every write and fsync waits before it is served
+	// (SetLatency; ns): a slow disk (the nemesis's slow-disk).
+	latency atomic.Int64
+}
+
+// SetLatency makes every write and fsync wait d before it is served (0:
+// none), as a slow disk does: a database that syncs each write (Cassandra's
+// commitlog in batch mode) acknowledges it that much later. Requests are
+// served side by side, so the waits do not queue behind one another.
+func (l *FS) SetLatency(d time.Duration) { l.latency.Store(int64(max(d, 0))) }
+
+// Latency is the latency SetLatency set.
+func (l *FS) Latency() time.Duration { return time.Duration(l.latency.Load()) }
+
+// slow waits the latency, or until the request is interrupted.
+func (l *FS) slow(ctx context.Context) {
+	d := l.Latency()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // New makes the filesystem over the backing directory and returns it with
@@ -93,12 +120,14 @@ type Status struct {
 	UnsyncedFiles int   `json:"unsynced_files"`
 	Fsyncs        int64 `json:"fsyncs"`
 	WrittenBytes  int64 `json:"written_bytes"`
+	// LatencyMS is the latency each write and fsync waits (SetLatency).
+	LatencyMS int64 `json:"latency_ms"`
 }
 
 // Status reads the filesystem's counts.
 func (l *FS) Status() Status {
 	files := l.snapshot()
-	s := Status{Fsyncs: l.fsyncs.Load(), WrittenBytes: l.written.Load()}
+	s := Status{Fsyncs: l.fsyncs.Load(), WrittenBytes: l.written.Load(), LatencyMS: l.Latency().Milliseconds()}
 	for _, f := range files {
 		if b := f.Unsynced(); b > 0 {
 			s.UnsyncedBytes += b
@@ -387,6 +416,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.l.slow(ctx)
 	f, err := h.state(true)
 	if err != nil {
 		return 0, fs.ToErrno(err)
@@ -399,6 +429,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 // Fsync serves fsync, fdatasync and msync alike: the file's pages reach
 // the backing.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	h.l.slow(ctx)
 	h.l.fsyncs.Add(1)
 	f, err := h.state(false)
 	if err != nil || f == nil {

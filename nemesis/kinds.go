@@ -111,6 +111,12 @@ var table = []*Kind{
 	&netDelayKind,
 	&netRateKind,
 	&coordNetDelayKind,
+	&slowNodeKind,
+	&coordSlowNodeKind,
+	&gcStallKind,
+	&coordGCStallKind,
+	&clientGCStallKind,
+	&slowDiskKind,
 }
 
 // Table is every fault kind's descriptor, in table order (a copy: the

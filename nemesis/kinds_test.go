@@ -63,7 +63,7 @@ func TestAllIsDerived(t *testing.T) {
 			t.Errorf("%s: in all %v, want %v", tt.name, got, tt.in)
 		}
 	}
-	want := []string{Partition, Pause, Kill, Clock, ClientPause, ClientClock, Loss}
+	want := []string{Partition, Pause, Kill, Clock, ClientPause, ClientClock, Loss, ClientGCStall}
 	if got := All(); !slices.Equal(got, want) {
 		t.Errorf("All() = %v, want %v", got, want)
 	}

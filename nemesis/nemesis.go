@@ -102,6 +102,8 @@ type Env struct {
 	// Net bounds the shaping kinds' draws (net-delay, net-rate,
 	// coord-net-delay).
 	Net NetBounds
+	// Slow bounds the slowness kinds' draws (slowness.go).
+	Slow Slowness
 	// Pins are the clients' coordinators (client -> node name) when every
 	// query of a client goes to one node (`run --pin-clients`); the aimed
 	// kinds (coord-partition, coord-clock) need them.
@@ -337,6 +339,10 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	if err := e.Net.Validate(); err != nil {
 		return nil, err
 	}
+	if err := e.Slow.Validate(n.names, n.interval); err != nil {
+		return nil, fmt.Errorf("nemesis: %w", err)
+	}
+	e.Slow = e.Slow.Fit(n.interval)
 	e.Sched = rand.New(rand.NewPCG(uint64(n.seed), 0x6e656d))
 	e.Pick = rand.New(rand.NewPCG(uint64(n.seed), 0x7069636b))
 	return n, nil

@@ -46,6 +46,10 @@ type fakeNode struct {
 	lacks    []Capability // capabilities the node does not declare
 	// shape is the node's shaping (Shape), the zero Shape when none.
 	shape netshape.Shape
+	// cpu is the node's CPU quota (slow-node; 0: none), disk its disk's
+	// latency (slow-disk).
+	cpu  float64
+	disk time.Duration
 	// ring is the ring the node belongs to (membership kinds).
 	ring *fakeRing
 }
@@ -282,9 +286,9 @@ func (f *fakeNode) PowerOff(ctx context.Context) error {
 // Capabilities are a Docker node's: power only on a lazy filesystem,
 // less what a test takes away.
 func (f *fakeNode) Capabilities() []Capability {
-	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart, CapNetDelay, CapNetRate}
+	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart, CapNetDelay, CapNetRate, CapCPU, CapStall}
 	if f.lazy {
-		caps = append(caps, CapPower)
+		caps = append(caps, CapPower, CapDiskLatency)
 	}
 	if f.ring != nil {
 		caps = append(caps, CapMembership)
@@ -433,7 +437,7 @@ func TestParseKinds(t *testing.T) {
 	}{
 		{"none", nil, false},
 		{"", nil, false},
-		{"all", []string{Partition, Pause, Kill, Clock, ClientPause, ClientClock, Loss}, false},
+		{"all", []string{Partition, Pause, Kill, Clock, ClientPause, ClientClock, Loss, ClientGCStall}, false},
 		{"power-loss,rack-power-loss", []string{PowerLoss, RackPowerLoss}, false},
 		{"partition, kill,partition", []string{Partition, Kill}, false},
 		{"client-pause", []string{ClientPause}, false},

@@ -44,7 +44,7 @@ func runNemesis(t *testing.T, d time.Duration, opts ...Option) []history.Op {
 	rec.Append(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FMeta}) // time 0: the run's start
 	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
 	n, err := New(ts, rec, append([]Option{WithInterval(10 * time.Millisecond), WithGateway("10.0.0.1"), WithClients(cl), WithSpares(spare),
-		WithClientPauseExtra(time.Millisecond), WithPins(testPins)}, opts...)...)
+		WithClientPauseExtra(time.Millisecond), WithPins(testPins), WithSlowness(fastStalls)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ type causeRule struct {
 	lasting bool
 }
 
-var causeRules = []causeRule{
+var causeRules = append([]causeRule{
 	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindOverlap, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
 			v, ok := decode[history.ClientPauseStart](w.Value, "process")
@@ -140,7 +140,7 @@ var causeRules = []causeRule{
 	{fault: history.KindRemove, anomalies: movementAnomalies, explain: explainMovement},
 	{fault: history.KindPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
 	{fault: history.KindRackPowerLoss, lasting: true, anomalies: powerAnomalies, explain: explainPower},
-}
+}, slownessRules...) // slowness.go
 
 // movementAnomalies are what a lost Paxos state shows as: two grants.
 var movementAnomalies = []string{checker.KindOverlap, checker.KindNonLinearizable, checker.KindDuplicate, checker.KindTokenOrder}
@@ -265,7 +265,7 @@ func faultCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string
 			if w.Kind == history.KindClientClock && !clientClockBears(w, a, tl) {
 				continue
 			}
-			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) {
+			if c, ok := r.explain(w, a); ok && !slices.Contains(causes, c) && !slownessNamed(causes, w) {
 				causes = append(causes, c)
 			}
 		}

@@ -77,6 +77,12 @@ func pinnedTo(w faultView) ([]int, bool) {
 	case history.KindCoordClock:
 		v, ok := decode[history.CoordClockStart](w.Value)
 		return v.Clients, ok
+	case history.KindCoordSlowNode:
+		v, ok := decode[history.CoordSlowNodeStart](w.Value)
+		return v.Clients, ok
+	case history.KindCoordGCStall:
+		v, ok := decode[history.GCStallStart](w.Value)
+		return v.Clients, ok
 	}
 	return nil, false
 }
@@ -624,8 +630,18 @@ func openDuring(faults []faultView, from, to int64, p int, tl *causeTimeline) []
 				continue
 			}
 		}
+		if w.Kind == history.KindClientGCStall {
+			if v, ok := decode[history.ClientStallStart](w.Value, "process"); !ok || v.Process != p {
+				continue
+			}
+		}
 		if v, ok := shapingOf(w); ok {
 			open = append(open, fmt.Sprintf("%s (%s – %s: %s on %s)", w.Kind, secs(w.Start), secs(w.End), added(v.Shape), links(v)))
+			continue
+		}
+		// A slowness window says whom it slowed and by how much.
+		if s, ok := slownessText(w); ok {
+			open = append(open, s)
 			continue
 		}
 		open = append(open, fmt.Sprintf("%s (%s – %s)", w.Kind, secs(w.Start), secs(w.End)))

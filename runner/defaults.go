@@ -52,6 +52,13 @@ func (t Test) Validate() error {
 	if _, _, err := t.netBounds(); err != nil {
 		bad("--net-delay, --net-jitter, --net-rate: %v", err)
 	}
+	if s, err := t.slowness(); err != nil {
+		bad("%v", err)
+	} else if err := s.Validate(t.Nemesis, t.Interval); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			bad("%s", line)
+		}
+	}
 	if t.DCLocal && !t.Recipe.DCLocal {
 		bad("--dc-local: lock %s does not take LOCAL_SERIAL/LOCAL_QUORUM (those that do: %s)", t.Recipe.Name, strings.Join(DCLocalRecipes(), ", "))
 	}

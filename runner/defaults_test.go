@@ -40,6 +40,13 @@ func TestValidate(t *testing.T) {
 		{"time", func(t *Test) { t.Time = -time.Second }, "time must be positive"},
 		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "--ttl must be at least 1s"},
 		{"skew reversed", func(t *Test) { t.SkewMin, t.SkewMax = 8*time.Second, 4*time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
+		{"stall past the windows", func(t *Test) {
+			t.Nemesis, t.Interval, t.Stall = []string{nemesis.GCStall}, 2*time.Second, "1s..3s"
+		}, "stall max 3s: want it shorter than the fault windows"},
+		{"quota below the kernel's", func(t *Test) { t.SlowCPU = "0.001..0.2" }, "slow-node CPU share"},
+		{"zero quota", func(t *Test) { t.SlowCPU = "0..0.2" }, "--slow-cpu"},
+		{"negative latency", func(t *Test) { t.DiskLatency = "-1ms..1s" }, "--disk-latency"},
+		{"jitter above the delay", func(t *Test) { t.NetDelay, t.NetJitter = "100ms..1s", "2s" }, "jitter 2s is above the delay 100ms"},
 		{"skew max alone", func(t *Test) { t.SkewMax = 8 * time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "--quiet must not be negative"},
 		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "--dc-local: lock mutex does not take LOCAL_SERIAL"},

@@ -585,6 +585,9 @@ func (t *Test) nemesisOptions(env Env, timeUp <-chan struct{}) (opts []nemesis.O
 	if b, set, err := t.netBounds(); set && err == nil {
 		opts = append(opts, nemesis.WithNetBounds(b))
 	}
+	if s, err := t.slowness(); err == nil && s != (nemesis.Slowness{}) {
+		opts = append(opts, nemesis.WithSlowness(s))
+	}
 	return append(opts, nemesis.WithSeed(t.Seed), nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
 		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins),
 		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares)), inFull
@@ -598,6 +601,12 @@ func (t *Test) netBounds() (b nemesis.NetBounds, set bool, err error) {
 	}
 	b, err = nemesis.ParseNetBounds(t.NetDelay, t.NetJitter, t.NetRate)
 	return b, true, err
+}
+
+// slowness are the slowness kinds' bounds the Spec sets (zero pairs: the
+// nemesis's defaults).
+func (t *Test) slowness() (nemesis.Slowness, error) {
+	return nemesis.ParseSlowness(t.SlowCPU, t.Stall, t.StallEvery, t.DiskLatency)
 }
 
 // checkFaults makes the run's nemesis over env's nodes without running it:

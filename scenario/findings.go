@@ -174,6 +174,9 @@ func faultsCell(r Row) string {
 	if r.Pin {
 		s += ", clients pinned"
 	}
+	if f := r.Slow.Flags(); f != "" {
+		s += " (" + strings.TrimSpace(f) + ")"
+	}
 	if r.DCLocal {
 		s += ", LOCAL_SERIAL/LOCAL_QUORUM"
 	}

@@ -291,6 +291,7 @@ func RunCommand(r Row) string {
 	if n := r.Net; n != (nemesis.NetBounds{}) {
 		fmt.Fprintf(&b, " --net-delay %s..%s --net-jitter %s --net-rate %d..%d", n.DelayMin, n.DelayMax, n.Jitter, n.RateMin, n.RateMax)
 	}
+	b.WriteString(r.Slow.Flags())
 	if r.ClientCount() != DefaultClients {
 		fmt.Fprintf(&b, " --clients %d", r.ClientCount())
 	}

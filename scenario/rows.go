@@ -23,6 +23,7 @@ var Rows = slices.Concat(
 	javaRows(),
 	releaseRows(),
 	Added,
+	slownessRows,
 )
 
 // javaRows are the Java locks' rows: each lock's expectations, then the

@@ -204,6 +204,8 @@ type Row struct {
 	// Net bounds the shaping kinds' draws (run --net-delay, --net-jitter,
 	// --net-rate); zero: nemesis.DefaultNetBounds.
 	Net nemesis.NetBounds
+	// Slow bounds the slowness kinds' draws (zero pairs: defaults).
+	Slow nemesis.Slowness
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -267,6 +269,7 @@ func (r Row) Spec(run int) spec.Spec {
 	if r.Net != (nemesis.NetBounds{}) {
 		s.NetDelay, s.NetJitter, s.NetRate = r.Net.Flags()
 	}
+	s.SlowCPU, s.Stall, s.StallEvery, s.DiskLatency = r.Slow.FlagValues()
 	return s
 }
 
@@ -429,6 +432,9 @@ func (r Row) Check() error {
 		if err := r.Net.Validate(); err != nil {
 			bad("%v", err)
 		}
+	}
+	if err := r.Slow.Validate(r.Faults, r.Interval); err != nil {
+		bad("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")

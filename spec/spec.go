@@ -86,6 +86,14 @@ type Spec struct {
 	NetDelay  string `json:"net-delay"`
 	NetJitter string `json:"net-jitter"`
 	NetRate   string `json:"net-rate"`
+	// SlowCPU, Stall, StallEvery and DiskLatency bound the slowness kinds'
+	// draws (slow-node, gc-stall, client-gc-stall, slow-disk) as their
+	// flags spell them; "": the nemesis's defaults. The runner parses and
+	// checks them (nemesis.ParseSlowness).
+	SlowCPU     string `json:"slow-cpu"`
+	Stall       string `json:"stall"`
+	StallEvery  string `json:"stall-every"`
+	DiskLatency string `json:"disk-latency"`
 	// PinClients sends every query of client i through node i mod nodes
 	// instead of the token-aware replica every client shares: clients then
 	// read through different coordinators, which the aimed faults
@@ -115,7 +123,7 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.Promise }},
 	{Flag: "workload", Help: "the clients' shape: cycle (acquire, write, release) or leader (terms of many seconds, heartbeats, writes as leader); or register: no lock, Cassandra's LWT itself as a compare-and-set register on --locks keys (SERIAL reads, IF NOT EXISTS, IF value = ?), node faults only",
 		ptr: func(s *Spec) any { return &s.Workload }, fill: true},
-	{Flag: "nemesis", Help: "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma `list` of the fault kinds",
+	{Flag: "nemesis", Help: "none, all (every kind but the power kinds and slow-disk, which need a cluster up --lazyfs, the coord kinds, which need --pin-clients, the shaping kinds, and slow-node and gc-stall, which a host over SSH cannot serve), or a comma `list` of the fault kinds",
 		ptr: func(s *Spec) any { return &s.Nemesis }},
 	{Flag: "clients", Help: fmt.Sprintf("concurrent clients (1..%d)", MaxClients),
 		ptr: func(s *Spec) any { return &s.Clients }, fill: true,
@@ -159,6 +167,14 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.NetJitter }},
 	{Flag: "net-rate", Help: "net-rate: the bandwidth limit's bounds in kbit/s, MIN..MAX, drawn log-uniform (default 64..1024)",
 		ptr: func(s *Spec) any { return &s.NetRate }},
+	{Flag: "slow-cpu", Help: "slow-node, coord-slow-node: the starved node's share of one core, MIN..MAX (log-uniform) or one value (default 0.02..0.1; at least 0.01, at most 1)",
+		ptr: func(s *Spec) any { return &s.SlowCPU }},
+	{Flag: "stall", Help: "gc-stall, coord-gc-stall, client-gc-stall: one stall's length, MIN..MAX (log-uniform) or one value (default 20ms..2s, cut to half the interval when that is shorter; given, it must be shorter than the interval)",
+		ptr: func(s *Spec) any { return &s.Stall }},
+	{Flag: "stall-every", Help: "gc-stall, coord-gc-stall, client-gc-stall: the mean gap between two stalls of a window (exponential; default 1s)",
+		ptr: func(s *Spec) any { return &s.StallEvery }},
+	{Flag: "disk-latency", Help: "slow-disk: the latency each write and fsync waits, MIN..MAX (uniform) or one value (default 50ms..500ms)",
+		ptr: func(s *Spec) any { return &s.DiskLatency }},
 	{Flag: "heal-timeout", Help: "how long healing the faults and waiting for a healthy cluster may take (membership faults get more)",
 		ptr: func(s *Spec) any { return &s.HealTimeout }, fill: true,
 		check: func(s *Spec) error { return positive(s.HealTimeout) }},

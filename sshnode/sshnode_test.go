@@ -83,10 +83,13 @@ func TestNewDialerBadInput(t *testing.T) {
 // only with a start command, the clock only with libfaketime or clock
 // steps, never power nor membership; the nemesis refuses what it lacks.
 func TestCapabilities(t *testing.T) {
-	// A user's hosts never change the ring's membership.
-	membership := []string{nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove}
+	// A user's hosts never change the ring's membership, throttle their
+	// CPU, stall their JVM on their own timer or slow their disk (a Docker
+	// node's slowness kinds).
+	never := []string{nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove,
+		nemesis.SlowNode, nemesis.CoordSlowNode, nemesis.GCStall, nemesis.CoordGCStall, nemesis.SlowDisk}
 	// A host whose probe found no netem nor htb cannot shape its links.
-	membership = append(membership, nemesis.NetDelay, nemesis.NetRate, nemesis.CoordNetDelay)
+	membership := append(slices.Clone(never), nemesis.NetDelay, nemesis.NetRate, nemesis.CoordNetDelay)
 	tests := []struct {
 		name               string
 		cfg                Config
@@ -98,8 +101,8 @@ func TestCapabilities(t *testing.T) {
 		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, append([]string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...), netshape.Probed{}},
 		{"libfaketime", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...), netshape.Probed{}},
 		{"clock steps", Config{ClockStep: true}, true, false, append([]string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...), netshape.Probed{}},
-		{"netem and htb", Config{StartCmd: "x"}, true, true, []string{nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove}, netshape.Probed{Netem: true, HTB: true}},
-		{"htb without netem", Config{StartCmd: "x"}, true, true, []string{nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove, nemesis.NetDelay, nemesis.CoordNetDelay}, netshape.Probed{HTB: true, NFQueue: true}},
+		{"netem and htb", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss}, never...), netshape.Probed{Netem: true, HTB: true}},
+		{"htb without netem", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.NetDelay, nemesis.CoordNetDelay}, never...), netshape.Probed{HTB: true, NFQueue: true}},
 	}
 	for _, tt := range tests {
 		n := &Node{Name: "h1", cfg: tt.cfg, shaping: tt.shaping}

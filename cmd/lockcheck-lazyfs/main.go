@@ -4,7 +4,12 @@
 // fault (the container killed, this process with it) loses what Cassandra
 // had acknowledged and not yet synced.
 //
-//	lockcheck-lazyfs --backing DIR --mount DIR [--status FILE]
+//	lockcheck-lazyfs --backing DIR --mount DIR [--status FILE] [--latency-file FILE]
+//
+// --latency-file names a file holding a duration ("150ms"; empty, missing
+// or 0: none) that every write and fsync waits before it is served (the
+// nemesis's slow-disk): read at start and every quarter second, and
+// reported in the status as latency_ms.
 //
 // SIGTERM or SIGINT: write everything out (a clean shutdown), unmount, exit
 // 0. SIGUSR1: write everything out and go on (the database's process
@@ -20,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,11 +40,14 @@ func run(args []string, stderr io.Writer) int {
 	backing := fl.String("backing", "", "the directory that holds what was synced (created if missing)")
 	mount := fl.String("mount", "", "where to mount the filesystem (created if missing)")
 	status := fl.String("status", "", "a file to keep the filesystem's counts in (JSON, rewritten at most every 250 ms)")
+	// The default comes from the node's environment (cluster.WithLazyFS
+	// sets it), so that the node image's entrypoint needs no change.
+	latencyFile := fl.String("latency-file", os.Getenv("LOCKCHECK_LAZYFS_LATENCY"), "a file holding the latency every write and fsync waits (\"150ms\"; read every 250 ms; default $LOCKCHECK_LAZYFS_LATENCY)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
 	if *backing == "" || *mount == "" || fl.NArg() > 0 {
-		fmt.Fprintln(stderr, "lockcheck-lazyfs: usage: lockcheck-lazyfs --backing DIR --mount DIR [--status FILE]")
+		fmt.Fprintln(stderr, "lockcheck-lazyfs: usage: lockcheck-lazyfs --backing DIR --mount DIR [--status FILE] [--latency-file FILE]")
 		return 2
 	}
 	for _, d := range []string{*backing, *mount} {
@@ -58,6 +67,23 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "lockcheck-lazyfs: mounted %s over %s\n", *mount, *backing)
+	// A latency set before a restart holds after it: the disk is slow,
+	// whatever became of the process.
+	latency := func() {
+		if *latencyFile == "" {
+			return
+		}
+		d, err := readLatency(*latencyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockcheck-lazyfs: latency: %v\n", err)
+			return
+		}
+		if d != l.Latency() {
+			fmt.Fprintf(stderr, "lockcheck-lazyfs: latency %v\n", d)
+			l.SetLatency(d)
+		}
+	}
+	latency()
 	served := make(chan struct{})
 	go func() { srv.Wait(); close(served) }()
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -66,6 +92,7 @@ func run(args []string, stderr io.Writer) int {
 	for {
 		select {
 		case <-tick.C:
+			latency()
 			if *status != "" {
 				if s := l.Status(); s != last {
 					if err := writeStatus(*status, s); err != nil {
@@ -105,6 +132,27 @@ func run(args []string, stderr io.Writer) int {
 			return 0
 		}
 	}
+}
+
+// readLatency reads a latency file: a Go duration, nothing (or no file) for
+// none.
+func readLatency(path string) (time.Duration, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	text := strings.TrimSpace(string(b))
+	if text == "" || text == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s: %q is not a latency (want a duration such as 150ms)", path, text)
+	}
+	return d, nil
 }
 
 // writeStatus writes aside and renames: a reader never sees half a file.

@@ -38,9 +38,9 @@ func TestUsage(t *testing.T) {
 }
 
 type mount struct {
-	cmd                  *exec.Cmd
-	dir, backing, status string
-	done                 chan error
+	cmd                           *exec.Cmd
+	dir, backing, status, latency string
+	done                          chan error
 }
 
 func start(t *testing.T) *mount {
@@ -49,8 +49,9 @@ func start(t *testing.T) *mount {
 		t.Skip("FUSE needs /dev/fuse and root here")
 	}
 	d := t.TempDir()
-	m := &mount{dir: filepath.Join(d, "mnt"), backing: filepath.Join(d, "disk"), status: filepath.Join(d, "status"), done: make(chan error, 1)}
-	m.cmd = exec.Command(os.Args[0], "--backing", m.backing, "--mount", m.dir, "--status", m.status)
+	m := &mount{dir: filepath.Join(d, "mnt"), backing: filepath.Join(d, "disk"), status: filepath.Join(d, "status"),
+		latency: filepath.Join(d, "latency"), done: make(chan error, 1)}
+	m.cmd = exec.Command(os.Args[0], "--backing", m.backing, "--mount", m.dir, "--status", m.status, "--latency-file", m.latency)
 	m.cmd.Env = append(os.Environ(), "LOCKCHECK_LAZYFS_MAIN=1")
 	stderr, err := m.cmd.StderrPipe()
 	if err != nil {
@@ -177,5 +178,80 @@ func TestTermWritesOutLiveMapping(t *testing.T) {
 	got := backed(t, filepath.Join(m.backing, "segment"))
 	if len(got) != 2*lazyfs.PageSize || got[lazyfs.PageSize:lazyfs.PageSize+21] != "mapped, never msynced" {
 		t.Errorf("segment after SIGTERM: %d bytes, page 2 starts %q", len(got), got[lazyfs.PageSize:min(len(got), lazyfs.PageSize+21)])
+	}
+}
+
+// statusUntil reads the status file until ok says yes (or fails the test).
+func (m *mount) statusUntil(t *testing.T, ok func(lazyfs.Status) bool) lazyfs.Status {
+	t.Helper()
+	var st lazyfs.Status
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(m.status); err == nil && json.Unmarshal(b, &st) == nil && ok(st) {
+			return st
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("status never came: last %+v", st)
+	return st
+}
+
+// The latency file slows every fsync by its latency (slow-disk), the status
+// says so, and 0 lifts it.
+func TestLatencyFileSlowsFsync(t *testing.T) {
+	m := start(t)
+	fsync := func() time.Duration {
+		f, err := os.OpenFile(filepath.Join(m.dir, "commitlog"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		began := time.Now()
+		if _, err := f.WriteString("a mutation\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(began)
+	}
+	if err := os.WriteFile(m.latency, []byte("300ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.statusUntil(t, func(s lazyfs.Status) bool { return s.LatencyMS == 300 })
+	// A write and its fsync each wait the latency: a lower bound only.
+	if took := fsync(); took < 600*time.Millisecond {
+		t.Errorf("a write and an fsync took %v under a 300ms latency, want at least 600ms", took)
+	}
+	if got := backed(t, filepath.Join(m.backing, "commitlog")); got != "a mutation\n" {
+		t.Errorf("synced %q", got)
+	}
+	if err := os.WriteFile(m.latency, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.statusUntil(t, func(s lazyfs.Status) bool { return s.LatencyMS == 0 })
+}
+
+func TestReadLatency(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		text string
+		want time.Duration
+		bad  bool
+	}{
+		{"", 0, false}, {"0", 0, false}, {"150ms\n", 150 * time.Millisecond, false}, {" 2s ", 2 * time.Second, false},
+		{"-5ms", 0, true}, {"fast", 0, true}, {"150", 0, true},
+	} {
+		path := filepath.Join(dir, "latency")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readLatency(path)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%q: %v, %v; want %v (bad %v)", tc.text, got, err, tc.want, tc.bad)
+		}
+	}
+	if got, err := readLatency(filepath.Join(dir, "none")); got != 0 || err != nil {
+		t.Errorf("no file: %v, %v", got, err)
 	}
 }
