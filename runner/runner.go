@@ -676,3 +676,7 @@ func (noClients) SetClientClockAtRest(int, time.Duration, func()) error {
 	return errNoClients
 }
 func (noClients) HoldAtRest(context.Context, []int) (func(), error) { return nil, errNoClients }
+func (noClients) KillClient(context.Context, int, string, time.Duration, time.Duration, func(history.ClientKillStart) error,
+	func(history.ClientKillStop)) (history.ClientKillStart, <-chan struct{}, error) {
+	return history.ClientKillStart{}, nil, errNoClients
+}

@@ -155,7 +155,19 @@ func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, ow
 		return Grant{}, false, err
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.acquireTimeout)
+	kr := w.ctl.claimKill(i, KillAcquire)
+	k := w.killDuring(kr, i, proc, lock, name, KillAcquire, cancel)
 	g, aerr := lock.Acquire(actx, name, owner)
+	if k != nil {
+		// Killed with its acquire in flight: whatever it got is lost with
+		// the process (a grant it got holds the lock for a dead process).
+		k.returned()
+		cancel()
+		if err := w.completeKilled(i, inv); err != nil {
+			return Grant{}, false, err
+		}
+		return Grant{}, false, clientKilled{kr}
+	}
 	cancel()
 	if aerr != nil {
 		_, err := w.complete(i, inv, aerr, nil)
@@ -189,6 +201,14 @@ func (w *Workload) begin(ctx context.Context, i int, lock Lock, name string) (pr
 	}
 	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
 		return proc, g, false, w.release(ctx, i, lock, g)
+	}
+	if kr := w.ctl.claimKill(i, KillHold); kr != nil {
+		// Killed holding: the process records nothing more, and its
+		// grant stays with it.
+		w.land(kr, i, proc, lock, name, KillHold, nil)
+		w.abandon(i, g)
+		w.procs.next(i)
+		return proc, g, false, clientKilled{kr}
 	}
 	return proc, g, true, nil
 }

@@ -252,6 +252,13 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 		} else {
 			err = w.cycle(ctx, i, lock, name, randDur(r, w.cfg.holdMax))
 		}
+		var killed clientKilled
+		if errors.As(err, &killed) {
+			if lock, err = w.restart(ctx, i, lock, killed.r); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -358,7 +365,20 @@ func (w *Workload) release(ctx context.Context, i int, lock Lock, g Grant) error
 		return err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout)
+	kr := w.ctl.claimKill(i, KillRelease)
+	k := w.killDuring(kr, i, proc, lock, g.Lock, KillRelease, cancel)
 	rerr := lock.Release(rctx, g)
+	if k != nil {
+		// Killed with its release in flight: its answer is lost, and the
+		// grant with it (it may still hold).
+		k.returned()
+		cancel()
+		w.abandon(i, g)
+		if err := w.completeKilled(i, inv); err != nil {
+			return err
+		}
+		return clientKilled{kr}
+	}
 	cancel()
 	w.ctl.setHolding(i, false)
 	if rerr != nil {
