@@ -97,11 +97,11 @@ type Env struct {
 	// (which client holds now).
 	Sched, Pick *rand.Rand
 
-	PauseExtra       time.Duration // client-pause: stall past the lease by this
+	PauseExtra time.Duration // client-pause: stall past the lease by this
 	// KillRestart and KillTarget are client-kill's restart delay and
 	// target (clientkill.go).
-	KillRestart time.Duration
-	KillTarget  string
+	KillRestart      time.Duration
+	KillTarget       string
 	SkewMin, SkewMax time.Duration // client-clock: the skew's bounds
 	// CoordSkewMin and CoordSkewMax bound coord-clock's ahead (uniform);
 	// zero: the lease TTL plus 1-3 s.
