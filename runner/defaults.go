@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workload"
 )
@@ -27,6 +28,10 @@ func Defaults() Test {
 		TTL:         3 * time.Second,
 		PauseExtra:  nemesis.DefaultClientPauseExtra,
 		HealTimeout: 3 * time.Minute,
+		// The liveness settings and client-kill's.
+		AcquireTimeout: checker.DefaultAcquireTimeout,
+		KillRestart:    nemesis.DefaultClientKillRestart,
+		KillTarget:     nemesis.KillTargetAny,
 	}
 }
 
@@ -62,6 +67,10 @@ func (t *Test) fillDefaults() {
 	fill(&t.Interval, d.Interval)
 	fill(&t.TTL, d.TTL)
 	fill(&t.HealTimeout, d.HealTimeout)
+	fill(&t.AcquireTimeout, d.AcquireTimeout)
+	if t.KillTarget == "" {
+		t.KillTarget = d.KillTarget
+	}
 }
 
 // Validate tells what is wrong with t's settings, naming each as its
@@ -114,6 +123,17 @@ func (t Test) Validate() error {
 	}
 	if t.RetireStuck && t.Workload == workload.ShapeRegister {
 		bad("retire-stuck: the register workload takes no lock, so none can be stuck")
+	}
+	if t.AcquireTimeout <= 0 {
+		bad("acquire-timeout must be positive, got %v", t.AcquireTimeout)
+	}
+	if t.StuckBound < 0 || t.StuckBound > 0 && t.StuckBound < t.TTL {
+		bad("stuck-bound %v is below the TTL %v: every lease waited out after its holder died would be called stuck", t.StuckBound, t.TTL)
+	}
+	if err := nemesis.CheckClientKill(t.KillRestart, t.KillTarget); err != nil {
+		bad("kill-restart, kill-target: %v", err)
+	} else if slices.Contains(t.Nemesis, nemesis.ClientKill) && t.KillRestart >= t.Time {
+		bad("kill-restart %v is not shorter than the run's time %v: a killed client would never come back", t.KillRestart, t.Time)
 	}
 	if t.HealTimeout <= 0 {
 		bad("heal timeout must be positive, got %v", t.HealTimeout)

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,17 @@ type Test struct {
 	Quiet      time.Duration // after healing, before the final reads
 	TTL        time.Duration // the lease recipes' TTL
 	PauseExtra time.Duration // a paused holder stalls its lease plus this
+	// AcquireTimeout bounds one acquire (`run --acquire-timeout`; default
+	// 5 s): a library whose one attempt takes seconds needs more.
+	AcquireTimeout time.Duration
+	// StuckBound is how long a lock left held by a dead holder may go
+	// without a grant before liveness calls it stuck (`run --stuck-bound`;
+	// zero: the TTL plus two acquire time-outs). Below the TTL it is refused.
+	StuckBound time.Duration
+	// KillRestart and KillTarget are client-kill's restart delay and
+	// target (`run --kill-restart`, `--kill-target`).
+	KillRestart time.Duration
+	KillTarget  string
 	// SkewAhead: client-clock sets the contender's clock ahead, not behind.
 	SkewAhead bool
 	// SkewMin and SkewMax bound client-clock's skew (log-uniform) and
@@ -254,7 +266,8 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		Config: map[string]string{
 			"workload": t.Workload, "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
 			"time": t.Time.String(), "ttl": t.TTL.String(), "interval": t.Interval.String(),
-			history.ConfigProcesses: history.ProcessesPerClient,
+			checker.ConfigAcquireTimeout: t.AcquireTimeout.String(),
+			history.ConfigProcesses:      history.ProcessesPerClient,
 		},
 	}
 	if t.pins != nil {
@@ -268,6 +281,12 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	}
 	if t.RetireStuck {
 		meta.Config[history.ConfigRetireStuck] = "true"
+	}
+	if t.StuckBound > 0 {
+		meta.Config[checker.ConfigStuckBound] = t.StuckBound.String()
+	}
+	if slices.Contains(t.Nemesis, nemesis.ClientKill) {
+		meta.Config["kill-restart"], meta.Config["kill-target"] = t.KillRestart.String(), t.KillTarget
 	}
 	if t.SkewMax > 0 {
 		meta.Config["skew"] = t.SkewMin.String() + ".." + t.SkewMax.String()
@@ -389,7 +408,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		}
 		defer closeFn()
 		wopts := []workload.Option{workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...),
-			workload.WithSeed(t.Seed), workload.WithLogger(log)}
+			workload.WithSeed(t.Seed), workload.WithLogger(log), workload.WithAcquireTimeout(t.AcquireTimeout)}
 		if t.RetireStuck {
 			wopts = append(wopts, workload.WithRetireStuckLocks())
 		}
@@ -420,7 +439,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
 		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log)), clientsOpt...)...)
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientKill(t.KillRestart, t.KillTarget), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log)), clientsOpt...)...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}

@@ -60,6 +60,10 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes, a plug-in's and a lock service's grants (at least 1s)")
 	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
 	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
+	fs.DurationVar(&t.AcquireTimeout, "acquire-timeout", t.AcquireTimeout, "how long one acquire may take before the client gives up on it (a library whose one attempt takes seconds needs more); availability is counted with it")
+	fs.DurationVar(&t.StuckBound, "stuck-bound", 0, "liveness: how long a lock left held by a dead holder may go without a grant before the run reports it stuck (default: the TTL plus two acquire time-outs; not below --ttl)")
+	fs.DurationVar(&t.KillRestart, "kill-restart", t.KillRestart, "client-kill: how long a killed client stays down before a fresh process of it starts (shorter than --time)")
+	fs.StringVar(&t.KillTarget, "kill-target", t.KillTarget, "client-kill: what the killed client is doing: "+strings.Join(nemesis.KillTargets, ", ")+" (any: whichever comes first)")
 	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
 	fs.DurationVar(&t.SkewMin, "skew-min", 0, "client-clock's smallest skew, coord-clock's smallest ahead (with --skew-max; default 1s, and the TTL plus 1s)")
 	fs.DurationVar(&t.SkewMax, "skew-max", 0, "client-clock's largest skew, coord-clock's largest ahead (with --skew-min; default 30s, and the TTL plus 3s)")
@@ -112,6 +116,7 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 		lockcheck.WithLocks(t.Locks), lockcheck.WithTime(t.Time), lockcheck.WithSeed(t.Seed), lockcheck.WithStore(t.Store),
 		lockcheck.WithInterval(t.Interval), lockcheck.WithTTL(t.TTL), lockcheck.WithQuiet(t.Quiet),
 		lockcheck.WithPauseExtra(t.PauseExtra), lockcheck.WithCluster(f.cluster),
+		lockcheck.WithAcquireTimeout(t.AcquireTimeout), lockcheck.WithStuckBound(t.StuckBound), lockcheck.WithClientKill(t.KillRestart, t.KillTarget),
 		lockcheck.WithStartIfMissing(f.nodes, f.paxos), lockcheck.WithCassandra(f.version),
 	}
 	if t.PinClients {
