@@ -150,7 +150,12 @@ type liveLock struct {
 	leftFree int64
 	asked    int
 	periods  []StuckPeriod
-	acq      int64 // the acquire time-out, ns
+	acq     int64 // the acquire time-out, ns
+	// asking counts the acquires of the lock in flight; askFrom is when
+	// someone first asked for it since it became free (-1: nobody yet).
+	// A free lock nobody asks for is idle, not unavailable.
+	asking  int
+	askFrom int64
 }
 
 type liveCall struct {
@@ -183,7 +188,7 @@ func newLiveness(cfg config) *liveness {
 func (v *liveness) lock(name string, t int64) *liveLock {
 	l := v.locks[name]
 	if l == nil {
-		l = &liveLock{name: name, holders: map[int]liveHold{}, freeSince: v.start, acq: int64(v.acq)}
+		l = &liveLock{name: name, holders: map[int]liveHold{}, freeSince: v.start, acq: int64(v.acq), askFrom: -1}
 		if !v.started {
 			l.freeSince = t
 		}
@@ -239,6 +244,10 @@ func (v *liveness) feed(op history.Op) {
 			if l.left != nil {
 				l.asked++
 			}
+			l.asking++
+			if len(l.holders) == 0 && l.askFrom < 0 {
+				l.askFrom = op.Time
+			}
 		}
 		return
 	}
@@ -253,6 +262,9 @@ func (v *liveness) feed(op history.Op) {
 	}
 	l := v.lock(name, op.Time)
 	l.expire(op.Time)
+	if c.f == history.FAcquire {
+		l.asking--
+	}
 	switch {
 	case op.Type == history.OK && (c.f == history.FAcquire || c.f == history.FRenew):
 		exp := expiry(c.inv.Time, op.LeaseMS)
@@ -377,6 +389,10 @@ func (l *liveLock) release(p int, t int64) {
 	delete(l.holders, p)
 	if len(l.holders) == 0 {
 		l.freeSince = t
+		l.askFrom = -1
+		if l.asking > 0 {
+			l.askFrom = t // a waiter was asking as it became free
+		}
 		if l.left != nil && l.leftFree < 0 {
 			l.leftFree = t
 		}
@@ -405,11 +421,21 @@ func (l *liveLock) leave(e leftHeld) {
 func (l *liveLock) grant(op history.Op) {
 	l.grants++
 	if len(l.holders) == 0 {
-		l.unavailable += max(0, op.Time-l.freeSince-l.acq)
+		l.unavailable += l.unavailableTo(op.Time)
 	}
 	if l.left != nil {
 		l.period(op.Time, true, &op)
 	}
+}
+
+// unavailableTo is the free time from the first ask since the lock became
+// free to t beyond the acquire time-out: a moment counts when someone was
+// asking by then and no grant came within the time-out.
+func (l *liveLock) unavailableTo(t int64) int64 {
+	if l.askFrom < 0 {
+		return 0
+	}
+	return max(0, t-max(l.freeSince, l.askFrom)-l.acq)
 }
 
 // period closes the open left-held event as a period ending at t, judged
@@ -453,7 +479,7 @@ func (v *liveness) finish() *Liveness {
 		}
 		unavail := l.unavailable
 		if len(l.holders) == 0 {
-			unavail += max(0, v.end-l.freeSince-int64(acq))
+			unavail += l.unavailableTo(v.end)
 		}
 		ll := LockLiveness{Lock: name, Grants: l.grants, UnavailableMS: unavail / 1e6, Availability: 1}
 		if span > 0 {

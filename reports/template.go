@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"time"
 )
 
 var funcs = template.FuncMap{
@@ -15,6 +16,9 @@ var funcs = template.FuncMap{
 	"plotLeft":  func() float64 { return plotLeft },
 	"plotRight": func() float64 { return plotLeft + plotWidth },
 	"svgWidth":  func() float64 { return svgWidth },
+	"pct":       func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+	"nsToMS":    func(v int64) int64 { return v / 1e6 },
+	"ms":        func(v int64) string { return (time.Duration(v) * time.Millisecond).String() },
 }
 
 // css is shared by the report and the index.
@@ -87,6 +91,12 @@ const reportHTML = `<!DOCTYPE html>
 <details><summary>show findings</summary>
 {{range .Findings}}{{template "finding" .}}{{end}}
 </details>{{end}}
+
+{{with .Result.Liveness}}<h2 id="liveness">Liveness</h2>
+<p class="muted">Not part of the verdict. Availability is the share of the clients' run ({{ms (nsToMS .Start)}} – {{ms (nsToMS .End)}}) in which an acquire could be granted within the acquire time-out ({{ms .AcquireTimeoutMS}}): a moment counts when a live process held the lock (contention) or a grant came within the time-out after it. A lock is stuck when no grant came for longer than {{ms .StuckBoundMS}} after its last holder died or lost its answer.</p>
+<table id="availability"><tr><th>lock</th><th>available</th><th>unavailable</th><th>grants</th><th>stuck periods</th></tr>
+{{range .Locks}}<tr><td class="mono">{{.Lock}}</td><td class="num">{{pct .Availability}}</td><td class="num">{{ms .UnavailableMS}}</td><td class="num">{{.Grants}}</td><td>{{range .Stuck}}<p class="cause stuck-period">{{.Message}}</p>{{else}}none{{end}}</td></tr>
+{{end}}</table>{{end}}
 
 <h2>Timeline of holds</h2>
 <p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}{{with .HealedBefore}}<span class="leftover">healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span> {{end}}{{with .Foreign}}<span class="leftover">not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>
