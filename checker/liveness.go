@@ -150,7 +150,7 @@ type liveLock struct {
 	leftFree int64
 	asked    int
 	periods  []StuckPeriod
-	acq     int64 // the acquire time-out, ns
+	acq      int64 // the acquire time-out, ns
 	// asking counts the acquires of the lock in flight; askFrom is when
 	// someone first asked for it since it became free (-1: nobody yet).
 	// A free lock nobody asks for is idle, not unavailable.
