@@ -46,6 +46,10 @@ func ScenarioTest(row scenario.Row, run int) (Test, error) {
 		t.Schedule, t.Nemesis = &s, s.Kinds()
 	}
 	t.SkewAhead = row.SkewAhead
+	t.StuckBound = row.StuckBound()
+	if row.KillTarget != "" {
+		t.KillTarget = row.KillTarget
+	}
 	t.SkewMin, t.SkewMax = row.SkewMin, row.SkewMax
 	if err := t.Validate(); err != nil {
 		return Test{}, fmt.Errorf("row %s: %w", row.Name, err)

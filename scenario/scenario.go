@@ -214,7 +214,15 @@ type Row struct {
 	// fault hits in some runs only (Reaper's slow write under a kill) is
 	// still asserted, by its measured rate, not called safe.
 	Catch int
-	Tier  Tier
+	// FreesWithin asserts that every lock left held by a dead holder is
+	// granted again within it (checked as the run's stuck bound: no stuck
+	// period); StaysStuck that a lock is left held to the end. Liveness is
+	// judged apart from the verdict (liveness.go).
+	FreesWithin time.Duration
+	StaysStuck  bool
+	// KillTarget is client-kill's target (run --kill-target; "": any).
+	KillTarget string
+	Tier       Tier
 	// Mechanism says in a sentence or two why the lock fails or holds here.
 	Mechanism string
 }
@@ -348,6 +356,7 @@ func (r Row) Check() error {
 			bad("command %q: its program is a path inside the repository (plugins/NAME/run)", r.Command)
 		}
 	}
+	r.checkLive(bad)
 	if r.Tier != Quick && r.Tier != Full {
 		bad("tier %q: want %s or %s", r.Tier, Quick, Full)
 	}
