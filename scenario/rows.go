@@ -676,6 +676,45 @@ var Rows = []Row{
 			"(lost-add, token-not-increasing, stale-holder-write).",
 	},
 
+	// client-kill on the catalogue's locks: a holder's process dies holding
+	// the lock and its client restarts 2 s later as a new owner. Each of
+	// them has a TTL or a takeover, so the lock must be granted again
+	// within the asserted bound (liveness, judged beside the verdict).
+	// Seeds 6420-6429 (Go), 6560-6569 (plug-ins).
+	{
+		Name: "caslock/client-kill", Recipe: "caslock", Faults: []string{nemesis.ClientKill}, KillTarget: nemesis.KillTargetHold,
+		Time: 30 * s, Interval: 5 * s, Seed: 6420, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead holder's cell expires with its TTL (twice the timeout): a contender's next try, every 500 ms, " +
+			"takes it. The killed process died between operations, so no write of it lands after.",
+	},
+	{
+		Name: "temporal-shard/client-kill", Recipe: "temporal-shard", Faults: []string{nemesis.ClientKill}, KillTarget: nemesis.KillTargetHold,
+		Time: 30 * s, Interval: 5 * s, Seed: 6421, Want: checker.Valid, FreesWithin: 5 * s, Tier: Full,
+		Mechanism: "Every acquire steals the shard (range_id + 1): a dead owner holds nothing anyone waits for.",
+	},
+	{
+		Name: "shedlock/client-kill", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6560, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead holder's row keeps lockUntil = its take plus lockAtMostFor (the run's TTL): once the contenders' " +
+			"clocks pass it, `UPDATE ... IF lockUntil < :now` takes it.",
+	},
+	{
+		Name: "sidecar/client-kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6561, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead holder's lease row expires with its TTL; the next claim (`INSERT ... IF NOT EXISTS`) takes it.",
+	},
+	{
+		Name: "reaper/client-kill", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6562, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead leader's row expires with its TTL (whole seconds); the next `INSERT ... IF NOT EXISTS` takes the lead.",
+	},
+	{
+		Name: "astyanax/client-kill", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6563, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead holder's lock column carries an expiry of its clock plus the TTL: once past it, the next writer's " +
+			"read back counts it expired and takes the lock.",
+	},
+
 	// The catalogue of real locks (docs/locks.md, scenario/locks.go): the Go
 	// re-expressions, each under the faults that matter for it. Seeds
 	// 6400-6449.
