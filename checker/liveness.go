@@ -536,8 +536,11 @@ func (s StuckPeriod) describe(m *history.Meta) string {
 	if s.Freed {
 		end = fmt.Sprintf("freed at %s, %s later, by the next grant", fmtTime(s.End), fmtDur(s.End-s.Start))
 	}
-	return fmt.Sprintf("lock %q stuck from %s: %s, left it held by %s (%s); %s; %s asked for it meanwhile",
-		s.Lock, fmtTime(s.Start), what, who, s.Ops[0].F, end, plural(s.Asked, "1 acquire", "%d acquires"))
+	if op := s.Ops[0]; op.Process >= 0 {
+		who += " (its " + op.F + ")"
+	}
+	return fmt.Sprintf("lock %q stuck from %s: %s, left it held by %s; %s; %s asked for it meanwhile",
+		s.Lock, fmtTime(s.Start), what, who, end, plural(s.Asked, "1 acquire", "%d acquires"))
 }
 
 // StuckAtEnd are the periods that lasted to the end of the clients' run.

@@ -152,12 +152,12 @@ func TestStuckCases(t *testing.T) {
 			name: "an acquire that took effect was answered unknown",
 			h: waiters(grant().op(2, 0, I, "release", "l").op(3, 0, K, "release", "l").
 				op(4, 2, I, "acquire", "l").op(6, 2, N, "acquire", "l"), 7),
-			cause: CauseAcquireUnknown, proc: 2, start: 6, words: []string{"may have taken effect", "process 2", "(acquire)"},
+			cause: CauseAcquireUnknown, proc: 2, start: 6, words: []string{"may have taken effect", "process 2 (its acquire)"},
 		},
 		{
 			name:  "a release that did not take effect was answered unknown",
 			h:     waiters(grant().op(2, 0, I, "release", "l").op(8, 0, N, "release", "l"), 9),
-			cause: CauseReleaseUnknown, proc: 0, start: 8, words: []string{"may not have taken effect", "(release)"},
+			cause: CauseReleaseUnknown, proc: 0, start: 8, words: []string{"may not have taken effect", "process 0 (its release)"},
 		},
 		{
 			name: "a holder killed between operations",
