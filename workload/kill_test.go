@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -114,5 +115,71 @@ func TestClientKill(t *testing.T) {
 				t.Errorf("stuck %+v, want x held for good by process %d (client-kill)", stuck, v.Process)
 			}
 		})
+	}
+}
+
+// releaseUnknownOnce's n-th release does not take effect and is answered
+// unknown, as a release whose LWT timed out before it applied.
+type releaseUnknownOnce struct {
+	fakeLock
+	mu *sync.Mutex
+	n  *int
+}
+
+func (l releaseUnknownOnce) Release(ctx context.Context, g Grant) error {
+	l.mu.Lock()
+	*l.n--
+	last := *l.n == 0
+	l.mu.Unlock()
+	if last {
+		return fmt.Errorf("release timeout: %w", ErrUnknown)
+	}
+	return l.fakeLock.Release(ctx, g)
+}
+
+// --retire-stuck moves the clients on from all three ways a lock with no
+// lease is left held: besides an unknown write (stuck_test.go), an acquire
+// that took effect answered unknown, and a release that did not answered
+// unknown; the liveness check finds each from the history when the clients
+// stay, naming the operation.
+func TestRetireStuckOnUnknownAcquireAndRelease(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		lock  func(*fakeLocks) Lock
+		cause string
+	}{
+		{"acquire", func(s *fakeLocks) Lock { s.unknownEvery = 4; return fakeLock{s: s} }, checker.CauseAcquireUnknown},
+		{"release", func(s *fakeLocks) Lock { n := 3; return releaseUnknownOnce{fakeLock{s: s}, &sync.Mutex{}, &n} }, checker.CauseReleaseUnknown},
+	} {
+		for _, retire := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/retire=%v", tt.name, retire), func(t *testing.T) {
+				h := &memHistory{start: time.Now()}
+				locks := newFakeLocks(0, false)
+				lock := tt.lock(locks)
+				opts := []Option{WithClients(3), WithSeed(3), WithHold(2 * time.Millisecond), WithThink(time.Millisecond),
+					WithAcquireTimeout(100 * time.Millisecond)}
+				if retire {
+					opts = append(opts, WithRetireStuckLocks())
+				}
+				w, err := New(func(int, Clock) (Lock, error) { return lock, nil }, newFakeSet(), h, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(t, w, 600*time.Millisecond)
+				ops := h.all()
+				checkWellFormed(t, ops)
+				if moved := len(w.Locks()) > 1; moved != retire {
+					t.Errorf("locks %v: moved on %v, want %v", w.Locks(), moved, retire)
+				}
+				res, err := checker.Check(context.Background(), ops, checker.WithAcquireTimeout(100*time.Millisecond), checker.WithStuckBound(200*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				stuck := res.Liveness.StuckAtEnd()
+				if len(stuck) == 0 || stuck[0].Cause != tt.cause || stuck[0].Lock != "l0" {
+					t.Fatalf("stuck %+v, want l0 held to the end by an %s", stuck, tt.cause)
+				}
+			})
+		}
 	}
 }

@@ -170,7 +170,12 @@ func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, ow
 	}
 	cancel()
 	if aerr != nil {
-		_, err := w.complete(i, inv, aerr, nil)
+		t, err := w.complete(i, inv, aerr, nil)
+		if err == nil && t == history.Info && w.noLease.Load() {
+			// It may have taken effect for the retired process, and this
+			// lock's grants never expire.
+			w.retire(i, name)
+		}
 		return Grant{}, false, err
 	}
 	w.acq.Add(1)
@@ -180,6 +185,9 @@ func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, ow
 // granted records the ok of an acquire or renew (f) that gave client i's
 // process proc the grant g, with its lease and token, and holds g.
 func (w *Workload) granted(i, proc int, f string, g Grant) error {
+	if g.Lease <= 0 {
+		w.noLease.Store(true)
+	}
 	done := history.Op{Process: proc, Type: history.OK, F: f, Lock: g.Lock, LeaseMS: g.Lease.Milliseconds()}
 	if g.Token > 0 {
 		done.Value = mustJSON(g.Token)

@@ -129,6 +129,9 @@ type Workload struct {
 
 	procs *processes
 	names *lockNames
+	// noLease: a grant without a lease was seen, so the lock never frees
+	// itself (an unknown acquire may hold it for good).
+	noLease atomic.Bool
 }
 
 // New makes a workload. newLock is called once per client when Run starts.
@@ -382,7 +385,12 @@ func (w *Workload) release(ctx context.Context, i int, lock Lock, g Grant) error
 	cancel()
 	w.ctl.setHolding(i, false)
 	if rerr != nil {
-		_, err := w.complete(i, inv, rerr, nil)
+		t, err := w.complete(i, inv, rerr, nil)
+		if err == nil && t == history.Info {
+			// A release that may not have taken effect leaves the grant
+			// with the retired process, as an unknown write does.
+			w.abandon(i, g)
+		}
 		return err
 	}
 	return w.record(history.Op{Process: proc, Type: history.OK, F: history.FRelease, Lock: g.Lock})
