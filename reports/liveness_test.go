@@ -47,6 +47,8 @@ func TestReportLiveness(t *testing.T) {
 	html := string(b)
 	for _, want := range []string{
 		`id="availability"`,
+		// Said at the top too: the killed holder's lock stayed held.
+		`id="stuck-live"`, "from 0.010s (client-kill, process 0)",
 		// l0: dead from the kill at 10 ms, asked for from 20 ms to the end at
 		// 100 ms: 70 ms beyond the 10 ms time-out, of 99 ms.
 		"29.3%", "70ms",

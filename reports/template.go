@@ -17,6 +17,7 @@ var funcs = template.FuncMap{
 	"plotRight": func() float64 { return plotLeft + plotWidth },
 	"svgWidth":  func() float64 { return svgWidth },
 	"pct":       func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+	"secsNS":    secs,
 	"nsToMS":    func(v int64) int64 { return v / 1e6 },
 	"ms":        func(v int64) string { return (time.Duration(v) * time.Millisecond).String() },
 }
@@ -69,6 +70,7 @@ const reportHTML = `<!DOCTYPE html>
 {{with .Result.SetupFailed}}<p class="c-invalid" id="setup-failed">The run's set-up failed, so no test ran and this history vouches for nothing: {{.}}</p>{{end}}
 {{with .NeverDealt}}<p class="leftover" id="never-dealt">Requested and never dealt: {{.}} (the run ended before their turn, or their starts failed: a longer --time or a shorter --nemesis list deals them).</p>{{end}}
 {{with .Stuck}}<p class="leftover" id="stuck">Held for good, so tested little from then on:{{range .}} lock <code>{{.Lock}}</code> from {{.From}} ({{.Share}}% of the run, {{if .Finding}}<a href="#finding-{{.Finding}}">finding {{.Finding}}</a>{{else}}a finding{{end}});{{end}} its holder's process ended, its last operation's outcome unknown, holding a grant with no lease in the history (the finding counts the acquires that followed). <code>--retire-stuck</code> moves the clients to a fresh lock name when that happens.</p>{{end}}
+{{with .StuckLive}}<p class="leftover" id="stuck-live">Left held to the end by a holder that can no longer release it:{{range .}} lock <code>{{.Lock}}</code> from {{secsNS .Start}} ({{.Cause}}, process {{.Process}});{{end}} see <a href="#liveness">Liveness</a>. Not a mutual-exclusion violation, but every later acquire of it waited in vain.</p>{{end}}
 {{with .Shrunk}}<p id="shrunk">Smallest reproduction found: {{if .Schedule}}<a href="{{.Schedule}}">{{.Steps}} fault{{if ne .Steps 1}}s{{end}}</a>{{else}}no fault{{end}}, {{.Clients}} clients, {{.Locks}} lock{{if ne .Locks 1}}s{{end}}, {{.Time}}: {{.Anomaly}} in {{.Caught}} of {{.Tries}} tries. <code>{{.Command}}</code></p>{{else}}{{if and (eq (print .Result.Verdict) "invalid") .Replayable}}<p id="shrink" class="muted">Replay this run with its faults as they happened: <code>lockcheck replay {{.Dir}}</code>; find the smallest run that fails the same way: <code>lockcheck shrink {{.Dir}}</code> (this report then links to it).</p>{{end}}{{end}}
 {{if .Result.Pending}}<p class="muted">{{.Result.Pending}} invocations have no completion (the run was cut short); they are checked as info.</p>{{end}}
 {{if .Result.Truncated}}<p class="muted">An unterminated last line was dropped.</p>{{end}}
