@@ -175,6 +175,7 @@ type liveness struct {
 	latest     map[int]int                 // client -> its latest process seen
 	killed     map[int]history.ClientKillStart
 	meta       *history.Meta
+	clients    int // under per-client numbering, the client count; else 0
 	started    bool
 	start, end int64
 	maxLeaseMS int64
@@ -214,6 +215,9 @@ func (v *liveness) feed(op history.Op) {
 			var m history.Meta
 			if jsonUnmarshal(op.Value, &m) == nil {
 				v.meta = &m
+				if m.Config[history.ConfigProcesses] == history.ProcessesPerClient {
+					v.clients = m.Clients()
+				}
 			}
 		case op.F == history.StartF(history.KindClientKill):
 			var k history.ClientKillStart
@@ -355,13 +359,10 @@ func (v *liveness) die(p int, op *history.Op, cause string, t int64) {
 // per-client numbering, a new process of a client means the old one is
 // gone, whether or not the history said why.
 func (v *liveness) replaced(op history.Op) {
-	if v.meta == nil || v.meta.Config[history.ConfigProcesses] != history.ProcessesPerClient {
+	if v.clients <= 0 || op.Process < 0 {
 		return
 	}
-	c, ok := v.meta.ClientOf(op.Process)
-	if !ok {
-		return
-	}
+	c := op.Process % v.clients
 	prev, seen := v.latest[c]
 	if seen && prev == op.Process {
 		return

@@ -346,3 +346,23 @@ func TestLivenessDefaults(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLiveness is the liveness pass alone over a synthetic history of
+// 100k lines with a stuck lock (per line: the check's whole pass is
+// BenchmarkCheckFile).
+func BenchmarkLiveness(b *testing.B) {
+	ops := synth.Ops(synth.Config{Events: 100_000, Clients: 10, Locks: 4, Seed: 1, Stuck: synth.StuckWrite, NoLease: true, InfoRate: 0.01})
+	cfg := newConfig(nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		v := newLiveness(cfg)
+		for _, op := range ops {
+			v.feed(op)
+		}
+		if v.finish() == nil {
+			b.Fatal("no liveness")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ops)), "ns/line")
+}
