@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -120,8 +121,40 @@ func WithStuckBound(d time.Duration) Option { return func(c *config) { c.stuckBo
 
 // liveHold is a live process's hold of a lock.
 type liveHold struct {
+	proc   int
 	expiry int64 // Never without a lease
 	grant  history.Op
+}
+
+// holders are a lock's live holds: one or none, but for a lock that
+// grants twice, so a slice scanned beats a map.
+type holders []liveHold
+
+func (hs holders) get(p int) (liveHold, bool) {
+	for _, h := range hs {
+		if h.proc == p {
+			return h, true
+		}
+	}
+	return liveHold{}, false
+}
+
+// set adds or replaces p's hold; it says whether p held before.
+func (hs *holders) set(h liveHold) bool {
+	for i := range *hs {
+		if (*hs)[i].proc == h.proc {
+			(*hs)[i] = h
+			return true
+		}
+	}
+	*hs = append(*hs, h)
+	return false
+}
+
+func (hs *holders) drop(p int) bool {
+	n := len(*hs)
+	*hs = slices.DeleteFunc(*hs, func(h liveHold) bool { return h.proc == p })
+	return len(*hs) < n
 }
 
 // leftHeld is an event that may have left a lock held with nobody to release it.
@@ -135,7 +168,7 @@ type leftHeld struct {
 
 type liveLock struct {
 	name    string
-	holders map[int]liveHold
+	holders holders
 	// freeSince is when the last live hold ended (or the run began); only
 	// meaningful while holders is empty.
 	freeSince   int64
@@ -151,6 +184,7 @@ type liveLock struct {
 	asked    int
 	periods  []StuckPeriod
 	acq      int64 // the acquire time-out, ns
+	minExp   int64 // the earliest expiry among holders (Never: none)
 	// asking counts the acquires of the lock in flight; askFrom is when
 	// someone first asked for it since it became free (-1: nobody yet).
 	// A free lock nobody asks for is idle, not unavailable.
@@ -159,8 +193,9 @@ type liveLock struct {
 }
 
 type liveCall struct {
-	f, lock string
-	inv     history.Op
+	f    string
+	l    *liveLock // the invocation's lock; nil when it named none
+	invT int64
 }
 
 // liveness follows every lock operation in history order; memory grows
@@ -170,9 +205,11 @@ type liveness struct {
 	acq        time.Duration // resolved at the first lock operation (the meta line comes first)
 	locks      map[string]*liveLock
 	order      []string
-	calls      map[int]liveCall            // open invocations by process
-	held       map[int]map[string]struct{} // process -> locks it holds live
-	latest     map[int]int                 // client -> its latest process seen
+	calls      map[int]liveCall    // open invocations by process
+	held       map[int][]*liveLock // process -> locks it holds live
+	lastName   string              // lock's cache
+	lastLock   *liveLock
+	latest     map[int]int // client -> its latest process seen
 	killed     map[int]history.ClientKillStart
 	meta       *history.Meta
 	clients    int // under per-client numbering, the client count; else 0
@@ -182,20 +219,24 @@ type liveness struct {
 }
 
 func newLiveness(cfg config) *liveness {
-	return &liveness{cfg: cfg, locks: map[string]*liveLock{}, calls: map[int]liveCall{}, held: map[int]map[string]struct{}{},
+	return &liveness{cfg: cfg, locks: map[string]*liveLock{}, calls: map[int]liveCall{}, held: map[int][]*liveLock{},
 		latest: map[int]int{}, killed: map[int]history.ClientKillStart{}}
 }
 
 func (v *liveness) lock(name string, t int64) *liveLock {
+	if name == v.lastName && v.lastLock != nil {
+		return v.lastLock
+	}
 	l := v.locks[name]
 	if l == nil {
-		l = &liveLock{name: name, holders: map[int]liveHold{}, freeSince: v.start, acq: int64(v.acq), askFrom: -1}
+		l = &liveLock{name: name, freeSince: v.start, acq: int64(v.acq), askFrom: -1, minExp: Never}
 		if !v.started {
 			l.freeSince = t
 		}
 		v.locks[name] = l
 		v.order = append(v.order, name)
 	}
+	v.lastName, v.lastLock = name, l
 	return l
 }
 
@@ -241,9 +282,9 @@ func (v *liveness) feed(op history.Op) {
 	v.end = op.Time
 	v.replaced(op)
 	if op.Type == history.Invoke {
-		v.calls[op.Process] = liveCall{f: op.F, lock: op.Lock, inv: op}
+		l := v.lock(op.Lock, op.Time)
+		v.calls[op.Process] = liveCall{f: op.F, l: l, invT: op.Time}
 		if op.F == history.FAcquire {
-			l := v.lock(op.Lock, op.Time)
 			l.expire(op.Time)
 			if l.left != nil {
 				l.asked++
@@ -260,20 +301,22 @@ func (v *liveness) feed(op history.Op) {
 		return // a completion without its invocation: validation's business
 	}
 	delete(v.calls, op.Process)
-	name := c.lock
-	if name == "" {
-		name = op.Lock
+	l := c.l
+	if l == nil {
+		if op.Lock == "" {
+			return
+		}
+		l = v.lock(op.Lock, op.Time)
 	}
-	l := v.lock(name, op.Time)
 	l.expire(op.Time)
 	if c.f == history.FAcquire {
 		l.asking--
 	}
 	switch {
 	case op.Type == history.OK && (c.f == history.FAcquire || c.f == history.FRenew):
-		exp := expiry(c.inv.Time, op.LeaseMS)
+		exp := expiry(c.invT, op.LeaseMS)
 		if c.f == history.FRenew && op.LeaseMS == 0 {
-			if h, ok := l.holders[op.Process]; ok {
+			if h, ok := l.holders.get(op.Process); ok {
 				exp = h.expiry // a renew without lease_ms keeps the grant's lease
 			}
 		}
@@ -281,8 +324,10 @@ func (v *liveness) feed(op history.Op) {
 		if c.f == history.FAcquire {
 			l.grant(op)
 		}
-		l.holders[op.Process] = liveHold{expiry: exp, grant: op}
-		v.holds(op.Process)[name] = struct{}{}
+		if again := l.holders.set(liveHold{proc: op.Process, expiry: exp, grant: op}); !again {
+			v.held[op.Process] = append(v.held[op.Process], l)
+		}
+		l.minExp = min(l.minExp, exp)
 	case op.Type == history.OK && c.f == history.FRelease, op.Type == history.Fail && (c.f == history.FRelease || c.f == history.FRenew):
 		// Released, or not held any more: the hold ended either way.
 		v.unhold(l, op.Process, op.Time)
@@ -303,7 +348,7 @@ func (v *liveness) feed(op history.Op) {
 		// effect, or a release that may not have, leaves it held even when
 		// this process was not (or no longer) its live holder.
 		if c.f == history.FAcquire || c.f == history.FRelease {
-			if _, holds := l.holders[op.Process]; !holds {
+			if _, holds := l.holders.get(op.Process); !holds {
 				l.leave(leftHeld{t: op.Time, proc: op.Process, cause: cause, op: op, rank: 1})
 			}
 		}
@@ -311,22 +356,13 @@ func (v *liveness) feed(op history.Op) {
 	}
 }
 
-// holds is the set of locks process p holds live.
-func (v *liveness) holds(p int) map[string]struct{} {
-	s := v.held[p]
-	if s == nil {
-		s = map[string]struct{}{}
-		v.held[p] = s
-	}
-	return s
-}
-
 func (v *liveness) unhold(l *liveLock, p int, t int64) {
 	l.release(p, t)
-	if s := v.held[p]; s != nil {
-		delete(s, l.name)
-		if len(s) == 0 {
+	if s, ok := v.held[p]; ok {
+		if s = slices.DeleteFunc(s, func(x *liveLock) bool { return x == l }); len(s) == 0 {
 			delete(v.held, p)
+		} else {
+			v.held[p] = s
 		}
 	}
 }
@@ -336,10 +372,9 @@ func (v *liveness) unhold(l *liveLock, p int, t int64) {
 // held until a lease frees it or the recipe recovers.
 // op is what ended it; nil: the hold's grant is the last word of it.
 func (v *liveness) die(p int, op *history.Op, cause string, t int64) {
-	for name := range v.held[p] {
-		l := v.locks[name]
+	for _, l := range v.held[p] {
 		l.expire(t)
-		h, ok := l.holders[p]
+		h, ok := l.holders.get(p)
 		if !ok {
 			continue
 		}
@@ -375,19 +410,24 @@ func (v *liveness) replaced(op history.Op) {
 
 // expire ends the leased holds whose lease ran out by t.
 func (l *liveLock) expire(t int64) {
-	for p, h := range l.holders {
+	if t < l.minExp {
+		return
+	}
+	l.minExp = Never
+	for _, h := range slices.Clone(l.holders) {
 		if h.expiry <= t {
-			l.release(p, h.expiry)
+			l.release(h.proc, h.expiry)
+		} else {
+			l.minExp = min(l.minExp, h.expiry)
 		}
 	}
 }
 
 // release ends p's hold at t.
 func (l *liveLock) release(p int, t int64) {
-	if _, ok := l.holders[p]; !ok {
+	if !l.holders.drop(p) {
 		return
 	}
-	delete(l.holders, p)
 	if len(l.holders) == 0 {
 		l.freeSince = t
 		l.askFrom = -1
