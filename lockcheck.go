@@ -60,6 +60,7 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/sshnode"
 	"github.com/lockcheck/lockcheck/workload"
 )
@@ -198,14 +199,14 @@ func (l Lock) entry() (recipe.Entry, error) {
 }
 
 // Option configures a run. Without options a run is `lockcheck run`'s
-// default (runner.Defaults): 5 clients on 1 lock name for 60 s, no faults,
-// on the running cluster.
+// default (spec.Defaults): 5 clients on 1 lock name for 60 s, no faults,
+// on the running cluster. The options of the run's settings set fields of
+// its Spec.
 type Option func(*config)
 
 type config struct {
 	test    runner.Test
 	cluster string
-	nemesis []string
 	hosts   *Hosts
 	start   bool // start a cluster when none runs
 	nodes   int
@@ -233,8 +234,19 @@ func WithHosts(h Hosts) Option { return func(c *config) { c.hosts = &h } }
 // kind that needs nothing of the nodes or the clients' pinning), or "none"
 // (no faults, the default).
 func WithNemesis(kinds ...string) Option {
-	return func(c *config) { c.nemesis = append(c.nemesis, kinds...) }
+	return func(c *config) { c.test.Nemesis = append(c.test.Nemesis, kinds...) }
 }
+
+// WithSpec sets every setting of the run at once (what `lockcheck run`'s
+// flags fill, and what a stored run's meta line records: runner.SpecOf);
+// options after it change single settings. Start s from spec.Defaults(): a
+// zero field is checked as given (no clients is an error). Its lock name and
+// promise are the Lock's: Lock{Recipe: s.Lock} runs a recipe's again.
+func WithSpec(s Spec) Option { return func(c *config) { c.test.Spec = s } }
+
+// Spec is a run's settings (package spec): the clients, the faults, the
+// times, the seed; spec.Defaults is what a run without options has.
+type Spec = spec.Spec
 
 // WithSchedule deals s (nemesis.ScheduleFromHistory of a run, or a file:
 // nemesis.LoadSchedule) in place of random faults: its kinds, times, nodes
@@ -430,7 +442,7 @@ func NewPlan(lock Lock, opts ...Option) (Plan, error) {
 	} else if p.Test.Recipe, err = lock.recipe(); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
 	}
-	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(c.nemesis, ",")); err != nil {
+	if p.Test.Nemesis, err = nemesis.ParseKinds(strings.Join(p.Test.Nemesis, ",")); err != nil {
 		return p, fmt.Errorf("lockcheck: %w", err)
 	}
 	if s := p.Test.Schedule; s != nil {

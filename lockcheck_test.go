@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/recipe"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -148,6 +150,13 @@ func TestPlanExpressesTheCLI(t *testing.T) {
 		{"attach only by default", Lock{New: newNop}, nil, func(p Plan) bool { return p.Start == nil && !p.Keep }},
 		{"workload", Lock{New: newNop}, []Option{WithWorkload("leader")}, func(p Plan) bool { return p.Test.Workload == "leader" }},
 		{"no faults", Lock{New: newNop}, []Option{WithNemesis("none")}, func(p Plan) bool { return len(p.Test.Nemesis) == 0 }},
+		{"a whole spec, then one setting", Lock{Recipe: "lease"}, []Option{WithSpec(func() Spec {
+			s := spec.Defaults()
+			s.Clients, s.Nemesis, s.SkewMin, s.SkewMax = 3, []string{"client-clock"}, time.Second, 2*time.Second
+			return s
+		}()), WithClients(4)}, func(p Plan) bool {
+			return p.Test.Clients == 4 && p.Test.SkewMax == 2*time.Second && strings.Join(p.Test.Nemesis, ",") == "client-clock"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +184,8 @@ func TestPlanRefuses(t *testing.T) {
 		{"bad url", Lock{URL: "localhost:8080"}, nil, "--lock-url: httplock"},
 		{"bad promise", Lock{Command: "x", Promise: "linear"}, nil, "--promise must be mutex or fenced"},
 		{"aimed without pins", Lock{Recipe: "lease"}, []Option{WithNemesis("coord-clock")}, "needs --pin-clients"},
-		{"short ttl", Lock{New: newNop}, []Option{WithTTL(time.Millisecond)}, "ttl must be at least 1s"},
+		{"short ttl", Lock{New: newNop}, []Option{WithTTL(time.Millisecond)}, "--ttl must be at least 1s"},
+		{"a spec without clients", Lock{New: newNop}, []Option{WithSpec(Spec{Time: time.Second})}, "--clients must be 1..100, got 0"},
 		{"too many nodes", Lock{New: newNop}, []Option{WithStartIfMissing(9, "v2")}, "--nodes must be 1..5"},
 		{"bad paxos", Lock{New: newNop}, []Option{WithStartIfMissing(3, "v3")}, `paxos "v3": want one of v1,`},
 		{"register with a lock", Lock{Recipe: "lease"}, []Option{WithWorkload("register")}, "the register workload tests Cassandra's LWT itself: give no lock"},
@@ -268,5 +278,24 @@ func TestPlanRegister(t *testing.T) {
 	}
 	if p.Test.Recipe.Name != "register" || p.Test.Recipe.Setup != nil || p.Test.Workload != "register" {
 		t.Errorf("plan %+v", p.Test.Recipe)
+	}
+}
+
+// A program using the Go API links no scenario table or measured rates
+// (package scenario, and package matrix that runs its rows): they are the
+// project's own tests, not the API's.
+func TestAPILinksNoScenarios(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to list the dependencies with")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for dep := range strings.SplitSeq(string(out), "\n") {
+		if dep == "github.com/lockcheck/lockcheck/scenario" || dep == "github.com/lockcheck/lockcheck/matrix" {
+			t.Errorf("the root package links %s", dep)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestLocalOneHolder: a second process is refused with the first's name,
@@ -81,9 +80,16 @@ func TestWaitThenTake(t *testing.T) {
 	if _, err := out.Read(buf); err != nil {
 		t.Fatal(err)
 	}
+	// The first line said is Take found the lease held and about to wait:
+	// only then does the holder let go (it releases on EOF), so the take
+	// that follows is one that waited, however slow the machine.
 	var lines []string
-	go func() { time.Sleep(time.Second); in.Close() }() // the helper releases on EOF
-	l, err := Take(context.Background(), Local{Name: "t3", Dir: dir}, Say(func(s string) { lines = append(lines, s) }))
+	say := func(s string) {
+		if lines = append(lines, s); len(lines) == 1 {
+			in.Close()
+		}
+	}
+	l, err := Take(context.Background(), Local{Name: "t3", Dir: dir}, Say(say))
 	if err != nil {
 		t.Fatal(err)
 	}

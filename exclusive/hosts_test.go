@@ -15,7 +15,8 @@ import (
 // host would over SSH; each host keeps its lease file in its own directory.
 type execHost struct {
 	name, dir string
-	path      string // PATH of the script ("": inherited)
+	path      string        // PATH of the script ("": inherited)
+	beats     chan struct{} // told of each heartbeat line a script took (nil: not told)
 }
 
 func (h execHost) HostName() string { return h.name }
@@ -37,6 +38,9 @@ func (h execHost) Start(ctx context.Context, script string, args ...string) (Scr
 		return nil, err
 	}
 	s := &execScript{cmd: cmd, in: in, out: out, done: make(chan struct{})}
+	if h.beats != nil {
+		s.in = beatCounter{in, h.beats}
+	}
 	go func() { s.err = cmd.Wait(); pw.Close(); close(s.done) }()
 	return s, nil
 }
@@ -53,6 +57,24 @@ func (s *execScript) Stdin() io.WriteCloser { return s.in }
 func (s *execScript) Stdout() io.Reader     { return s.out }
 func (s *execScript) Wait() error           { <-s.done; return s.err }
 func (s *execScript) Close() error          { return s.in.Close() }
+
+// beatCounter tells of each heartbeat written to a script that is still
+// there to read it (a write to an ended script fails).
+type beatCounter struct {
+	io.WriteCloser
+	beats chan<- struct{}
+}
+
+func (b beatCounter) Write(p []byte) (int, error) {
+	n, err := b.WriteCloser.Write(p)
+	if err == nil && string(p) == "\n" {
+		select {
+		case b.beats <- struct{}{}:
+		default: // the test stopped counting
+		}
+	}
+	return n, err
+}
 
 func hostsOf(dir string, names ...string) Hosts {
 	var ns []Host
@@ -115,11 +137,26 @@ func TestHostsHeldWhileBeating(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	st := hostsOf(dir, "n1")
+	beats := make(chan struct{}, 64)
+	st.Nodes[0] = execHost{name: "n1", dir: dir, beats: beats}
 	release, _, err := st.TryTake(ctx, Self())
 	if err != nil || release == nil {
 		t.Fatalf("TryTake: %v", err)
 	}
-	time.Sleep(2 * st.Silence)
+	// The holder beats every sixth of the silence (a ticker, never
+	// faster): twelve beats the script took span at least twice the
+	// silence, however late each came.
+	// A holder that stopped beating (its script ended) is a failure, not
+	// a hang: the guard is far past any beat's lateness.
+	guard := time.NewTimer(30 * st.Silence)
+	defer guard.Stop()
+	for i := range 12 {
+		select {
+		case <-beats:
+		case <-guard.C:
+			t.Fatalf("the holder stopped beating after %d beats", i)
+		}
+	}
 	if _, ok, err := st.Holder(ctx); err != nil || !ok {
 		t.Fatalf("a beating holder after twice the silence: held %v, %v", ok, err)
 	}

@@ -110,12 +110,20 @@ const (
 
 // Meta is the value of the FMeta line.
 type Meta struct {
-	Test    string            `json:"test,omitempty"`
-	Lock    string            `json:"lock,omitempty"` // recipe name
-	Promise Promise           `json:"promise,omitempty"`
-	Nemesis []string          `json:"nemesis,omitempty"`
-	Seed    int64             `json:"seed,omitempty"`
-	Config  map[string]string `json:"config,omitempty"`
+	Test    string   `json:"test,omitempty"`
+	Lock    string   `json:"lock,omitempty"` // recipe name
+	Promise Promise  `json:"promise,omitempty"`
+	Nemesis []string `json:"nemesis,omitempty"`
+	Seed    int64    `json:"seed,omitempty"`
+	// Spec is the run's settings as lockcheck wrote them (package spec's
+	// JSON form: keys are `lockcheck run`'s flags): what `lockcheck replay`
+	// and `shrink` run again. Histories written before it have only Config.
+	Spec json.RawMessage `json:"spec,omitempty"`
+	// Config is what the run was, as text for people and readers of
+	// this format: the settings (workload, clients, locks, time, ttl,
+	// interval, and those set away from their zero) and the cluster's
+	// facts (nodes, paxos, pins...).
+	Config map[string]string `json:"config,omitempty"`
 	// Faults is how reports draw each fault kind the run may inject.
 	Faults map[string]FaultStyle `json:"faults,omitempty"`
 	// Foreign is what the nodes held at the run's start that lockcheck

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -81,7 +82,7 @@ func New(base string, opts ...Option) (*Driver, error) {
 		return nil, fmt.Errorf("httplock: %q: want http://HOST:PORT", base)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	d := &Driver{base: u, ownerHeader: "Lock-Owner", ttl: 3 * time.Second,
+	d := &Driver{base: u, ownerHeader: "Lock-Owner", ttl: spec.DefaultTTL,
 		minPoll: 10 * time.Millisecond, maxPoll: 250 * time.Millisecond,
 		client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, log: slog.Default()}
 	for _, o := range opts {

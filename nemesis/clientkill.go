@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/spec"
 )
 
 // ClientKill kills a client's process while it holds the lock or has an
@@ -17,7 +18,7 @@ const ClientKill = history.KindClientKill
 // Targets of client-kill (run --kill-target): what the killed client is
 // doing when it dies.
 const (
-	KillTargetAny     = "any"
+	KillTargetAny     = spec.DefaultKillTarget
 	KillTargetHold    = "hold"
 	KillTargetAcquire = "acquire"
 	KillTargetRelease = "release"
@@ -29,7 +30,7 @@ var KillTargets = []string{KillTargetAny, KillTargetHold, KillTargetAcquire, Kil
 // DefaultClientKillRestart is how long a killed client stays down before a
 // fresh process of it starts: about what a supervisor takes to restart a
 // crashed application instance.
-const DefaultClientKillRestart = 2 * time.Second
+const DefaultClientKillRestart = spec.DefaultKillRestart
 
 // clientKillWait is how long a client-kill waits at least for a client to
 // reach its target (a release comes only after an acquire, which blocks up

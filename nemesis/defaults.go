@@ -1,15 +1,15 @@
 package nemesis
 
-import "time"
+import "github.com/lockcheck/lockcheck/spec"
 
-// Defaults of a nemesis made without options; runner.Defaults takes the
-// run's from them, so that a value is written once.
+// Defaults of a nemesis made without options: a run's (spec.Defaults), so
+// that a setting has one default.
 const (
 	// DefaultInterval is the mean time between faults and the mean fault length.
-	DefaultInterval = 10 * time.Second
+	DefaultInterval = spec.DefaultInterval
 	// DefaultClientPauseExtra is how much longer than its lease a paused
 	// holder stalls: enough for another client to acquire and write.
-	DefaultClientPauseExtra = 3 * time.Second
+	DefaultClientPauseExtra = spec.DefaultPauseExtra
 )
 
 // The loss fault's drop probability is drawn in [DefaultLossMin,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/spec"
 )
 
 // Node is what the nemesis does to a Cassandra node (cluster.Node and
@@ -289,7 +290,7 @@ type Nemesis struct {
 func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	n := &Nemesis{seed: 1, interval: DefaultInterval, env: Env{
 		Targets: targets, rec: rec, PauseExtra: DefaultClientPauseExtra,
-		SkewMin: time.Second, SkewMax: 30 * time.Second, LeaseTTL: 3 * time.Second, LossMin: DefaultLossMin, LossMax: DefaultLossMax,
+		SkewMin: time.Second, SkewMax: 30 * time.Second, LeaseTTL: spec.DefaultTTL, LossMin: DefaultLossMin, LossMax: DefaultLossMax,
 		Log: slog.Default(),
 	}}
 	for _, o := range opts {

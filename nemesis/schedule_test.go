@@ -66,6 +66,16 @@ func starts(ops []history.Op) []history.Op {
 	return out
 }
 
+func stops(ops []history.Op) []history.Op {
+	var out []history.Op
+	for _, op := range ops {
+		if _, start, ok := history.FaultEvent(op.F); ok && !start {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
 // A schedule taken from a history is that history's faults as they
 // happened, and a replay of it (another seed: nothing drawn) deals the same
 // faults, in the same order, on the same nodes, with the same parameters.
@@ -171,28 +181,50 @@ func TestScheduleBadInput(t *testing.T) {
 	}
 }
 
-// restless never rests: its clock steps wait for ever.
-type restless struct{ fakeClients }
+// restless never rests while the nemesis waits: it tells the test of each
+// step asked of it and keeps the step's callback, so that the test can let
+// the client rest too late.
+type restless struct {
+	fakeClients
+	asked chan func()
+}
 
-func (*restless) SetClientClockAtRest(int, time.Duration, func()) error { return nil }
+func (r *restless) SetClientClockAtRest(i int, d time.Duration, stepped func()) error {
+	if err := r.SetClientClock(i, d); err != nil { // pending until the client rests
+		return err
+	}
+	r.asked <- stepped
+	return nil
+}
 
-// A client clock whose client never rests did not take effect: its start
-// fails (recorded as such) rather than drawing a window of a fault that
-// never happened.
+// A client clock whose client does not rest while the nemesis waits did
+// not take effect: no window is drawn for it, its pending step is taken
+// back, and a rest that comes after the nemesis gave up writes nothing.
 func TestClientClockStartsWhenItSteps(t *testing.T) {
 	ts, _ := fakeCluster(3)
 	rec := &timedRec{}
-	cl := &restless{fakeClients{n: 4, clocks: map[int]time.Duration{}}}
+	cl := &restless{fakeClients: fakeClients{n: 4, clocks: map[int]time.Duration{}}, asked: make(chan func(), 1)}
 	n, err := New(ts, rec, WithKinds(ClientClock), WithClients(cl), WithInterval(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
-	_ = n.Run(ctx)
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	stepped := <-cl.asked // the step was asked for: the nemesis waits for the rest
+	cancel()
+	<-done
+	stepped() // the client rests at last, after the run
 	for _, op := range rec.all() {
 		if op.F == history.StartF(ClientClock) || op.F == history.StopF(ClientClock) {
 			t.Errorf("%s written for a step that never came", op.F)
+		}
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for i, d := range cl.clocks {
+		if d != 0 {
+			t.Errorf("client %d left stepped by %v", i, d)
 		}
 	}
 }

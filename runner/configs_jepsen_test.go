@@ -1,6 +1,6 @@
 //go:build jepsen
 
-package runner
+package runner_test
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/matrix"
+	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/scenario"
 )
 
@@ -40,11 +42,11 @@ func TestConfigs(t *testing.T) {
 			if g.Cluster.LazyFS {
 				lazyFS = clustertest.LazyFSBinary(t)
 			}
-			opts, err := ScenarioClusterOptions(g.Cluster, lazyFS)
+			opts, err := matrix.ClusterOptions(g.Cluster, lazyFS)
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := ClusterEnv{clustertest.Start(t, key, opts...)}
+			env := runner.ClusterEnv{clustertest.Start(t, key, opts...)}
 			for _, row := range rows {
 				t.Run(strings.TrimPrefix(row.Name, key+"/"), func(t *testing.T) {
 					skipFull(t, row)

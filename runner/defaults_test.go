@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -35,13 +38,13 @@ func TestValidate(t *testing.T) {
 		{"clients", func(t *Test) { t.Clients = MaxClients + 1 }, "clients must be"},
 		{"locks", func(t *Test) { t.Locks = 0 }, "locks must be"},
 		{"time", func(t *Test) { t.Time = -time.Second }, "time must be positive"},
-		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "ttl must be at least 1s"},
+		{"ttl", func(t *Test) { t.TTL = time.Millisecond }, "--ttl must be at least 1s"},
 		{"skew reversed", func(t *Test) { t.SkewMin, t.SkewMax = 8*time.Second, 4*time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"skew max alone", func(t *Test) { t.SkewMax = 8 * time.Second }, "skew bounds must be 0 < skew-min <= skew-max"},
-		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "must not be negative"},
-		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "dc-local: lock mutex does not take LOCAL_SERIAL"},
-		{"retire-stuck on the register workload", func(t *Test) { t.RetireStuck, t.Workload = true, workload.ShapeRegister }, "retire-stuck: the register workload takes no lock"},
-		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
+		{"quiet", func(t *Test) { t.Quiet = -time.Second }, "--quiet must not be negative"},
+		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "--dc-local: lock mutex does not take LOCAL_SERIAL"},
+		{"retire-stuck on the register workload", func(t *Test) { t.RetireStuck, t.Workload = true, workload.ShapeRegister }, "--retire-stuck: the register workload takes no lock"},
+		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "--nemesis coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
 	}
 	for _, tt := range tests {
 		tc := Defaults()
@@ -111,6 +114,38 @@ func TestMetaRecordsTheEnv(t *testing.T) {
 	}
 }
 
+// The meta line's spec is the run's Spec: read back (SpecOf), it is what
+// ran, down to the settings the config leaves out.
+func TestMetaIsTheSpec(t *testing.T) {
+	tc := Defaults()
+	tc.Recipe, tc.Time, tc.Quiet = memRecipe("mutex", history.PromiseMutex, &memLocks{}), 300*time.Millisecond, 0
+	tc.Clients, tc.PauseExtra, tc.SkewAhead, tc.Seed, tc.TTL = 2, time.Second, true, 11, 4*time.Second
+	out, err := Run(context.Background(), fakeEnv{n: 2}, memStore{t.TempDir()}, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m history.Meta
+	if err := json.Unmarshal(ops[0].Value, &m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := SpecOf(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tc.Spec
+	want.Name, want.Lock, want.Promise = "mutex-none", "mutex", "mutex"
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("meta's spec %+v, want %+v", got, want)
+	}
+	if m.Config["ttl"] != "4s" || m.Config["skew-ahead"] != "true" || m.Config["quiet"] != "" || m.Clients() != 2 {
+		t.Errorf("meta's config %v", m.Config)
+	}
+}
+
 // A node fault kind the cluster cannot serve is refused before the run
 // directory exists: one line, nothing stored.
 func TestPreflightRefusesBeforeTheRun(t *testing.T) {
@@ -134,5 +169,36 @@ func TestPreflightRefusesBeforeTheRun(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(store); len(entries) > 0 {
 		t.Errorf("store holds %d entries after refusals", len(entries))
+	}
+}
+
+// A Spec that names a recipe of the registry runs it without a Recipe
+// value (a replay's); a name the registry lacks is one line naming --lock.
+func TestRecipeFromTheSpec(t *testing.T) {
+	tc := Defaults()
+	tc.Lock = "lease-fenced"
+	if err := tc.resolve(); err != nil || tc.Recipe.Name != "lease-fenced" || tc.Recipe.Setup == nil || tc.Promise != string(history.PromiseFenced) {
+		t.Errorf("resolved %+v, %v", tc.Recipe, err)
+	}
+	tc = Defaults()
+	tc.Lock = "no-such-lock"
+	if err := tc.resolve(); err == nil || !strings.HasPrefix(err.Error(), `--lock: unknown lock "no-such-lock"`) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("unknown lock: %v", err)
+	}
+	tc = Defaults()
+	tc.Lock, tc.Nemesis = "lease", []string{"all"}
+	if err := tc.resolve(); err != nil || len(tc.Nemesis) < 2 {
+		t.Errorf("all: %v, %v", tc.Nemesis, err)
+	}
+}
+
+// The Spec's names of workloads and its defaults are the lower packages'.
+func TestSpecAgreesWithItsPackages(t *testing.T) {
+	if spec.DefaultWorkload != workload.ShapeCycle || spec.WorkloadRegister != workload.ShapeRegister {
+		t.Errorf("spec's workloads %q, %q; workload's %q, %q", spec.DefaultWorkload, spec.WorkloadRegister, workload.ShapeCycle, workload.ShapeRegister)
+	}
+	d := Defaults()
+	if d.Interval != nemesis.DefaultInterval || d.PauseExtra != nemesis.DefaultClientPauseExtra || d.Clients != workload.DefaultClients {
+		t.Errorf("defaults %+v disagree with nemesis's and workload's", d.Spec)
 	}
 }

@@ -1,9 +1,10 @@
 //go:build jepsen
 
-package runner
+package runner_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/matrix"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/scenario"
 )
 
@@ -78,9 +81,9 @@ func matrixStore(t *testing.T) string {
 
 // runRow runs run r of row on env and counts it in tally; a run error and a
 // fault kind the run never injected fail the test.
-func runRow(t *testing.T, env Env, store string, row scenario.Row, r int, tally *scenario.Tally) Outcome {
+func runRow(t *testing.T, env runner.Env, store string, row scenario.Row, r int, tally *scenario.Tally) runner.Outcome {
 	t.Helper()
-	tc, err := ScenarioTest(row, r)
+	tc, err := matrix.Test(row, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +97,7 @@ func runRow(t *testing.T, env Env, store string, row scenario.Row, r int, tally 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	out, err := Run(ctx, env, ReportStore{}, tc)
+	out, err := runner.Run(ctx, env, runner.ReportStore{}, tc)
 	if err != nil {
 		t.Errorf("run: %v", err)
 	}
@@ -117,7 +120,7 @@ func runRow(t *testing.T, env Env, store string, row scenario.Row, r int, tally 
 // the machine more than the measurement did, and one miss among a dozen
 // unsafe rows would fail CI often), and fails the test when the row misses
 // its expectation. A safe row gets one run: a false alarm is never retried.
-func judgeOnce(t *testing.T, env Env, store string, row scenario.Row) {
+func judgeOnce(t *testing.T, env runner.Env, store string, row scenario.Row) {
 	t.Helper()
 	tries := 1
 	if row.Unsafe {
@@ -147,7 +150,7 @@ func judgeOnce(t *testing.T, env Env, store string, row scenario.Row) {
 // injected.
 func TestMatrix(t *testing.T) {
 	pick := picked()
-	env := ClusterEnv{clustertest.Get(t)}
+	env := runner.ClusterEnv{clustertest.Get(t)}
 	store := matrixStore(t)
 	for _, row := range scenario.Rows {
 		if !row.Cluster.Shared() || (pick != nil && !pick(row.Name)) {
@@ -171,7 +174,7 @@ func TestUnsafeCaught(t *testing.T) {
 		t.Skip("set LOCKCHECK_REPEAT=10 to measure how often the unsafe rows are caught")
 	}
 	pick := picked()
-	env := ClusterEnv{clustertest.Get(t)}
+	env := runner.ClusterEnv{clustertest.Get(t)}
 	store := matrixStore(t)
 	for _, row := range scenario.Rows {
 		if !row.Cluster.Shared() || (pick == nil && !row.Unsafe) || (pick != nil && !pick(row.Name)) {
@@ -192,4 +195,16 @@ func TestUnsafeCaught(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testLogger logs through t, at info level.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
 }

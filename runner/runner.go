@@ -12,7 +12,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -39,58 +39,15 @@ type Recipe struct {
 	DCLocal bool
 }
 
-// Test is one run's configuration. Start from Defaults: Run fills the
-// fields whose zero means nothing (Clients, Locks, Time, Interval, TTL,
-// HealTimeout, Store) from it and takes Quiet and PauseExtra as given. The
-// cluster's size and Paxos variant are the Env's, recorded from it.
+// Test is one run: its settings (the Spec: what the meta line records and
+// a replay runs again) and what is not written down: the lock's Recipe
+// (made from the Spec's lock name, or the caller's own), a Schedule, where
+// progress and the log go. Start from Defaults: Run fills the Spec's fields
+// whose zero means nothing (spec.Spec.Fill). The cluster's size and Paxos
+// variant are the Env's, recorded from it.
 type Test struct {
-	Name    string   // default "<lock>-<nemesis>[-<workload>]"
-	Recipe  Recipe   // the lock under test
-	Nemesis []string // fault kinds (nemesis.Kinds)
-	// Workload is the clients' shape: workload.ShapeCycle (short holds) or
-	// workload.ShapeLeader (terms of many seconds with heartbeats).
-	Workload string
-	Clients  int
-	Locks    int // lock names
-	Time     time.Duration
-	Seed     int64
-	Store    string
-
-	Interval   time.Duration // mean time between faults
-	Quiet      time.Duration // after healing, before the final reads
-	TTL        time.Duration // the lease recipes' TTL
-	PauseExtra time.Duration // a paused holder stalls its lease plus this
-	// AcquireTimeout bounds one acquire (`run --acquire-timeout`; default
-	// 5 s): a library whose one attempt takes seconds needs more.
-	AcquireTimeout time.Duration
-	// StuckBound is how long a lock left held by a dead holder may go
-	// without a grant before liveness calls it stuck (`run --stuck-bound`;
-	// zero: the TTL plus two acquire time-outs). Below the TTL it is refused.
-	StuckBound time.Duration
-	// KillRestart and KillTarget are client-kill's restart delay and
-	// target (`run --kill-restart`, `--kill-target`).
-	KillRestart time.Duration
-	KillTarget  string
-	// SkewAhead: client-clock sets the contender's clock ahead, not behind.
-	SkewAhead bool
-	// SkewMin and SkewMax bound client-clock's skew (log-uniform) and
-	// coord-clock's ahead (uniform); zero: the nemesis's defaults, 1s..30s
-	// and the lease TTL plus 1-3 s.
-	SkewMin, SkewMax time.Duration
-	HealTimeout      time.Duration
-	// PinClients sends every query of client i through node i mod nodes
-	// (`run --pin-clients`) instead of the token-aware replica every client
-	// shares: clients then read through different coordinators, which the
-	// aimed faults (coord-partition, coord-clock) split.
-	PinClients bool
-	// DCLocal runs the recipe at LOCAL_SERIAL and LOCAL_QUORUM instead of
-	// SERIAL and QUORUM (recipe.WithDCLocal; `run --dc-local`).
-	DCLocal bool
-	// RetireStuck moves the clients to a fresh lock name when a holder is
-	// abandoned with a grant that never expires (workload.WithRetireStuckLocks;
-	// `run --retire-stuck`), so that a lock with no lease goes on being
-	// tested after one unknown write instead of staying held to the end.
-	RetireStuck bool
+	spec.Spec
+	Recipe Recipe // the lock under test
 	// Schedule, when set, is dealt in place of random faults (`lockcheck
 	// replay`, `run --schedule`): its kinds are the run's (Nemesis is set
 	// from it), its steps' times and parameters are the faults'. When a
@@ -107,9 +64,6 @@ type Test struct {
 	// never dealt (undealt); the matrix counts a run with undealt steps
 	// among those without every fault.
 	Schedule *nemesis.Schedule
-	// NoWait refuses a cluster another process holds (an
-	// *exclusive.BusyError) instead of waiting until it is free.
-	NoWait bool
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
@@ -195,20 +149,14 @@ type Store interface {
 	Build(ctx context.Context, dir string) (checker.Result, error)
 }
 
-// Run runs t on env and returns its outcome. The history is streamed to the
+// Run runs t on env and returns its outcome: t's Spec, with its Recipe, or
+// the recipe of the registry the Spec's lock names when Recipe is zero. The history is streamed to the
 // run directory as it happens; when ctx is cancelled (SIGINT) the run stops
 // early but still heals the cluster, reads, checks and reports what ran. An
 // error with a non-empty Outcome.Dir means the run directory holds what
 // could be saved.
 func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
-	if t.Schedule != nil {
-		if err := t.Schedule.Validate(); err != nil {
-			return Outcome{}, fmt.Errorf("runner: %w", err)
-		}
-		t.Nemesis = t.Schedule.Kinds()
-	}
-	t.defaults()
-	if err := t.Validate(); err != nil {
+	if err := t.resolve(); err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	if t.PinClients {
@@ -260,36 +208,10 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return out, fmt.Errorf("runner: %w", err)
 	}
 	mon := newMonitor(w)
-	meta := history.Meta{
-		Test: t.Name, Lock: t.Recipe.Name, Promise: t.Recipe.Promise, Nemesis: t.Nemesis, Seed: t.Seed,
-		Faults: nemesis.Styles(t.Nemesis),
-		Config: map[string]string{
-			"workload": t.Workload, "clients": strconv.Itoa(t.Clients), "locks": strconv.Itoa(t.Locks),
-			"time": t.Time.String(), "ttl": t.TTL.String(), "interval": t.Interval.String(),
-			checker.ConfigAcquireTimeout: t.AcquireTimeout.String(),
-			history.ConfigProcesses:      history.ProcessesPerClient,
-		},
-	}
-	if t.pins != nil {
-		meta.Config["pins"] = pinsString(t.pins)
-	}
-	if t.dcs != nil {
-		meta.Config["client-dcs"] = pinsString(t.dcs)
-	}
-	if t.DCLocal {
-		meta.Config["consistency"] = "local"
-	}
-	if t.RetireStuck {
-		meta.Config[history.ConfigRetireStuck] = "true"
-	}
-	if t.StuckBound > 0 {
-		meta.Config[checker.ConfigStuckBound] = t.StuckBound.String()
-	}
-	if slices.Contains(t.Nemesis, nemesis.ClientKill) {
-		meta.Config["kill-restart"], meta.Config["kill-target"] = t.KillRestart.String(), t.KillTarget
-	}
-	if t.SkewMax > 0 {
-		meta.Config["skew"] = t.SkewMin.String() + ".." + t.SkewMax.String()
+	meta, err := t.meta()
+	if err != nil {
+		w.Close()
+		return out, fmt.Errorf("runner: %w", err)
 	}
 	if t.Schedule != nil {
 		// The schedule dealt is kept beside the history: a replay of a
@@ -373,9 +295,8 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 // run is the body of Run between the meta line and the check.
 func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
 	var targets, spares []nemesis.Target
-	gateway := ""
 	if env != nil {
-		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
+		targets, spares = env.Targets(), env.Spares()
 	}
 	// Faults an earlier run left (its process killed mid-run) are healed
 	// and recorded before anything else touches the cluster.
@@ -424,22 +345,8 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	// of range movements until each of its kinds was dealt once, within
 	// the same cap.
 	timeUp := make(chan struct{})
-	var nemOpts []nemesis.Option
-	var inFull bool
-	if t.Schedule != nil {
-		nemOpts, inFull = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}, t.Schedule.DealtInFull()
-	} else {
-		nemOpts, inFull = []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}, nemesis.MovesRing(t.Nemesis)
-		if inFull {
-			nemOpts = append(nemOpts, nemesis.WithFirstRound(timeUp))
-		}
-	}
-	if t.SkewMax > 0 {
-		nemOpts = append(nemOpts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
-	}
-	nem, err := nemesis.New(targets, mon, append(append(nemOpts, nemesis.WithSeed(t.Seed),
-		nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientKill(t.KillRestart, t.KillTarget), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithLogger(log)), clientsOpt...)...)
+	nemOpts, inFull := t.nemesisOptions(env, timeUp)
+	nem, err := nemesis.New(targets, mon, append(nemOpts, append(clientsOpt, nemesis.WithLogger(log))...)...)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -652,25 +559,49 @@ func (h teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
 
+// nemesisOptions are the options of the run's nemesis, made from t's Spec
+// and schedule and env's nodes in this one place: checkFaults builds the
+// nemesis with them over no clients before the run, run builds it with
+// them for real. inFull: the run goes on past its time until the schedule,
+// or a first round of range movements, is dealt (closing timeUp says the
+// time is up).
+func (t *Test) nemesisOptions(env Env, timeUp <-chan struct{}) (opts []nemesis.Option, inFull bool) {
+	var spares []nemesis.Target
+	gateway := ""
+	if env != nil {
+		spares, gateway = env.Spares(), env.GatewayIP()
+	}
+	if t.Schedule != nil {
+		opts, inFull = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}, t.Schedule.DealtInFull()
+	} else {
+		opts, inFull = []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}, nemesis.MovesRing(t.Nemesis)
+		if inFull {
+			opts = append(opts, nemesis.WithFirstRound(timeUp))
+		}
+	}
+	if t.SkewMax > 0 {
+		opts = append(opts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
+	}
+	return append(opts, nemesis.WithSeed(t.Seed), nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientKill(t.KillRestart, t.KillTarget), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins),
+		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares)), inFull
+}
+
 // checkFaults makes the run's nemesis over env's nodes without running it:
 // the refusals of nemesis.New (a kind a node cannot serve, a schedule's
 // node the cluster lacks, an aimed kind without pins, a membership kind
-// without a spare, dc-partition on one data centre) come before the run.
+// without a spare, dc-partition on one data centre, a skew out of bounds)
+// come before the run.
 func checkFaults(env Env, t *Test) error {
 	if len(t.Nemesis) == 0 {
 		return nil
 	}
-	var targets, spares []nemesis.Target
-	gateway := ""
+	var targets []nemesis.Target
 	if env != nil {
-		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
+		targets = env.Targets()
 	}
-	opts := []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}
-	if t.Schedule != nil {
-		opts = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}
-	}
-	_, err := nemesis.New(targets, discard{}, append(opts, nemesis.WithClients(noClients{t.Clients}), nemesis.WithGateway(gateway),
-		nemesis.WithPins(t.pins), nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares))...)
+	opts, _ := t.nemesisOptions(env, nil)
+	_, err := nemesis.New(targets, discard{}, append(opts, nemesis.WithClients(noClients{t.Clients}))...)
 	return err
 }
 

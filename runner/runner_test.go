@@ -14,6 +14,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -177,8 +178,8 @@ func TestRunVerdicts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var prog strings.Builder
 			out, err := Run(context.Background(), nil, memStore{t.TempDir()}, Test{
-				Recipe: tt.recipe, Nemesis: tt.nemesis, Workload: tt.workload, Clients: 4, Time: 2500 * time.Millisecond, Seed: 5,
-				Interval: 300 * time.Millisecond, Quiet: 100 * time.Millisecond, PauseExtra: 300 * time.Millisecond,
+				Recipe: tt.recipe, Spec: spec.Spec{Nemesis: tt.nemesis, Workload: tt.workload, Clients: 4, Time: 2500 * time.Millisecond, Seed: 5,
+					Interval: 300 * time.Millisecond, Quiet: 100 * time.Millisecond, PauseExtra: 300 * time.Millisecond},
 				Progress: &prog,
 			})
 			if err != nil {
@@ -217,7 +218,7 @@ func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	out, err := Run(ctx, nil, memStore{t.TempDir()}, Test{
-		Recipe: memRecipe("mutex", history.PromiseMutex, &memLocks{}), Time: time.Hour, Quiet: time.Hour,
+		Recipe: memRecipe("mutex", history.PromiseMutex, &memLocks{}), Spec: spec.Spec{Time: time.Hour, Quiet: time.Hour},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -280,8 +281,8 @@ func TestRunWaitsForAFollowingSchedule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := Run(context.Background(), nil, memStore{t.TempDir()}, Test{
-				Recipe:  memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}),
-				Clients: 4, Time: 200 * time.Millisecond, Seed: 5, Quiet: 50 * time.Millisecond, PauseExtra: 50 * time.Millisecond,
+				Recipe:   memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}),
+				Spec:     spec.Spec{Clients: 4, Time: 200 * time.Millisecond, Seed: 5, Quiet: 50 * time.Millisecond, PauseExtra: 50 * time.Millisecond},
 				Schedule: &nemesis.Schedule{Steps: tc.steps},
 			})
 			if err != nil {

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,10 +13,12 @@ import (
 	"github.com/lockcheck/lockcheck/workload"
 )
 
-// WriteFindings renders docs/findings.md: every row with the verdict it
-// asserts, its measured catch rates and its mechanism. The page is
-// generated (TestFindingsPage, -update): the rows and rates.jsonl are the
-// source.
+// WriteFindings renders docs/findings.md: a reference table of every row
+// with the verdict it asserts and its pooled measured rate (the rate's
+// dates and machine in columns), each row's mechanism, and the schedules
+// the rows deal as written. The batches behind a rate stay in rates.jsonl.
+// The page is generated (TestFindingsPage, -update): the rows and
+// rates.jsonl are the source.
 func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 	var b strings.Builder
 	b.WriteString("# Findings\n\n" +
@@ -24,46 +28,60 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 		"A **known-unsafe** row must be caught (verdict invalid) in at least 9 of 10 runs (fewer where a row\n" +
 		"says so: a flaw a drawn fault hits in some runs only, asserted at its measured rate), and in `make test`\n" +
 		"in one of up to three runs (seeds +0, +1, +2; more for a lower bar, so that a row caught at its bar is\n" +
-		"missed in under one pass of a hundred: the machine is loaded there, and a row's rate is\n" +
-		"measured, not assumed); a **safe** row must be valid in every run, never retried; every run must\n" +
-		"inject the row's faults.\n" +
+		"missed in under one pass of a hundred); a **safe** row must be valid in every run, never retried;\n" +
+		"every run must inject the row's faults.\n" +
 		"The quick tier runs in `make test`, the full tier (rows that repeat a mechanism a quick row shows)\n" +
 		"with `LOCKCHECK_FULL=1`. " + fmt.Sprintf("Unless a row says otherwise: %d clients on %d lock.", DefaultClients, DefaultLocks) + "\n" +
 		"The fault interval is the nemesis's mean time between faults and mean fault length;\n" +
 		"\"node-faults\" are " + strings.Join(NodeFaults, ", ") + ", dealt from a seeded shuffled deck (every kind once per round).\n\n" +
-		"\"Measured\" is the last catch rate measured at the row's settings: invalid runs of all runs and\n" +
-		"its date (`lockcheck matrix --rows NAME --repeat 10 --record scenario/rates.jsonl`, then\n" +
-		"`go test ./scenario -update`), with earlier batches of other seeds at those settings added in\n" +
-		"(`--first N` runs seeds N, N+1, ...; a batch that ran seeds again supersedes the older lines,\n" +
-		"except that a rerun of runs that all left a fault kind undealt replaces just those).\n" +
-		"Every rate, with the machine's cores and load average and those measured at other settings, is\n" +
-		"listed under its row.\n\n")
-	b.WriteString("| row | recipe | faults | cluster | time | interval | tier | asserted | measured |\n" +
-		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+		"\"Measured\" is the row's catch rate at its settings (time and interval): invalid runs of all runs,\n" +
+		"pooled over the batches that ran different seeds (`lockcheck matrix --rows NAME --repeat 10 --first N\n" +
+		"--record scenario/rates.jsonl`, then `go test ./scenario -update`; a batch that ran seeds again\n" +
+		"supersedes the older ones). \"Dates\" and \"machine\" are those batches' dates and the machine's\n" +
+		"cores and load average over them. Each batch, and every rate measured at other settings, is a line of\n" +
+		"[scenario/rates.jsonl](../scenario/rates.jsonl).\n\n")
+	b.WriteString("| row | recipe | faults | cluster | time | interval | tier | asserted | measured | dates | machine |\n" +
+		"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	byRow := map[string][]Rate{}
 	for _, rt := range rates {
 		byRow[rt.Row] = append(byRow[rt.Row], rt)
 	}
 	for _, r := range rows {
-		measured := "not measured"
+		measured, dates, mach := "not measured", "-", "-"
 		if rt, batches, ok := Measured(r, byRow[r.Name]); ok {
-			measured = measuredCell(rt, batches, "")
+			measured = pooledCell(rt, batches)
+			dates = dateSpan(Pooled(r, byRow[r.Name]))
+			mach = machine(rt)
 		}
-		fmt.Fprintf(&b, "| [`%s`](#%s) | `%s` | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Name, anchor(r.Name), r.Recipe, faultsCell(r), r.Cluster, secs(r.Time), interval(r), r.Tier, asserted(r), measured)
+		fmt.Fprintf(&b, "| [`%s`](#%s) | `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Name, anchor(r.Name), r.Recipe, faultsCell(r), r.Cluster, secs(r.Time), interval(r), r.Tier, asserted(r), measured, dates, mach)
 	}
-	b.WriteString("\n## Rows\n")
+	schedules := distinctSchedules(rows)
+	b.WriteString("\n## Rows\n\n" +
+		"Each row's mechanism: why it is caught, or why it holds. The workload, its clients and locks, and how long\n" +
+		"the run goes on follow it in italics.\n\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "\n### %s\n\n", r.Name)
-		fmt.Fprintf(&b, "`%s`, %s workload, %s, %s, %s; %d clients on %s%s. Asserted: %s (%s tier).\n\n",
-			r.Recipe, r.Shape(), faultsCell(r), r.Cluster, timing(r), r.ClientCount(), plural(r.LockCount(), objectWord(r)), retired(r), asserted(r), r.Tier)
-		b.WriteString(r.Mechanism + "\n")
-		if r.Schedule != nil && len(r.Schedule.Steps) == 0 {
-			fmt.Fprintf(&b, "\nIts schedule is empty: the flaw needs no fault (`run --nemesis none`); shrunk from %s in clients and time.\n", r.Schedule.Source)
+		fmt.Fprintf(&b, "### %s\n", r.Name)
+		extra := ""
+		if rt, _, ok := Measured(r, byRow[r.Name]); ok && rt.FirstAnomaly > 0 {
+			extra = fmt.Sprintf(" The first anomaly came %.1f s in (median of the invalid runs of the latest batch).", time.Duration(rt.FirstAnomaly).Seconds())
 		}
-		if r.Schedule != nil && len(r.Schedule.Steps) > 0 {
-			b.WriteString("\nIts schedule, dealt as written (`run --schedule` takes the same steps as a file):\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n")
-			for _, st := range r.Schedule.Steps {
+		switch {
+		case r.Schedule != nil && len(r.Schedule.Steps) == 0:
+			extra += fmt.Sprintf(" Its schedule is empty: the flaw needs no fault (`run --nemesis none`); shrunk from %s in clients and time.", r.Schedule.Source)
+		case r.Schedule != nil:
+			i := slices.IndexFunc(schedules, func(s *nemesis.Schedule) bool { return sameSchedule(s, r.Schedule) })
+			extra += fmt.Sprintf(" It deals [schedule %d](#schedule-%d) as written.", i+1, i+1)
+		}
+		fmt.Fprintf(&b, "%s%s *%s workload, %d clients on %s%s, %s.*\n",
+			strings.TrimSpace(r.Mechanism), extra, r.Shape(), r.ClientCount(), plural(r.LockCount(), objectWord(r)), retired(r), timing(r))
+	}
+	if len(schedules) > 0 {
+		b.WriteString("\n## Schedules\n\n" +
+			"The schedules rows deal as written, step by step (`run --schedule` takes the same steps as a file).\n")
+		for i, sc := range schedules {
+			fmt.Fprintf(&b, "\n### Schedule %d\n\nFrom %s.\n\n| kind | at | for | nodes | value |\n| --- | --- | --- | --- | --- |\n", i+1, sc.Source)
+			for _, st := range sc.Steps {
 				value := "-" // a kind without parameters (rack-power-loss)
 				if len(st.Value) > 0 {
 					value = "`" + string(st.Value) + "`"
@@ -79,34 +97,56 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", kind, at, st.For.D(), strings.Join(st.Nodes, ","), value)
 			}
 		}
-		if len(byRow[r.Name]) > 0 {
-			// The time to the first anomaly is a column where it was
-			// measured (the shrunk rows).
-			timed := slices.ContainsFunc(byRow[r.Name], func(rt Rate) bool { return rt.FirstAnomaly > 0 })
-			if timed {
-				b.WriteString("\n| invalid / runs | time | interval | first anomaly (median) | date | machine |\n| --- | --- | --- | --- | --- | --- |\n")
-			} else {
-				b.WriteString("\n| invalid / runs | time | interval | date | machine |\n| --- | --- | --- | --- | --- |\n")
-			}
-			for _, rt := range byRow[r.Name] {
-				first := ""
-				if timed {
-					first = " - |"
-					if rt.FirstAnomaly > 0 {
-						first = fmt.Sprintf(" %.1f s |", time.Duration(rt.FirstAnomaly).Seconds())
-					}
-				}
-				batch := ""
-				if rt.First > 0 {
-					batch = fmt.Sprintf(" (runs %d-%d)", rt.First+1, rt.First+rt.Runs)
-				}
-				fmt.Fprintf(&b, "| %d/%d%s%s | %s | %s |%s %s | %s |\n", rt.Invalid, rt.Runs, unknown(rt), batch,
-					secs(time.Duration(rt.Time)), secs(time.Duration(rt.Interval)), first, rt.Date, machine(rt))
-			}
-		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// distinctSchedules is the rows' schedules with steps, each once, in the
+// order of the first row that deals it.
+func distinctSchedules(rows []Row) []*nemesis.Schedule {
+	var out []*nemesis.Schedule
+	for _, r := range rows {
+		if r.Schedule == nil || len(r.Schedule.Steps) == 0 {
+			continue
+		}
+		if !slices.ContainsFunc(out, func(s *nemesis.Schedule) bool { return sameSchedule(s, r.Schedule) }) {
+			out = append(out, r.Schedule)
+		}
+	}
+	return out
+}
+
+func sameSchedule(a, b *nemesis.Schedule) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// pooledCell is a pooled rate in the findings table: "9/10", with the
+// runs that are no evidence and the number of batches when more than one.
+func pooledCell(rt Rate, batches int) string {
+	s := fmt.Sprintf("%d/%d%s", rt.Invalid, rt.Runs, unknown(rt))
+	if batches > 1 {
+		s += fmt.Sprintf(" (%d batches)", batches)
+	}
+	return s
+}
+
+// dateSpan is the first and last date of the pooled lines ("2026-11-24",
+// or "2026-11-24 to 2026-11-25").
+func dateSpan(lines []Rate) string {
+	if len(lines) == 0 {
+		return "-"
+	}
+	first, last := lines[0].Date, lines[0].Date
+	for _, l := range lines[1:] {
+		first, last = min(first, l.Date), max(last, l.Date)
+	}
+	if first == last {
+		return first
+	}
+	return first + " to " + last
 }
 
 // measuredCell is a row's pooled rate as the tables show it: "9/10 (date)",

@@ -82,29 +82,14 @@ func (r Rate) At(row Row) bool {
 
 // Measured is the rate a row's docs show: the latest line measured at the
 // row's settings, with the earlier lines at those settings that ran other
-// seeds (batches of `matrix --first`) added in. An earlier line whose runs
-// overlap one already counted measured the same seeds again, before: it
-// and everything older are superseded, except a line whose runs all left a
-// fault kind undealt, which the later line ran again (it alone is dropped).
-// Date, cores and the first anomaly are the latest line's; loads and anomaly
-// ranges span the batches; kinds are their union; Batches says how many
-// lines were pooled.
+// seeds (batches of `matrix --first`) added in (Pooled). Date, cores and
+// the first anomaly are the latest line's; loads and anomaly ranges span
+// the batches; kinds are their union; Batches says how many lines were
+// pooled.
 func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
-	var taken [][2]int // [first, first+runs) of every pooled line
-	for i := len(rates) - 1; i >= 0; i-- {
-		b := rates[i]
-		if b.Row != row.Name || !b.At(row) {
-			continue
-		}
-		span := [2]int{b.First, b.First + b.Runs}
-		if slices.ContainsFunc(taken, func(t [2]int) bool { return span[0] < t[1] && t[0] < span[1] }) {
-			if b.rerunOnly() {
-				continue
-			}
-			break
-		}
-		taken = append(taken, span)
-		if !ok {
+	lines := Pooled(row, rates)
+	for i, b := range lines {
+		if i == 0 {
 			rt, ok = b, true
 			rt.Kinds = slices.Clone(b.Kinds)
 			continue
@@ -125,7 +110,34 @@ func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
 		}
 		slices.Sort(rt.Kinds)
 	}
-	return rt, len(taken), ok
+	return rt, len(lines), ok
+}
+
+// Pooled is the lines of rates that Measured adds up for row, latest
+// first: the latest line at the row's settings and the earlier ones there
+// that ran other seeds. An earlier line whose runs overlap one already
+// counted measured the same seeds again, before: it and everything older
+// are superseded, except a line whose runs all left a fault kind undealt,
+// which the later line ran again (it alone is dropped).
+func Pooled(row Row, rates []Rate) []Rate {
+	var out []Rate
+	var taken [][2]int // [first, first+runs) of every pooled line
+	for i := len(rates) - 1; i >= 0; i-- {
+		b := rates[i]
+		if b.Row != row.Name || !b.At(row) {
+			continue
+		}
+		span := [2]int{b.First, b.First + b.Runs}
+		if slices.ContainsFunc(taken, func(t [2]int) bool { return span[0] < t[1] && t[0] < span[1] }) {
+			if b.rerunOnly() {
+				continue
+			}
+			break
+		}
+		taken = append(taken, span)
+		out = append(out, b)
+	}
+	return out
 }
 
 // rerunOnly says a line is a batch whose every run left a fault kind

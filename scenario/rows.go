@@ -35,15 +35,14 @@ const leaseLateWrite = "known weakness, no fencing token: with ranges streaming 
 	"mutual exclusion and the lock's linearizability held in every run"
 
 // membershipCuts deals the join and leave windows of the membership rows
-// with a coordinator cut inside each movement, by the clock of a run at
-// load 10-20 (a bootstrap streams in 30-60 s, a decommission in 15-30 s):
-// the spare n5 bootstraps and decommissions with n1 then n3 cut; member n2
-// decommissions and bootstraps back with n3 then n1 cut. A plain step
-// waits for the windows before it, so the leave starts when the join ends,
-// and the run goes on until the schedule is dealt (DealtInFull). Runs
-// before 2026-11-25 were cut at the row's time instead: at load 24-48 two
-// of five runs of three of these rows ended before their leave or its
-// cuts, and rates.jsonl counts them among the runs without every fault.
+// with a coordinator cut inside each movement, by the clock of a run on
+// a lightly loaded machine (a bootstrap streams in 30-60 s, a
+// decommission in 15-30 s): the spare n5 bootstraps and decommissions
+// with n1 then n3 cut; member n2 decommissions and bootstraps back with
+// n3 then n1 cut. A plain step waits for the windows before it, so the
+// leave starts when the join ends, and the run goes on until the
+// schedule is dealt (DealtInFull): a run cut at the row's time could end
+// before its leave or its cuts on a loaded machine.
 var membershipCuts = nemesis.Schedule{Source: "issue 22: coordinator cuts inside range movements, by hand", Steps: []nemesis.Step{
 	{Kind: nemesis.Join, At: nemesis.Duration(2 * time.Second), For: nemesis.Duration(45 * time.Second), Value: []byte(`{"node":"n5"}`)},
 	{Kind: nemesis.CoordPartition, At: nemesis.Duration(10 * time.Second), For: nemesis.Duration(25 * time.Second), Overlap: true, Value: []byte(`{"node":"n1"}`)},
@@ -54,22 +53,22 @@ var membershipCuts = nemesis.Schedule{Source: "issue 22: coordinator cuts inside
 }}
 
 // membershipKills deals the join and leave windows with a pinned
-// client's coordinator killed (SIGKILL, restarted 8 s later) inside each,
-// on a node that is not the one moving. The kills and the leave follow
-// the windows (Step.After), not the clock: at load 30-45 a bootstrap
-// began 52 s late and streams for 40-120 s, and a kill placed by the
-// clock landed in the stream (failing the bootstrap) while the leave was
-// never dealt before the run ended. So: the spare n5 bootstraps (step 1);
-// n1 is killed 10 s after n5's streaming is done, while the ring holds
-// n5 (the window holds it until 150 s after its start: 30 s or more after
-// a 120 s stream; a longer stream may put the kill in the decommission,
-// which the window completes and its stop line's resumed records); n5
-// decommissions once n1 is back (a movement waits for the ring to be
-// whole). Member n2 decommissions 5 s after that window ended; n3 is
-// killed 10 s after n2's streaming is done, while n2 is out; n2
-// bootstraps back once n3 is up. The run lasts the row's time (the
-// schedule's end if every movement were instant) and on until the last
-// window has ended, at most nemesis.FollowWait more.
+// client's coordinator killed (SIGKILL, restarted 8 s later) inside
+// each, on a node that is not the one moving. The kills and the leave
+// follow the windows (Step.After), not the clock: on a loaded machine a
+// bootstrap begins late and streams for minutes, and a kill placed by
+// the clock lands in the stream (failing the bootstrap) while the leave
+// is never dealt before the run ends. So: the spare n5 bootstraps (step
+// 1); n1 is killed 10 s after n5's streaming is done, while the ring
+// holds n5 (the window holds it until 150 s after its start: 30 s or
+// more after a 120 s stream; a longer stream may put the kill in the
+// decommission, which the window completes and its stop line's resumed
+// records); n5 decommissions once n1 is back (a movement waits for the
+// ring to be whole). Member n2 decommissions 5 s after that window
+// ended; n3 is killed 10 s after n2's streaming is done, while n2 is
+// out; n2 bootstraps back once n3 is up. The run lasts the row's time
+// (the schedule's end if every movement were instant) and on until the
+// last window has ended, at most nemesis.FollowWait more.
 var membershipKills = nemesis.Schedule{Source: "issue 22: coordinator kills inside range movements, by hand; kills follow the movements", Steps: []nemesis.Step{
 	{Kind: nemesis.Join, At: nemesis.Duration(2 * time.Second), For: nemesis.Duration(150 * time.Second), Value: []byte(`{"node":"n5"}`)},
 	{Kind: nemesis.Kill, After: &nemesis.Follow{Step: 1, Phase: nemesis.Streamed}, At: nemesis.Duration(10 * time.Second), For: nemesis.Duration(8 * time.Second), Overlap: true, Nodes: []string{"n1"}},
@@ -79,11 +78,11 @@ var membershipKills = nemesis.Schedule{Source: "issue 22: coordinator kills insi
 
 // Rows are every asserted row, in the order the tests run them. The
 // durations of the known-unsafe rows are the shortest at which they were
-// caught in 9 or 10 of 10 runs here (rates.jsonl); the nemesis is aimed
-// (client pause: the holder that is writing; client clock: a contender;
-// coord-*: the coordinators of pinned clients) rather than the checker
-// loosened. Adding a row: one entry here, then `go test ./scenario -update`
-// to render docs/findings.md.
+// caught at their bar (rates.jsonl, docs/findings.md); the nemesis is
+// aimed (client pause: the holder that is writing; client clock: a
+// contender; coord-*: the coordinators of pinned clients) rather than
+// the checker loosened. Adding a row: one entry here, then `go test
+// ./scenario -update` to render docs/findings.md.
 var Rows = []Row{
 	{
 		Name: "racy/none", Recipe: "racy", Time: 15 * s, Interval: 3 * s, Seed: 1000,
@@ -120,9 +119,9 @@ var Rows = []Row{
 		Mechanism: "Refs from an LWT-bumped counter do not depend on clocks.",
 	},
 	{
-		// Faults every ~4 s so that a round of every node kind, a kill's
-		// restart included, fits in 90 s even at load 25-30 (60 s did not:
-		// 3 of 5 kinds at load 27).
+		// Faults every ~4 s so that a round of every node kind, a kill's restart
+		// included, fits in the run's time on a loaded machine (a shorter run
+		// left kinds undealt).
 		Name: "lease-fenced/node-faults", Recipe: "lease-fenced", Faults: NodeFaults, Time: 90 * s, Interval: 2 * s, Seed: 1006,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Kills and restarts dominate the schedule; LWT timeouts become unknown outcomes (info) and fencing holds. " +
@@ -145,11 +144,9 @@ var Rows = []Row{
 			"under its own older tombstones (last write wins on client timestamps), so the others miss its ticket and enter while it holds, even at QUORUM.",
 	},
 	{
-		// A window catches bakery-one about 7 times in 10: 2-3 windows per run.
-		// Every rate on record is from a loaded machine (load 24-56); in
-		// make test's rehearsal at load about 4 (2026-11-24) a run with three
-		// cuts dealt was valid, so the row is full tier until it is measured
-		// on a quiet machine.
+		// A window catches bakery-one in most runs, not all: 2-3 windows a run.
+		// Full tier: a run on a quiet machine with three cuts dealt was valid,
+		// so the quick tier waits for a rate measured on one (findings.md).
 		Name: "bakery-one/coord-partition", Recipe: "bakery-one", Faults: []string{nemesis.CoordPartition}, Pin: true, Time: 25 * s, Interval: 2 * s, Seed: 1010,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "Clients pinned to coordinators and one coordinator's writes kept from the others: its tickets, written at ONE, reach no other replica, " +
@@ -249,9 +246,9 @@ var Rows = []Row{
 	{
 		Name: "4n-2dc/lease-fenced/none/dc-local", Recipe: "lease-fenced", Cluster: twoDCs, DCLocal: true,
 		Time: 30 * s, Interval: 5 * s, Seed: 22003,
-		// Invalid in 10 of 10 at load 6-17, 3 of 5 at load 32-46: a loaded
-		// machine takes fewer locks (29-34 adds a run), so fewer overlaps
-		// write the resource at once; every run held the lock twice.
+		// Its bar is below 9: a loaded machine takes fewer locks, so fewer
+		// overlaps write the resource at once (findings.md); every run holds the
+		// lock in both data centres at once.
 		Want: checker.Invalid, Unsafe: true, Catch: 8, Tier: Full,
 		Mechanism: "No fault: each data centre's LOCAL_SERIAL round sees only its own replicas, and a commit reaches the other data " +
 			"centre after its own LOCAL_QUORUM, so contenders in both data centres hold the lock at once (9-43 overlapping holds a " +
@@ -276,11 +273,10 @@ var Rows = []Row{
 	},
 	// Membership (issue 22): four nodes (RF 3) and a spare. Each window is
 	// two range movements (a spare bootstraps then decommissions; a member
-	// decommissions then bootstraps back from empty data) while the
-	// clients run. A run deals each kind once even when its join outlasts
-	// the row's time (nemesis.WithFirstRound); before 2026-11-25 it ended
-	// with its time, and 3 of 5 skip-repair runs at load 34-44 dealt no
-	// leave (rates.jsonl counts them among the runs without every fault).
+	// decommissions then bootstraps back from empty data) while the clients
+	// run. A run deals each kind once even when its join outlasts the row's
+	// time (nemesis.WithFirstRound); runs recorded before that count among
+	// those without every fault (rates.jsonl).
 	{
 		Name: "4n-1spare/lease-fenced/join+leave", Recipe: "lease-fenced", Faults: joinAndLeave, Cluster: spare,
 		Time: 150 * s, Interval: 10 * s, Seed: 22100,
@@ -290,9 +286,8 @@ var Rows = []Row{
 	{
 		Name: "4n-1spare/lease/join+leave", Recipe: "lease", Faults: joinAndLeave, Cluster: spare,
 		Time: 150 * s, Interval: 10 * s, Seed: 22200,
-		// Valid in 12 runs, then invalid once (run 13, seed 22212,
-		// 2026-11-25, load 43), valid again in run 14 (seed 22213, load
-		// 41-44): 1 of 14, asserted at the lowest bar.
+		// Asserted at the lowest bar: the late write comes in few runs
+		// (findings.md).
 		Want: checker.Invalid, Unsafe: true, Catch: 1, Tier: Full,
 		Mechanism: "The published lease under the same movements: mutual exclusion and the lock's linearizability held in every run, " +
 			"but its missing fencing token lost a write in 1 of 14 runs (seed 22212, load 43) with no fault window open: after the " +
@@ -340,8 +335,8 @@ var Rows = []Row{
 	{
 		Name: "4n-1spare/lease/join+coord-partition+leave/overlapping", Recipe: "lease", Faults: membershipCuts.Kinds(), Cluster: spare,
 		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 22720,
-		// Invalid in 1 of 10 (2026-11-24/25, load 21-48): a rate that low
-		// still says unsafe; a once-through matrix may need 44 tries.
+		// Asserted at the lowest bar (findings.md): a rate that low still says
+		// unsafe; a once-through matrix may need many tries.
 		Want: checker.Invalid, Unsafe: true, Catch: 1, Tier: Full,
 		Mechanism: "The published lease under the same cuts during the movements: invalid in 1 of 10 runs (seed 22727, load 21-24) by its " +
 			leaseLateWrite + " (an add of 4.9 s against a 3 s lease); late writes that landed in no other holder's term in three more.",
@@ -355,9 +350,8 @@ var Rows = []Row{
 	{
 		Name: "4n-v2-1spare/lease/join+coord-partition+leave/overlapping", Recipe: "lease", Faults: membershipCuts.Kinds(), Cluster: spareV2,
 		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 22760,
-		// Invalid in 3 of 10: 3 of the first 5 at load 19-47, none of the
-		// next 5 at load 28-33 (2026-11-25): the late write needs a loaded
-		// replica set, and a quieter machine makes it rarer.
+		// Asserted at its measured bar (findings.md): the late write needs a
+		// loaded replica set, and a quieter machine makes it rarer.
 		Want: checker.Invalid, Unsafe: true, Catch: 3, Tier: Full,
 		Mechanism: "The published lease on Paxos v2 under the same cuts during the movements: invalid in 3 of 10 runs by its " +
 			leaseLateWrite + " (adds of 1.3-5.6 s against a 3 s lease); all three at load 19-47, none of five at load 28-33, " +
@@ -391,7 +385,6 @@ var Rows = []Row{
 	{
 		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+coord-partition+leave/overlapping", Recipe: "lease-fenced", Faults: membershipCuts.Kinds(), Cluster: spareV2Skip,
 		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 24200,
-		// Valid in 20 of 20, every step dealt (2026-11-28, load 6-58).
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Paxos v2 with skip_paxos_repair_on_topology_change, the same cuts during the movements: ranges move with no Paxos " +
 			"repair first, as on v1; fencing holds where measured.",
@@ -399,19 +392,17 @@ var Rows = []Row{
 	{
 		Name: "4n-v2-1spare-skip-repair/lease-fenced/join+kill+leave/overlapping", Recipe: "lease-fenced", Faults: membershipKills.Kinds(), Cluster: spareV2Skip,
 		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 24300,
-		// Valid in 20 of 20 runs that dealt every step (2026-11-28, load
-		// 1-71); 4 more at load 45-71 (three streams of this row on 2
-		// cores) left steps undealt behind a join still streaming at its
-		// stop, and were run again.
+		// A run whose join still streams at its stop on a loaded machine leaves
+		// steps undealt: it counts among the runs without every fault and is run
+		// again (rates.jsonl).
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "Paxos v2 with skip_paxos_repair_on_topology_change, the same kills during the movements: a movement does not wait " +
 			"for a Paxos repair; fencing holds where measured.",
 	},
-	// The published lease without Paxos repair under the same cuts and
-	// kills (issue 22 asks for the lease beside the fenced recipes, with
-	// and without the repair). Its v1 and v2 rows fail by a late write
-	// the repair does not touch. Measured 2026-11-28 (load 8-40, two
-	// streams): cuts invalid in 1 of 10, kills in 5 of 10.
+	// The published lease without Paxos repair under the same cuts and kills
+	// (issue 22 asks for the lease beside the fenced recipes, with and
+	// without the repair). Its v1 and v2 rows fail by a late write the
+	// repair does not touch; the bars are the measured rates (findings.md).
 	{
 		Name: "4n-v2-1spare-skip-repair/lease/join+coord-partition+leave/overlapping", Recipe: "lease", Faults: membershipCuts.Kinds(), Cluster: spareV2Skip,
 		Schedule: &membershipCuts, Pin: true, Time: 150 * s, Interval: 10 * s, Seed: 24400,
@@ -433,7 +424,6 @@ var Rows = []Row{
 	{
 		Name: "4n-1spare/lease/join+kill+leave/overlapping", Recipe: "lease", Faults: membershipKills.Kinds(), Cluster: spare,
 		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 22870,
-		// Invalid in 5 of 10 (2026-11-24/25, load 24-48).
 		Want: checker.Invalid, Unsafe: true, Catch: 5, Tier: Full,
 		Mechanism: "The published lease under the same kills during the movements: invalid in 5 of 10 runs by its " + leaseLateWrite +
 			" (adds of 0.5-3.6 s against a 3 s lease, up to 11 late writes a run). A killed coordinator's pinned " +
@@ -442,8 +432,6 @@ var Rows = []Row{
 	{
 		Name: "4n-v2-1spare/lease/join+kill+leave/overlapping", Recipe: "lease", Faults: membershipKills.Kinds(), Cluster: spareV2,
 		Schedule: &membershipKills, Pin: true, Time: 260 * s, Interval: 10 * s, Seed: 22890,
-		// Invalid in 3 of 12 seeds (2026-11-24/25, load 19-44; seeds
-		// 22900-22901 valid at load 38-44).
 		Want: checker.Invalid, Unsafe: true, Catch: 3, Tier: Full,
 		Mechanism: "The published lease on Paxos v2 under the same kills during the movements: invalid in 3 of 12 seeds (22892, 22894, 22899; " +
 			"22892 run again by mistake at load 33-40 was valid, a line left out of rates.jsonl) by its " + leaseLateWrite +
@@ -552,9 +540,9 @@ var Rows = []Row{
 	// one-command target (`matrix --rows NAME`).
 	{
 		Name: "lease/client-pause/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Time: 16 * s, Interval: 3 * s, Seed: 6000,
-		// From the schedule of a lease/client-pause run (seed 1001, two
-		// stalls), moved to the start; `lockcheck shrink` of that run then
-		// found one stall and 9 s enough (2 of 2 tries).
+		// From the schedule of a lease/client-pause run (two stalls), moved to
+		// the start; `lockcheck shrink` of that run then found one stall and 9 s
+		// enough.
 		Schedule: leaseStalls,
 		Want:     checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "Two stalls of the next holder, 4.7 s each (its 1.7 s lease plus 3 s), 2 s and 9 s into the run: each time another " +
@@ -562,8 +550,8 @@ var Rows = []Row{
 	},
 	{
 		Name: "music/client-clock/shrunk", Recipe: "music", Faults: []string{nemesis.ClientClock}, Time: 8 * s, Interval: 3 * s, Seed: 6001,
-		// `lockcheck shrink` of a music/client-clock run (seed 1004, five
-		// skews in 30 s): one skew, 8 s, caught in 10 of 10 tries.
+		// `lockcheck shrink` of a music/client-clock run (five skews in 30 s):
+		// one skew, 8 s.
 		Schedule: &nemesis.Schedule{Source: "music/client-clock, seed 1004, shrunk", Steps: []nemesis.Step{
 			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(2162 * time.Millisecond), Value: []byte(`{"client":3,"offset":"-23.038s"}`)},
 		}},
@@ -573,10 +561,9 @@ var Rows = []Row{
 	},
 	{
 		Name: "lease/coord-clock/shrunk", Recipe: "lease", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 14 * s, Interval: 3 * s, Seed: 6002,
-		// `lockcheck shrink` of a lease/coord-clock run (seed 1012) found
-		// one skew of n1 for 1.7 s in 8 s, caught in 7 of 10 tries: too
-		// few for a row, so the row keeps its 3.4 s window and skews n2
-		// the same way after it.
+		// `lockcheck shrink` of a lease/coord-clock run found one skew of n1 for
+		// 1.7 s in 8 s, caught too rarely for a row, so the row keeps its 3.4 s
+		// window and skews n2 the same way after it.
 		Schedule: &nemesis.Schedule{Source: "lease/coord-clock, seed 1012, shrunk", Steps: []nemesis.Step{
 			{Kind: nemesis.CoordClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n1"}, Value: []byte(`{"node":"n1","offset":"+5.756s"}`)},
 			{Kind: nemesis.CoordClock, At: nemesis.Duration(8 * s), For: nemesis.Duration(3400 * time.Millisecond), Nodes: []string{"n2"}, Value: []byte(`{"node":"n2","offset":"+5.756s"}`)},
@@ -587,14 +574,12 @@ var Rows = []Row{
 	},
 	{
 		Name: "bakery/client-clock/shrunk", Recipe: "bakery", Faults: []string{nemesis.ClientClock}, Clients: 2, Time: 7 * s, Interval: 3 * s, Seed: 6003,
-		// `lockcheck shrink` of a bakery/client-clock run (seed 1009, three
-		// skews in 20 s) found one skew of 737 ms by -1.188 s, 2 clients,
-		// 7 s, caught in every try of the search. At load 12-16 (make
-		// test's two streams) that skew was caught in 7 of 10 runs and
-		// missed once in CI: a new write is shadowed only while the clock
-		// is behind by more than the time since the client's own last
-		// tombstone, which load stretches. 2.5 s for 1.5 s was caught in
-		// every run at that load.
+		// `lockcheck shrink` of a bakery/client-clock run (three skews in 20 s)
+		// found one skew of 737 ms by -1.188 s, 2 clients, 7 s. Under make
+		// test's two streams that skew was missed: a new write is shadowed only
+		// while the clock is behind by more than the time since the client's own
+		// last tombstone, which load stretches. 2.5 s for 1.5 s holds up under
+		// that load.
 		Schedule: &nemesis.Schedule{Source: "bakery/client-clock, seed 1009, shrunk; offset widened for load", Steps: []nemesis.Step{
 			{Kind: nemesis.ClientClock, At: nemesis.Duration(2 * s), For: nemesis.Duration(1500 * time.Millisecond), Value: []byte(`{"client":0,"offset":"-2.5s"}`)},
 		}},
@@ -604,10 +589,10 @@ var Rows = []Row{
 	},
 	{
 		Name: "lease/client-pause/leader/shrunk", Recipe: "lease", Faults: []string{nemesis.ClientPause}, Workload: workload.ShapeLeader, Time: 10 * s, Interval: 3 * s, Seed: 6004,
-		// `lockcheck shrink` of a lease/client-pause/leader run (seed 1014,
-		// three stalls in 20 s): one 4.7 s stall 2 s into the run, 2
-		// clients, 9 s (2 of 2 tries; a 2.35 s stall was valid). The row
-		// keeps the 5 clients, the schedule was measured with them.
+		// `lockcheck shrink` of a lease/client-pause/leader run (three stalls in
+		// 20 s): one 4.7 s stall 2 s into the run, 2 clients, 9 s (a 2.35 s
+		// stall was valid). The row keeps the 5 clients, the schedule was
+		// measured with them.
 		Schedule: &nemesis.Schedule{Source: "lease/client-pause/leader, seed 1014, shrunk", Steps: []nemesis.Step{
 			{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(4700 * time.Millisecond), Value: []byte(`{"ms":4700}`)},
 		}},
@@ -622,14 +607,12 @@ var Rows = []Row{
 	{
 		Name: "bakery-one/coord-partition/shrunk", Recipe: "bakery-one", Faults: []string{nemesis.CoordPartition}, Pin: true,
 		Time: 13 * s, Interval: 2 * s, Seed: 6005,
-		// bakery-one/coord-partition (seed 1010) showed overlapping holds
-		// from 1.0 s, before its first cut at 3.4 s; without a fault it
-		// failed in 1 of 8 runs here (2-5 clients, 6-10 s): stale reads
-		// at ONE need no fault, but the cut is what makes them certain.
-		// Its five windows moved to the start, one per coordinator, by
-		// hand (a window catches it about 7 times in 10). Measured at
-		// load 39-56, each run dealt only the first (its clients slow to
-		// come to rest, its stop slow): 9 of 10 with that one window.
+		// bakery-one/coord-partition showed overlapping holds before its first
+		// cut: stale reads at ONE need no fault, but the cut is what makes them
+		// certain. Its five windows moved to the start, one per coordinator, by
+		// hand (a window catches it in most runs). On a loaded machine a run
+		// deals only the first (its clients slow to come to rest, its stop
+		// slow), and that one window is enough (findings.md).
 		Schedule: &nemesis.Schedule{Source: "bakery-one/coord-partition, seed 1010, three windows", Steps: []nemesis.Step{
 			{Kind: nemesis.CoordPartition, At: nemesis.Duration(1 * s), For: nemesis.Duration(3 * s), Value: []byte(`{"node":"n3"}`)},
 			{Kind: nemesis.CoordPartition, At: nemesis.Duration(5 * s), For: nemesis.Duration(3 * s), Value: []byte(`{"node":"n2"}`)},
@@ -737,8 +720,8 @@ var Rows = []Row{
 	{
 		Name: "caslock/partition", Recipe: "caslock", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6403,
 		Want: checker.Valid, Tier: Full,
-		// Valid in 6 of 6 (2026-11-23/24, load 9-39), then invalid in 1 of 14
-		// (load 22-38): an add the cut held 7.3 s.
+		// Asserted valid; its measured runs include an invalid one, an add the
+		// cut held for seconds (findings.md, docs/locks.md).
 		Mechanism: "A cut node costs LWT time-outs: caslock returns the error after an attempted release, recorded as unknown; the row's " +
 			"TTL frees it. The lock holds, but nothing fences the protected writes: a write sent inside the lease that the cut slows " +
 			"past it lands after the next holder took the row (stale-holder-write: \"a write outlived its lease\"), in the runs " +
@@ -750,20 +733,16 @@ var Rows = []Row{
 		Mechanism: "A killed replica leaves a quorum of two: attempts in flight end unknown and the rest go on.",
 	},
 	{
-		// With the fault's default skew (the 3 s timeout plus 1-3 s) 20 s
-		// caught it in 5 of 10 runs (2026-11-24): the cell lives twice the
-		// timeout, 6 s, and a cycle's hold lasts tens of milliseconds, so
-		// only skews past about 5 s (frac(grant second) + skew + hold age >=
-		// 6 s) could see a holder's cell expired; the five valid runs drew
-		// none past 5.1 s, or drew one while no holder's cell was young
-		// enough. The row skews past the cell's life instead (its TTL plus
-		// 1-3 s, as the default is the lease's TTL plus 1-3 s): every
-		// attempt through the skewed coordinator then finds any cell
-		// expired. A window still misses when the skewed contender, which
-		// now wins every attempt, re-acquires at once after each release and
-		// no other client holds during its attempts (4 of 10 windows caught
-		// in three 20 s tries): 40 s gives about seven windows, and was
-		// caught 10 of 10 (2026-11-24, load 9-29, 6-15 anomalies a run).
+		// With the fault's default skew (the 3 s timeout plus 1-3 s) runs missed
+		// it: the cell lives twice the timeout, 6 s, and a cycle's hold lasts
+		// tens of milliseconds, so only skews past about 5 s (frac(grant second)
+		// + skew + hold age >= 6 s) could see a holder's cell expired. The row
+		// skews past the cell's life instead (its TTL plus 1-3 s, as the default
+		// is the lease's TTL plus 1-3 s): every attempt through the skewed
+		// coordinator then finds any cell expired. A window still misses when
+		// the skewed contender, which now wins every attempt, re-acquires at
+		// once after each release and no other client holds during its attempts:
+		// 40 s gives about seven windows.
 		Name: "caslock/coord-clock", Recipe: "caslock", Faults: []string{nemesis.CoordClock}, Pin: true, SkewMin: 7 * s, SkewMax: 9 * s,
 		Time: 40 * s, Interval: 3 * s, Seed: 6405,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
@@ -825,17 +804,13 @@ var Rows = []Row{
 		Mechanism: "With commitlog_sync batch nothing is acknowledged before it is synced, so the cut takes only attempts in flight.",
 	},
 
-	// The catalogue's Java locks (docs/locks.md, plugins/java-locks): ShedLock's
-	// Cassandra provider as released, and Cassandra Sidecar's lease, Reaper's
-	// leader lock and Astyanax's row lock re-expressed, each a plug-in row.
-	// Seeds 6500-6549. Catch rates measured on 2026-11-24 are in
-	// scenario/rates.jsonl. Unmeasured: the safe rows (valid in one run
-	// each before: the four none rows, shedlock/client-clock,
-	// shedlock/coord-clock, astyanax/client-clock), reaper/coord-clock and
-	// astyanax/client-pause, which await `lockcheck matrix --rows
+	// The catalogue's Java locks (docs/locks.md, plugins/java-locks):
+	// ShedLock's Cassandra provider as released, and Cassandra Sidecar's
+	// lease, Reaper's leader lock and Astyanax's row lock re-expressed, each
+	// a plug-in row. Seeds 6500-6549. Their rates are findings.md's, from
+	// rates.jsonl (`lockcheck matrix --rows
 	// '^(shedlock|sidecar|reaper|astyanax)/' --tier all --repeat 10 --record
-	// scenario/rates.jsonl` (the shared machine ran at a load of 20-56, a
-	// plug-in run took 1.5-2 minutes). Several rows have 3 or 5 runs, not 10.
+	// scenario/rates.jsonl`).
 	{
 		Name: "shedlock/none", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Time: 20 * s, Interval: 3 * s, Seed: 6500,
 		Want: checker.Valid, Tier: Full,
@@ -857,17 +832,16 @@ var Rows = []Row{
 			"offset, and then writes a lockUntil already past for the others: not seen here (one lock, always in use).",
 	},
 	{
-		// The shape ShedLock is made for, a scheduled task that holds the
-		// lock for seconds and extends it. The cycle shape (short holds,
-		// default skews of 1-30 s; seed 6503) caught it in 0 of 4 runs
-		// (2026-11-24), and its row is gone: the fault reached the JVM
-		// (libfaketime; the skewed client took the lock at once and kept
-		// it), but ShedLock's unlock writes lockUntil = the skewed now, which
-		// locks every other client out for the offset, so a fault had one
-		// chance, its first take, and with holds of tens of milliseconds
-		// that take came after the holder's release (in the probe, 310 ms
-		// after). Here a leader holds at every step; skews of 4-10 s are all
-		// past the lease left (at most the 3 s TTL), so every step can steal.
+		// The shape ShedLock is made for, a scheduled task that holds the lock
+		// for seconds and extends it. The cycle shape (short holds, default
+		// skews of 1-30 s) did not catch it, and its row is gone: the fault
+		// reached the JVM (libfaketime; the skewed client took the lock at once
+		// and kept it), but ShedLock's unlock writes lockUntil = the skewed now,
+		// which locks every other client out for the offset, so a fault had one
+		// chance, its first take, and with holds of tens of milliseconds that
+		// take came after the holder's release. Here a leader holds at every
+		// step; skews of 4-10 s are all past the lease left (at most the 3 s
+		// TTL), so every step can steal.
 		Name: "shedlock/client-clock-ahead/leader", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientClock}, SkewAhead: true,
 		SkewMin: 4 * s, SkewMax: 10 * s, Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 6537,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
@@ -879,9 +853,9 @@ var Rows = []Row{
 	{
 		Name: "shedlock/partition", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.Partition}, Time: 30 * s, Interval: 3 * s, Seed: 6504,
 		Want: checker.Valid, Tier: Full,
-		// Valid in 5 of 5 (2026-11-24, load 35-52), then invalid in 4 of 15
-		// (load 19-35): in each a write of the cycle's critical section that
-		// the cut held for seconds.
+		// Asserted valid; its measured runs include invalid ones, each a write
+		// of the cycle's critical section that the cut held for seconds
+		// (findings.md, docs/locks.md).
 		Mechanism: "Cut nodes make LWTs time out: ShedLock logs an insert's or update's server error and answers not locked (a " +
 			"lock it may have taken stays unused until lockAtMostFor), and lets client time-outs through (unknown). The lock " +
 			"itself holds, but it fences nothing: a critical section's write sent inside lockAtMostFor that the cut slows past " +
@@ -891,8 +865,8 @@ var Rows = []Row{
 	{
 		Name: "shedlock/kill", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.Kill}, Time: 30 * s, Interval: 3 * s, Seed: 6505,
 		Want: checker.Valid, Tier: Full,
-		// Valid in 5 of 5 (2026-11-24, load 35-44), then invalid in 1 of 15
-		// (load 22-38): a write the kill slowed 2.6 s.
+		// Asserted valid; its measured runs include an invalid one, a write the
+		// kill slowed for seconds (findings.md, docs/locks.md).
 		Mechanism: "A killed replica leaves a quorum: attempts in flight time out (not locked, or unknown) and the rest go on. " +
 			"As under partitions, the lock holds but fences nothing: a critical section's write slowed by the kill past " +
 			"lockAtMostFor lands after the next instance took the lock (stale-holder-write: \"a write outlived its lease\").",
@@ -915,12 +889,10 @@ var Rows = []Row{
 		Name: "sidecar/coord-partition", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.CoordPartition}, Pin: true,
 		Time: 60 * s, Interval: 3 * s, Seed: 6591,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		// Found from sidecar/none's invalid run (2026-11-24, seed 6510 at
-		// load 31-42): its report named the whole-second expiry, the
-		// plug-in's stderr the extend that threw just before. In 20 s
-		// (about three cuts) it was caught in 7 of 10 runs: the
-		// cut must fall on the holder's coordinator as it extends; 60 s
-		// deals about ten.
+		// Found from an invalid run of sidecar/none: its report named the
+		// whole-second expiry, the plug-in's stderr the extend that threw just
+		// before. The cut must fall on the holder's coordinator as it extends:
+		// 20 s (about three cuts) missed it in some runs, 60 s deals about ten.
 		Mechanism: "The holder's coordinator is cut: its extend throws, and Sidecar keeps the lease until its own reckoning " +
 			"(the last reply's instant plus the TTL) runs out. Cassandra expires the row in whole seconds from the replica's " +
 			"write, up to a second and the reply's latency sooner, so an instance on the other side claims it while the " +
@@ -958,27 +930,20 @@ var Rows = []Row{
 	{
 		Name: "sidecar/coord-clock", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.CoordClock}, Pin: true, Time: 20 * s, Interval: 3 * s, Seed: 6515,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		// Measured 8 of 10 (2026-11-24): one run did not start (a plug-in's
-		// prepare timed out, since retried), one was valid. A fault has about
-		// one chance: the claim a contender makes through the skewed
-		// coordinator writes a row that coordinator expires at its own clock
-		// plus the TTL, so the others' coordinators see it live for the
-		// offset longer and lock them out; the contender's first claim must
-		// land inside another's hold. In the valid run (seed 6521, offsets
-		// +5.1 s, +4.1 s, +5.5 s; run again 2026-11-24, valid again) each
-		// first claim was granted in the gap between the holder's release
-		// (Sidecar's writes nothing) and its next extend, so no hold
-		// overlapped. Its refusals "lease held by null" were Sidecar's own
-		// "owner is unknown": the claim task sets its leaseholder to null
-		// when a claim throws (there, CAS write time-outs under contention,
-		// CASWriteUnknown and WriteTimeout at SERIAL, each followed for
-		// about a second by the driver's "No connection was available" on
-		// the pinned coordinator), not a row without an owner. The adapter
-		// answered those acquires as refused; a claim that threw may have
-		// applied, so it now answers unknown, as the ShedLock and Reaper
-		// adapters do. Measured again with that (2026-11-24, load 12-17):
-		// 9 of 10; in the valid run (seed 6515) each of the three first
-		// claims again came between a release and the holder's next extend.
+		// A fault has about one chance: the claim a contender makes through the
+		// skewed coordinator writes a row that coordinator expires at its own
+		// clock plus the TTL, so the others' coordinators see it live for the
+		// offset longer and lock them out; the contender's first claim must land
+		// inside another's hold. A valid run is one where each first claim was
+		// granted in the gap between the holder's release (Sidecar's writes
+		// nothing) and its next extend, so no hold overlapped. Refusals "lease
+		// held by null" are Sidecar's own "owner is unknown": the claim task
+		// sets its leaseholder to null when a claim throws (CAS write time-outs
+		// under contention, CASWriteUnknown and WriteTimeout at SERIAL, each
+		// followed for about a second by the driver's "No connection was
+		// available" on the pinned coordinator), not a row without an owner. A
+		// claim that threw may have applied, so the adapter answers unknown, as
+		// the ShedLock and Reaper adapters do.
 		Mechanism: "The lease is a TTL the coordinator expires: a contender's coordinator running ahead by more than the lease has " +
 			"left finds the row expired, and INSERT ... IF NOT EXISTS grants it again (overlapping-holds). The row that claim " +
 			"writes expires by the skewed clock, locking the others out for the offset: about one chance per fault.",
@@ -1034,12 +999,11 @@ var Rows = []Row{
 	{
 		Name: "reaper/kill", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.Kill}, Time: 60 * s, Interval: 3 * s, Seed: 6524,
 		Want: checker.Invalid, Unsafe: true, Catch: 4, Tier: Full,
-		// Runs of 30 s and 60 s before the plug-in gave each owner a Reaper
-		// instance of its own (3 of 5, 6 of 10) are not recorded; some of
-		// their overlaps were a client's replacement renewing its
-		// predecessor's lead. After it: 4 of 10 at 60 s (load 15-57), the
-		// bar: a kill must slow a renew into the last second of the lease,
-		// which a drawn kill does in some runs only.
+		// Runs before the plug-in gave each owner a Reaper instance of its own
+		// are not recorded: some of their overlaps were a client's replacement
+		// renewing its predecessor's lead. The bar is the measured rate
+		// (findings.md): a kill must slow a renew into the last second of the
+		// lease, which a drawn kill does in some runs only.
 		Mechanism: "Reaper keeps no clock of a lead; lockcheck credits it with the TTL from each statement's send, yet Cassandra " +
 			"counts the row's TTL in whole seconds from the replica's write, so the row can expire up to a second sooner. A kill " +
 			"slows the holder's renews past that moment, and another instance's INSERT ... IF NOT EXISTS " +
@@ -1055,13 +1019,11 @@ var Rows = []Row{
 	{
 		Name: "reaper/none/leader", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Workload: workload.ShapeLeader, Time: 20 * s, Interval: 3 * s, Seed: 6526,
 		Want: checker.Valid, Tier: Full,
-		// Measured 2026-11-24 at load 16-53 (an overloaded machine, no fault
-		// injected): invalid in 6 of 20 runs; in 2 of the 4 of the last 15 the
-		// overlap is a client's later process granted while its predecessor's
-		// lease ran (the report now says so), in the other 2 two clients. A first batch (4 of 5) was run
-		// before the plug-in gave each owner a Reaper instance of its own,
-		// and 3 of its 4 were a client's replacement renewing its
-		// predecessor's lead: not recorded.
+		// Asserted valid; its measured runs on an overloaded machine include
+		// invalid ones with no fault injected (findings.md): some a client's
+		// later process granted while its predecessor's lease ran (the report
+		// says so), others two clients. Runs before the plug-in gave each owner
+		// a Reaper instance of its own are not recorded.
 		Mechanism: "The leader renews (UPDATE ... USING TTL IF reaper_instance_id = ?) at a third of the TTL; contenders' takes " +
 			"fail. On an overloaded machine renews time out, and the row, whose TTL Cassandra counts in whole seconds from " +
 			"the write, expires up to a second before the lease lockcheck credits (the TTL from the send): a contender takes " +
@@ -1095,10 +1057,9 @@ var Rows = []Row{
 			"stale-holder-write).",
 	},
 	{
-		// Asserted safe until a run of five at the default skews (1-30 s,
-		// 5 clients, 2026-11-24, load 29-37) was invalid: seed 6533, client
-		// 3 at -7.25 s. Skews past the 3 s timeout and two clients make the
-		// skewed one win often enough for a rate.
+		// Asserted safe until a run at the default skews (1-30 s) was invalid.
+		// Skews past the 3 s timeout and two clients make the skewed one win
+		// often enough for a rate.
 		Name: "astyanax/client-clock", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientClock},
 		SkewMin: 4 * s, SkewMax: 10 * s, Clients: 2, Time: 20 * s, Interval: 3 * s, Seed: 6532,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
@@ -1108,18 +1069,13 @@ var Rows = []Row{
 			"another contender enters beside it (overlapping-holds, lost-add).",
 	},
 	{
-		// With the default skews (1-30 s, log-uniform) 3 of 4 runs were
-		// invalid (2026-11-24, seeds 6533-6536, not recorded: the schedule
-		// changed): the valid one drew +1.4 s, +1.3 s and +1.1 s, all under
-		// the lock timeout (3 s) a contender must outrun; each invalid one
-		// drew one of 4.8-22 s. Skews of 4-10 s are all past it: 4 of 5
-		// (2026-11-24, load 33-56). The valid run (seed 6535) shows why not
-		// every time: five contenders on one row mostly livelock (each sees
-		// another's column and backs off; 12 acquires granted, 18 failed
-		// busy), so while the skewed client took the lock nobody else held
-		// it, and it then kept it to itself, its column unexpired to the
-		// others for its offset. 10 of 10 at load 10-21 (2026-11-24), seed
-		// 6535 among them.
+		// With the default skews (1-30 s, log-uniform) a run that drew only
+		// skews under the lock timeout (3 s) a contender must outrun was valid;
+		// skews of 4-10 s are all past it. A run can still be valid: five
+		// contenders on one row mostly livelock (each sees another's column and
+		// backs off), so while the skewed client took the lock nobody else held
+		// it, and it then kept it to itself, its column unexpired to the others
+		// for its offset.
 		Name: "astyanax/client-clock-ahead", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientClock}, SkewAhead: true,
 		SkewMin: 4 * s, SkewMax: 10 * s, Time: 20 * s, Interval: 3 * s, Seed: 6533,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
@@ -1149,8 +1105,8 @@ var Rows = []Row{
 	// schedule that shows it soonest: one stall of a holder past the 3 s
 	// lease, 2 s in, as lease/client-pause/leader/shrunk found for the
 	// published lease; the full rows above keep the drawn faults. Two
-	// clients: five JVMs starting at once took 13 s of a 45 s run at load
-	// 15, and a stall needs only a holder and one contender.
+	// clients: five JVMs starting at once take much of a short run on a
+	// loaded machine, and a stall needs only a holder and one contender.
 	javaStallRow("shedlock", 6540, "lockAtMostFor", "the next instance's UPDATE ... IF lockUntil < now takes the expired lock"),
 	javaStallRow("sidecar", 6541, "the TTL", "the row expires, another instance claims the lease"),
 	javaStallRow("reaper", 6542, "the TTL", "the row expires, another instance takes the lock"),

@@ -6,8 +6,9 @@
 // from it with the catch rates measured (rates.jsonl), so that the verdicts
 // the docs claim are the verdicts the tests assert.
 //
-// The package holds data and the rules that judge it; it runs nothing (the
-// runner does: runner.ScenarioTest).
+// The package holds data and the rules that judge it; it runs nothing
+// (package matrix makes a row's run: matrix.Test). A row is a Spec (Row.Spec)
+// plus its expectation (Want, Unsafe, Catch, Tier, Mechanism).
 package scenario
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -254,6 +256,26 @@ func (r Row) LockCount() int {
 // RunSeed is the seed of run r (0-based) of the row.
 func (r Row) RunSeed(run int) int64 { return r.Seed + int64(run) }
 
+// Spec is the settings of run r (0-based) of the row: its lock, workload,
+// faults, time, interval, clients, locks, pins, consistency, skews and the
+// run's seed, with a quiet phase of Quiet; the rest spec.Defaults. A row
+// with a schedule deals it (matrix.Test): its faults are then the
+// schedule's kinds.
+func (r Row) Spec(run int) spec.Spec {
+	s := spec.Defaults()
+	s.Lock, s.Promise = r.Recipe, string(r.Promise)
+	s.Workload, s.Nemesis = r.Shape(), slices.Clone(r.Faults)
+	s.Time, s.Interval, s.Seed = r.Time, r.Interval, r.RunSeed(run)
+	s.Clients, s.Locks, s.Quiet = r.ClientCount(), r.LockCount(), Quiet
+	s.PinClients, s.DCLocal, s.RetireStuck = r.Pin, r.DCLocal, r.RetireStuck
+	s.SkewAhead, s.SkewMin, s.SkewMax = r.SkewAhead, r.SkewMin, r.SkewMax
+	s.StuckBound = r.StuckBound()
+	if r.KillTarget != "" {
+		s.KillTarget = r.KillTarget
+	}
+	return s
+}
+
 // FaultsName is the faults as row names spell them: "none", "node-faults"
 // for NodeFaults, else the kinds joined by "+".
 func (r Row) FaultsName() string {
@@ -360,17 +382,16 @@ func (r Row) Check() error {
 	if r.Tier != Quick && r.Tier != Full {
 		bad("tier %q: want %s or %s", r.Tier, Quick, Full)
 	}
-	if r.Time <= 0 || r.Interval <= 0 {
-		bad("time %v and interval %v must be positive", r.Time, r.Interval)
+	// The run's settings pass the checks `lockcheck run` applies: one
+	// line each, naming the flag.
+	if err := r.Spec(0).Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if !slices.Contains(workload.Shapes, r.Shape()) && r.Shape() != workload.ShapeRegister {
 		bad("workload %q: want one of %v or %s", r.Workload, workload.Shapes, workload.ShapeRegister)
 	}
 	if (r.Shape() == workload.ShapeRegister) != (r.Recipe == workload.ShapeRegister) {
 		bad("recipe %q, workload %q: the register workload is its own recipe (Recipe and Workload both %q)", r.Recipe, r.Shape(), workload.ShapeRegister)
-	}
-	if r.Clients < 0 || r.Locks < 0 {
-		bad("clients %d and locks %d must not be negative", r.Clients, r.Locks)
 	}
 	if r.Seed <= 0 {
 		bad("seed %d: want a positive seed of its own", r.Seed)
@@ -404,9 +425,6 @@ func (r Row) Check() error {
 	}
 	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) && !slices.Contains(r.Faults, nemesis.CoordClock) {
 		bad("skew bounds without %s or %s: they bound those faults' skew", nemesis.ClientClock, nemesis.CoordClock)
-	}
-	if (r.SkewMin != 0 || r.SkewMax != 0) && (r.SkewMin <= 0 || r.SkewMax < r.SkewMin) {
-		bad("skew bounds %v..%v: want 0 < min <= max", r.SkewMin, r.SkewMax)
 	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")

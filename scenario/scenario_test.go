@@ -44,8 +44,9 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"no verdict", func(r *Row) { r.Want, r.Unsafe = "", false }, "a row asserts valid or invalid"},
 		{"unknown verdict", func(r *Row) { r.Want = checker.Unknown }, "a row asserts valid or invalid"},
 		{"no tier", func(r *Row) { r.Tier = "" }, "tier"},
-		{"no time", func(r *Row) { r.Time = 0 }, "must be positive"},
-		{"no interval", func(r *Row) { r.Interval = 0 }, "must be positive"},
+		{"no time", func(r *Row) { r.Time = 0 }, "--time must be positive"},
+		{"no interval", func(r *Row) { r.Interval = 0 }, "--interval must be positive"},
+		{"too many clients", func(r *Row) { r.Clients = 101 }, "--clients must be 1..100, got 101"},
 		{"no seed", func(r *Row) { r.Seed = 0 }, "seed"},
 		{"no mechanism", func(r *Row) { r.Mechanism = " " }, "no mechanism"},
 		{"unknown kind", func(r *Row) { r.Faults, r.Name = []string{"meteor"}, "lease/meteor" }, "unknown fault"},
@@ -63,10 +64,10 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"skew bounds without client-clock", func(r *Row) { r.SkewMin, r.SkewMax = 4*s, 8*s }, "skew bounds without client-clock or coord-clock"},
 		{"skew bounds reversed", func(r *Row) {
 			r.Name, r.Faults, r.SkewMin, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s, 4*s
-		}, "want 0 < min <= max"},
+		}, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"skew bounds without a minimum", func(r *Row) {
 			r.Name, r.Faults, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s
-		}, "want 0 < min <= max"},
+		}, "skew bounds must be 0 < skew-min <= skew-max"},
 		{"empty schedule with faults", func(r *Row) {
 			r.Name, r.Schedule = "lease/client-pause/shrunk", &nemesis.Schedule{Source: "lease/client-pause, seed 1"}
 		}, "want the schedule's kinds []"},
@@ -406,24 +407,26 @@ func TestFindingsPage(t *testing.T) {
 	}
 }
 
-// Each row's table line says the verdict the row asserts and its last rate
-// at its settings, not at other settings.
+// Each row's table line says the verdict the row asserts and its rate at
+// its settings, pooled over the batches of other seeds, with their dates
+// and machine; a rate at other settings is not the row's.
 func TestFindingsRowLine(t *testing.T) {
 	r := good()
 	rates := []Rate{
-		{Row: r.Name, Time: Duration(20 * time.Second), Interval: Duration(3 * time.Second), Runs: 10, Invalid: 9, Date: "2026-11-22", Cores: 2},
+		{Row: r.Name, Time: Duration(20 * time.Second), Interval: Duration(3 * time.Second), Runs: 10, Invalid: 9, Date: "2026-11-22", Cores: 2, Load: "3-5"},
 		{Row: r.Name, Time: Duration(30 * time.Second), Interval: Duration(3 * time.Second), Runs: 10, Invalid: 10, Date: "2026-11-23", Cores: 2},
+		{Row: r.Name, Time: Duration(20 * time.Second), Interval: Duration(3 * time.Second), Runs: 10, Invalid: 10, Date: "2026-11-24", Cores: 2, Load: "8", First: 10},
 	}
 	var buf bytes.Buffer
 	if err := WriteFindings(&buf, []Row{r}, rates); err != nil {
 		t.Fatal(err)
 	}
-	want := "| [`lease/client-pause`](#leaseclient-pause) | `lease` | client-pause | 3 nodes, Paxos v1 (shared) | 20 s | 3 s | quick | **invalid**, caught >= 9/10 | 9/10 (2026-11-22) |"
+	want := "| [`lease/client-pause`](#leaseclient-pause) | `lease` | client-pause | 3 nodes, Paxos v1 (shared) | 20 s | 3 s | quick | **invalid**, caught >= 9/10 | 19/20 (2 batches) | 2026-11-22 to 2026-11-24 | 2 cores, load 3-8 |"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("page:\n%s\nwant the line\n%s", buf.String(), want)
 	}
-	if !strings.Contains(buf.String(), "| 10/10 | 30 s | 3 s | 2026-11-23 | 2 cores |") {
-		t.Errorf("page:\n%s\nwant the 30 s rate listed under the row", buf.String())
+	if strings.Contains(buf.String(), "2026-11-23") {
+		t.Errorf("page:\n%s\nshows the 30 s rate, measured at other settings", buf.String())
 	}
 }
 

@@ -67,11 +67,11 @@ func anchors(text string) map[string]bool {
 	return out
 }
 
-// TestRelativeLinks checks every relative link of the README, DEVELOPERS.md
-// and docs/: the file must exist, and an anchor must be a heading of it.
+// TestRelativeLinks checks every relative link of the README, DEVELOPERS.md,
+// CHANGELOG.md and docs/: the file must exist, and an anchor must be a heading of it.
 func TestRelativeLinks(t *testing.T) {
 	root := ".."
-	pages := []string{"README.md", "DEVELOPERS.md"}
+	pages := []string{"README.md", "DEVELOPERS.md", "CHANGELOG.md"}
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/spec"
 )
 
 // Recorder receives every operation; history.Writer implements it. Append
@@ -65,8 +66,8 @@ type config struct {
 }
 
 // DefaultClients is the number of clients of a workload made without
-// WithClients (and of a run: runner.Defaults).
-const DefaultClients = 5
+// WithClients: a run's (spec.Defaults).
+const DefaultClients = spec.DefaultClients
 
 // WithClients sets the number of concurrent clients (default DefaultClients).
 func WithClients(n int) Option { return func(c *config) { c.clients = n } }
@@ -140,7 +141,7 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 		clients:        DefaultClients,
 		locks:          []string{"l0"},
 		seed:           1,
-		acquireTimeout: 5 * time.Second,
+		acquireTimeout: spec.DefaultAcquireTimeout,
 		opTimeout:      10 * time.Second,
 		holdMax:        50 * time.Millisecond,
 		thinkMax:       20 * time.Millisecond,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lockcheck/lockcheck/spec"
 )
 
 // flagSets are every subcommand's flags with its usage: the reference
@@ -64,6 +66,16 @@ func writeCLIReference(w io.Writer) {
 		}
 		fmt.Fprintln(w, "\n| flag | default | meaning |\n| --- | --- | --- |")
 		fmt.Fprintln(w, strings.Join(rows, "\n"))
+		if c.name == "run" {
+			var settings []string
+			for _, f := range spec.Fields {
+				if !f.NoFlag {
+					settings = append(settings, "`--"+f.Flag+"`")
+				}
+			}
+			fmt.Fprintf(w, "\nThe run's settings, %s, are its Spec (package spec: their names, defaults, help and checks are its table): the history's meta line records them and `replay` and `shrink` run them again.\n",
+				strings.Join(settings, ", "))
+		}
 	}
 }
 

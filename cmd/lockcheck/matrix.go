@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/matrix"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/scenario"
 )
@@ -109,7 +110,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return bad("--cluster: %v", err)
 	}
 	for _, r := range rows {
-		if _, err := runner.ScenarioTest(r, 0); err != nil {
+		if _, err := matrix.Test(r, 0); err != nil {
 			return bad("%v", err)
 		}
 	}
@@ -122,7 +123,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				return bad("%s: %v", g.Rows[0].Name, err)
 			}
 		}
-		if opts[i], err = runner.ScenarioClusterOptions(g.Cluster, lazyFS); err != nil {
+		if opts[i], err = matrix.ClusterOptions(g.Cluster, lazyFS); err != nil {
 			return bad("%s: %v", g.Rows[0].Name, err)
 		}
 	}
@@ -214,7 +215,7 @@ func matrixCluster(ctx context.Context, name string, cfg scenario.Cluster, opts 
 	noop := func() {}
 	c, err = cluster.Attach(ctx, cluster.WithName(name), cluster.WithLogger(log))
 	switch {
-	case err == nil && runner.ScenarioFits(c, cfg):
+	case err == nil && matrix.Fits(c, cfg):
 		return c, noop, nil
 	case err == nil && cfg.Shared():
 		return nil, nil, fmt.Errorf("cluster %s runs %d nodes, paxos %s, lazyfs %t: not the shared configuration (%s)", name, len(c.Nodes()), c.Paxos(), c.LazyFS(), cfg)
@@ -225,7 +226,7 @@ func matrixCluster(ctx context.Context, name string, cfg scenario.Cluster, opts 
 		name += "-" + cfg.Key()
 		c, err = cluster.Attach(ctx, cluster.WithName(name), cluster.WithLogger(log))
 		switch {
-		case err == nil && runner.ScenarioFits(c, cfg):
+		case err == nil && matrix.Fits(c, cfg):
 			return c, noop, nil
 		case err == nil:
 			return nil, nil, fmt.Errorf("cluster %s runs, but not as %s: remove it (lockcheck cluster down --name %s)", name, cfg, name)
@@ -267,7 +268,7 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 			break
 		}
 		res.loads = appendLoad(res.loads)
-		tc, err := runner.ScenarioTest(row, first+r)
+		tc, err := matrix.Test(row, first+r)
 		if err != nil {
 			return res, err
 		}

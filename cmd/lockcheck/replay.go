@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,13 +20,17 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/reports"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/spec"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // storedRun is a run directory read back for a replay or a shrink: its
-// meta line, its schedule as it happened, its verdict and anomaly kinds.
+// meta line and the Spec it records, its schedule as it happened, its
+// verdict and anomaly kinds.
 type storedRun struct {
 	dir       string
 	meta      history.Meta
+	spec      spec.Spec
 	schedule  nemesis.Schedule
 	verdict   checker.Verdict
 	anomalies []string // the anomaly kinds of its verdict, each once
@@ -48,6 +51,9 @@ func loadRun(ctx context.Context, dir string) (storedRun, error) {
 	meta := slices.IndexFunc(ops, func(op history.Op) bool { return op.Process == history.NemesisProcess && op.F == history.FMeta })
 	if meta < 0 || json.Unmarshal(ops[meta].Value, &r.meta) != nil || r.meta.Lock == "" {
 		return r, fmt.Errorf("%s has no meta line naming its lock: not a run of lockcheck", path)
+	}
+	if r.spec, err = runner.SpecOf(r.meta); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
 	}
 	if r.schedule, err = nemesis.ScheduleFromHistory(ops); err != nil {
 		return r, fmt.Errorf("%s: %w: nothing to replay", path, err)
@@ -72,9 +78,9 @@ func anomalyKinds(res checker.Result) []string {
 	return out
 }
 
-// replayConfig is how a stored run is run again: its lock, workload,
-// clients, locks, time, TTL, interval, seed and pins, from its meta line,
-// and the flags that override them.
+// replayConfig is how a stored run is run again: the Spec of its meta
+// line (its lock, workload, clients, locks, time, TTL, seed, pins...), and
+// the flags that override it.
 type replayConfig struct {
 	lockCmd, lockURL, cluster, store string
 	time                             time.Duration
@@ -84,59 +90,47 @@ type replayConfig struct {
 
 func (c *replayConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cluster, "cluster", cluster.DefaultName, "the running cluster to replay on (lockcheck cluster up)")
-	fs.StringVar(&c.store, "store", runner.Defaults().Store, "the store of the replays' runs")
+	fs.StringVar(&c.store, "store", spec.Defaults().Store, "the store of the replays' runs")
 	fs.DurationVar(&c.time, "time", 0, "how long each replay runs (0: the run's own time)")
 	fs.StringVar(&c.lockCmd, "lock-cmd", "", "the plug-in command, when the run was a --lock-cmd run (a command is not stored)")
 	fs.StringVar(&c.lockURL, "lock-url", "", "the lock service, when the run was a --lock-url run")
 }
 
 // options are the lockcheck options of a replay of r with candidate's
-// schedule, clients, locks and time (zero: the run's own).
+// schedule, clients, locks and time (zero: the run's own): the run's Spec
+// with those, its faults the schedule's.
 func (c *replayConfig) options(r storedRun, cand candidate) (lockcheck.Lock, []lockcheck.Option, error) {
-	m := r.meta
-	lock := lockcheck.Lock{Recipe: m.Lock}
+	s := c.spec(r, cand)
+	lock := lockcheck.Lock{Recipe: s.Lock}
 	switch {
+	case s.Workload == workload.ShapeRegister:
+		// The register tests Cassandra's LWT itself: no lock.
+		lock = lockcheck.Lock{}
 	case c.lockCmd != "":
-		lock = lockcheck.Lock{Command: c.lockCmd, Promise: m.Promise}
+		lock = lockcheck.Lock{Command: c.lockCmd, Promise: history.Promise(s.Promise)}
 	case c.lockURL != "":
-		lock = lockcheck.Lock{URL: c.lockURL, Promise: m.Promise}
-	case !slices.Contains(runner.RecipeNames(), m.Lock):
-		return lock, nil, fmt.Errorf("the run's lock %q is not one of lockcheck's recipes: give its --lock-cmd or --lock-url", m.Lock)
+		lock = lockcheck.Lock{URL: c.lockURL, Promise: history.Promise(s.Promise)}
+	case !slices.Contains(runner.RecipeNames(), s.Lock):
+		return lock, nil, fmt.Errorf("the run's lock %q is not one of lockcheck's recipes: give its --lock-cmd or --lock-url", s.Lock)
 	}
-	atoi := func(k string, def int) int {
-		if v, err := strconv.Atoi(m.Config[k]); err == nil && v > 0 {
-			return v
-		}
-		return def
-	}
-	dur := func(k string, def time.Duration) time.Duration {
-		if v, err := time.ParseDuration(m.Config[k]); err == nil && v > 0 {
-			return v
-		}
-		return def
-	}
-	d := runner.Defaults()
-	opts := []lockcheck.Option{
-		lockcheck.WithWorkload(cmpOr(m.Config["workload"], d.Workload)),
-		lockcheck.WithClients(cmpInt(cand.clients, atoi("clients", d.Clients))),
-		lockcheck.WithLocks(cmpInt(cand.locks, atoi("locks", d.Locks))),
-		lockcheck.WithTime(cmpDur(cand.time, cmpDur(c.time, dur("time", d.Time)))),
-		lockcheck.WithTTL(dur("ttl", d.TTL)), lockcheck.WithInterval(dur("interval", d.Interval)),
-		lockcheck.WithSeed(cmpInt64(m.Seed, 1)), lockcheck.WithStore(c.store), lockcheck.WithCluster(c.cluster),
-	}
+	opts := []lockcheck.Option{lockcheck.WithSpec(s), lockcheck.WithCluster(c.cluster)}
 	if len(cand.schedule.Steps) > 0 {
 		opts = append(opts, lockcheck.WithSchedule(cand.schedule))
 	}
-	if m.Config["pins"] != "" {
-		opts = append(opts, lockcheck.WithPinClients())
-	}
-	if m.Config["consistency"] == "local" {
-		opts = append(opts, lockcheck.WithDCLocal())
-	}
-	if m.RetiresStuck() {
-		opts = append(opts, lockcheck.WithRetireStuck())
-	}
 	return lock, opts, nil
+}
+
+// spec is the Spec a replay of r with candidate runs: the run's own, its
+// faults left to the schedule, its name made afresh, stored in the
+// replay's store, waiting for a busy cluster.
+func (c *replayConfig) spec(r storedRun, cand candidate) spec.Spec {
+	s := r.spec
+	s.Name, s.Nemesis, s.Store, s.NoWait = "", nil, c.store, false
+	s.Clients = cmpInt(cand.clients, s.Clients)
+	s.Locks = cmpInt(cand.locks, s.Locks)
+	s.Time = cmpDur(cand.time, cmpDur(c.time, s.Time))
+	s.Seed = cmpInt64(s.Seed, 1)
+	return s
 }
 
 // candidate is what a replay varies: the schedule (no steps: no faults),

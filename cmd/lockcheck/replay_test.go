@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/spec"
 )
 
 // writeRun writes a run directory holding history lines.
@@ -119,23 +125,75 @@ func lockcheckPlan(lock lockcheck.Lock, opts []lockcheck.Option) (lockcheck.Plan
 
 // A replay runs what the stored run ran: its pinned clients, its consistency
 // (a dc-local run replayed at SERIAL would test another lock) and its
-// retiring of stuck names come back from the meta line.
+// retiring of stuck names come back from the meta line: from its Spec, and
+// from the config of a history written before the meta line had one.
 func TestReplayKeepsTheRunsSettings(t *testing.T) {
+	specOf := func(mod func(*spec.Spec)) json.RawMessage {
+		s := spec.Defaults()
+		s.Lock, s.Promise, s.Seed = "lease-fenced", "fenced", 3
+		mod(&s)
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	tests := []struct {
 		config map[string]string
+		spec   json.RawMessage
 		check  func(lockcheck.Plan) bool
 	}{
-		{map[string]string{}, func(p lockcheck.Plan) bool { return !p.Test.PinClients && !p.Test.DCLocal && !p.Test.RetireStuck }},
-		{map[string]string{"pins": "0=n1 1=n2"}, func(p lockcheck.Plan) bool { return p.Test.PinClients }},
-		{map[string]string{"consistency": "local"}, func(p lockcheck.Plan) bool { return p.Test.DCLocal }},
-		{map[string]string{history.ConfigRetireStuck: "true"}, func(p lockcheck.Plan) bool { return p.Test.RetireStuck }},
+		{map[string]string{}, nil, func(p lockcheck.Plan) bool { return !p.Test.PinClients && !p.Test.DCLocal && !p.Test.RetireStuck }},
+		{map[string]string{"pins": "0=n1 1=n2"}, nil, func(p lockcheck.Plan) bool { return p.Test.PinClients }},
+		{map[string]string{"consistency": "local"}, nil, func(p lockcheck.Plan) bool { return p.Test.DCLocal }},
+		{map[string]string{history.ConfigRetireStuck: "true"}, nil, func(p lockcheck.Plan) bool { return p.Test.RetireStuck }},
+		{map[string]string{"skew": "2s..5s", "ttl": "4s"}, nil, func(p lockcheck.Plan) bool {
+			return p.Test.SkewMin == 2*time.Second && p.Test.SkewMax == 5*time.Second && p.Test.TTL == 4*time.Second
+		}},
+		{nil, specOf(func(s *spec.Spec) { s.PinClients, s.DCLocal = true, true }), func(p lockcheck.Plan) bool { return p.Test.PinClients && p.Test.DCLocal }},
+		{nil, specOf(func(s *spec.Spec) { s.PauseExtra, s.Quiet, s.SkewAhead = time.Second, 0, true }), func(p lockcheck.Plan) bool {
+			return p.Test.PauseExtra == time.Second && p.Test.Quiet == 0 && p.Test.SkewAhead && p.Test.Seed == 3
+		}},
 	}
 	for _, tt := range tests {
-		r := storedRun{meta: history.Meta{Test: "t", Lock: "lease-fenced", Promise: history.PromiseFenced, Seed: 3, Config: tt.config}}
+		m := history.Meta{Test: "t", Lock: "lease-fenced", Promise: history.PromiseFenced, Seed: 3, Config: tt.config, Spec: tt.spec}
+		s, err := runner.SpecOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := storedRun{meta: m, spec: s}
 		c := &replayConfig{}
 		lock, opts, err := c.options(r, candidate{})
 		if p := mustPlan(t, lock, opts, err); !tt.check(p) {
-			t.Errorf("config %v: plan %+v", tt.config, p.Test)
+			t.Errorf("config %v, spec %s: plan %+v", tt.config, tt.spec, p.Test)
 		}
+	}
+}
+
+// A run stored before the meta line carried its Spec (testdata/old-meta-run,
+// written by lockcheck at bf197c8) still loads, checks and replays with its
+// settings.
+func TestReplayReadsAnOldHistory(t *testing.T) {
+	r, err := loadRun(context.Background(), filepath.Join("testdata", "old-meta-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.verdict == "" || len(r.schedule.Steps) == 0 {
+		t.Errorf("verdict %q, %d steps", r.verdict, len(r.schedule.Steps))
+	}
+	c := &replayConfig{store: "replays"}
+	lock, opts, err := c.options(r, candidate{schedule: r.schedule})
+	p := mustPlan(t, lock, opts, err)
+	want := spec.Defaults()
+	want.Lock, want.Promise, want.Workload, want.Seed, want.Clients, want.Locks = "lease-fenced", "fenced", "cycle", 7, 3, 1
+	want.Time, want.TTL, want.Interval, want.RetireStuck = 1500*time.Millisecond, 2*time.Second, 300*time.Millisecond, true
+	want.SkewMin, want.SkewMax, want.Store = time.Second, 4*time.Second, "replays"
+	got := p.Test.Spec
+	want.Name, want.Nemesis = got.Name, got.Nemesis // named afresh; the schedule's kinds
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("replay of the old run: %+v, want %+v", got, want)
+	}
+	if p.Test.Schedule == nil || !slices.Equal(p.Test.Nemesis, r.schedule.Kinds()) {
+		t.Errorf("schedule %v, nemesis %v", p.Test.Schedule, p.Test.Nemesis)
 	}
 }

@@ -15,23 +15,25 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/spec"
 	"github.com/lockcheck/lockcheck/sshnode"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
-// runFlags are `lockcheck run`'s flags: what they fill becomes a
-// lockcheck.Lock and lockcheck.Options (options), and the run goes through
-// the Go API's entry point, lockcheck.Plan.Run.
+// runFlags are `lockcheck run`'s flags: the run's settings (the Spec's
+// flags, spec.Register), the lock, the cluster or hosts. What they fill
+// becomes a lockcheck.Lock and lockcheck.Options (options), and the run goes
+// through the Go API's entry point, lockcheck.Plan.Run.
 type runFlags struct {
-	lock, lockCmd, lockURL, promise, nemesis string
-	schedule                                 string
-	name                                     string
-	cluster, paxos, version, hosts           string
-	nodes                                    int
-	keep                                     bool
-	t                                        runner.Test
-	x                                        runner.External
-	ssh                                      sshnode.Config
+	lock, lockCmd, lockURL, promise string
+	schedule                        string
+	name                            string
+	cluster, paxos, version, hosts  string
+	nodes                           int
+	keep                            bool
+	t                               runner.Test
+	x                               runner.External
+	ssh                             sshnode.Config
 }
 
 func newRunFlags() (*flag.FlagSet, *runFlags) {
@@ -44,33 +46,18 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.name, "name", "", "with --lock-cmd or --lock-url: the lock's name in the store and the report, lower-case words joined by dashes (default: --lock-cmd's program's base name, or its lock argument: python-lease for plugins/python-lease/run, shedlock for plugins/java-locks/run shedlock; http)")
 	fs.StringVar(&f.promise, "promise", "mutex", "with --lock-cmd or --lock-url: what the lock promises, mutex or fenced (its grants carry tokens the resource checks)")
 	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable (a step may follow an earlier window: the run then lasts until it is dealt, as it does when a step is a range movement); not with --nemesis")
-	fs.StringVar(&f.nemesis, "nemesis", "none", "none, all (every kind but the power kinds, which need a cluster up --lazyfs, and the coord kinds, which need --pin-clients), or a comma list of "+fmt.Sprint(nemesis.Kinds))
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later), or a known-unsafe control (cluster up --help)")
 	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line of a cluster this command starts: "+strings.Join(cluster.Versions(), ", "))
 	fs.StringVar(&f.cluster, "cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	fs.BoolVar(&f.keep, "keep", false, "leave a cluster this command started running")
-	fs.StringVar(&t.Workload, "workload", t.Workload, fmt.Sprintf("the clients' shape: %s (acquire, write, release) or %s (terms of many seconds, heartbeats, writes as leader); or %s: no lock, Cassandra's LWT itself as a compare-and-set register on --locks keys (SERIAL reads, IF NOT EXISTS, IF value = ?), node faults only", workload.ShapeCycle, workload.ShapeLeader, workload.ShapeRegister))
-	fs.IntVar(&t.Clients, "clients", t.Clients, fmt.Sprintf("concurrent clients (1..%d)", runner.MaxClients))
-	fs.IntVar(&t.Locks, "locks", t.Locks, fmt.Sprintf("lock names the clients contend for (1..%d)", runner.MaxLocks))
-	fs.DurationVar(&t.Time, "time", t.Time, "how long the clients and the nemesis run")
-	fs.Int64Var(&t.Seed, "seed", 0, "seed of every random choice (default: from the clock, printed)")
-	fs.StringVar(&t.Store, "store", t.Store, "the store of runs")
-	fs.DurationVar(&t.Interval, "interval", t.Interval, "mean time between faults, and mean fault length")
-	fs.DurationVar(&t.TTL, "ttl", t.TTL, "TTL of the lease recipes, a plug-in's and a lock service's grants (at least 1s)")
-	fs.DurationVar(&t.Quiet, "quiet", t.Quiet, "quiet phase after healing, before the final reads (0: none)")
-	fs.DurationVar(&t.PauseExtra, "pause-extra", t.PauseExtra, "client-pause: how much longer than its lease a paused holder stalls")
-	fs.DurationVar(&t.AcquireTimeout, "acquire-timeout", t.AcquireTimeout, "how long one acquire may take before the client gives up on it (a library whose one attempt takes seconds needs more); availability is counted with it")
-	fs.DurationVar(&t.StuckBound, "stuck-bound", 0, "liveness: how long a lock left held by a dead holder may go without a grant before the run reports it stuck (default: the TTL plus two acquire time-outs; not below --ttl)")
-	fs.DurationVar(&t.KillRestart, "kill-restart", t.KillRestart, "client-kill: how long a killed client stays down before a fresh process of it starts (shorter than --time)")
-	fs.StringVar(&t.KillTarget, "kill-target", t.KillTarget, "client-kill: what the killed client is doing: "+strings.Join(nemesis.KillTargets, ", ")+" (any: whichever comes first)")
-	fs.BoolVar(&t.SkewAhead, "skew-ahead", false, "client-clock: set the contender's clock ahead instead of behind")
-	fs.DurationVar(&t.SkewMin, "skew-min", 0, "client-clock's smallest skew, coord-clock's smallest ahead (with --skew-max; default 1s, and the TTL plus 1s)")
-	fs.DurationVar(&t.SkewMax, "skew-max", 0, "client-clock's largest skew, coord-clock's largest ahead (with --skew-min; default 30s, and the TTL plus 3s)")
-	fs.BoolVar(&t.NoWait, "no-wait", false, "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free")
-	fs.BoolVar(&t.PinClients, "pin-clients", false, "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it")
-	fs.BoolVar(&t.RetireStuck, "retire-stuck", false, "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end")
-	fs.BoolVar(&t.DCLocal, "dc-local", false, "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM (recipes "+strings.Join(runner.DCLocalRecipes(), ", ")+"); on a cluster of several data centres clients are placed in them round-robin either way")
+	// The run's settings are the Spec's fields: their flags, defaults and
+	// help come from its table (spec.Fields), with the lists only other
+	// packages know added here.
+	spec.Register(fs, &t.Spec, map[string]string{
+		"nemesis":  ": " + strings.Join(nemesis.Kinds, ", "),
+		"dc-local": "; the recipes that take it: " + strings.Join(runner.DCLocalRecipes(), ", "),
+	})
 	fs.StringVar(&f.hosts, "hosts", "", "your own Cassandra: contact points H1,H2,... (no Docker; node faults need --ssh-key)")
 	x := &f.x
 	fs.IntVar(&x.Port, "port", 9042, "with --hosts: CQL port")
@@ -110,35 +97,12 @@ func (f *runFlags) options() (lockcheck.Lock, []lockcheck.Option, error) {
 	if f.lock == "" && f.t.Workload != workload.ShapeRegister {
 		lock.Promise = history.Promise(f.promise)
 	}
-	t := f.t
 	opts := []lockcheck.Option{
-		lockcheck.WithNemesis(f.nemesis), lockcheck.WithWorkload(t.Workload), lockcheck.WithClients(t.Clients),
-		lockcheck.WithLocks(t.Locks), lockcheck.WithTime(t.Time), lockcheck.WithSeed(t.Seed), lockcheck.WithStore(t.Store),
-		lockcheck.WithInterval(t.Interval), lockcheck.WithTTL(t.TTL), lockcheck.WithQuiet(t.Quiet),
-		lockcheck.WithPauseExtra(t.PauseExtra), lockcheck.WithCluster(f.cluster),
-		lockcheck.WithAcquireTimeout(t.AcquireTimeout), lockcheck.WithStuckBound(t.StuckBound), lockcheck.WithClientKill(t.KillRestart, t.KillTarget),
+		lockcheck.WithSpec(f.t.Spec), lockcheck.WithCluster(f.cluster),
 		lockcheck.WithStartIfMissing(f.nodes, f.paxos), lockcheck.WithCassandra(f.version),
 	}
-	if t.PinClients {
-		opts = append(opts, lockcheck.WithPinClients())
-	}
-	if t.DCLocal {
-		opts = append(opts, lockcheck.WithDCLocal())
-	}
-	if t.RetireStuck {
-		opts = append(opts, lockcheck.WithRetireStuck())
-	}
-	if t.SkewAhead {
-		opts = append(opts, lockcheck.WithSkewAhead())
-	}
-	if t.SkewMin != 0 || t.SkewMax != 0 {
-		opts = append(opts, lockcheck.WithSkew(t.SkewMin, t.SkewMax))
-	}
-	if t.NoWait {
-		opts = append(opts, lockcheck.WithNoWait())
-	}
 	if f.schedule != "" {
-		if f.nemesis != "none" && f.nemesis != "" {
+		if len(f.t.Nemesis) > 0 {
 			return lockcheck.Lock{}, nil, errors.New("give --schedule or --nemesis, not both (the schedule names its kinds)")
 		}
 		s, err := nemesis.LoadSchedule(f.schedule)

@@ -41,7 +41,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--lock", "lease", "--time", "-1s"}, "time must be positive"},
 		{[]string{"--lock", "lease", "--ttl", "500ms"}, "ttl must be at least 1s"},
 		{[]string{"--lock", "lease", "--workload", "elect"}, `workload must be one of [cycle leader register], got "elect"`},
-		{[]string{"--lock", "lease", "--quiet", "-1s"}, "quiet and pause-extra must not be negative"},
+		{[]string{"--lock", "lease", "--quiet", "-1s"}, "--quiet must not be negative"},
 		{[]string{"--lock", "lease", "--paxos", "v3"}, `paxos "v3": want one of v1,`},
 		{[]string{"--lock", "lease", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--workload", "register", "--lock", "lease"}, "--workload register tests Cassandra's LWT itself: give no --lock"},

@@ -20,6 +20,7 @@ import (
 	"github.com/lockcheck/lockcheck/reports"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/shrink"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 type shrinkFlags struct {
@@ -117,23 +118,21 @@ func runShrink(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	m := res.Minimal
 	sum := reports.Shrunk{Anomaly: kind, Steps: len(m.Schedule.Steps), Caught: res.Caught, Tries: res.Tries,
 		Clients: m.Clients, Locks: m.Locks, Time: m.Time.String(), Runs: res.Runs, Seconds: res.Wall.Seconds()}
-	cmd := []string{"lockcheck", "run", "--lock", r.meta.Lock}
-	if f.lockCmd != "" {
-		cmd = []string{"lockcheck", "run", "--lock-cmd", strconv.Quote(f.lockCmd), "--promise", string(r.meta.Promise)}
-	} else if f.lockURL != "" {
-		cmd = []string{"lockcheck", "run", "--lock-url", f.lockURL, "--promise", string(r.meta.Promise)}
+	// The one command that reproduces it: the run's Spec with the
+	// smallest candidate's clients, locks and time, as run's flags.
+	rs := f.spec(r, candidate{clients: m.Clients, locks: m.Locks, time: m.Time})
+	var cmd []string
+	switch {
+	case rs.Workload == workload.ShapeRegister:
+		cmd = []string{"lockcheck", "run"}
+	case f.lockCmd != "":
+		cmd = []string{"lockcheck", "run", "--lock-cmd", strconv.Quote(f.lockCmd), "--promise", rs.Promise}
+	case f.lockURL != "":
+		cmd = []string{"lockcheck", "run", "--lock-url", f.lockURL, "--promise", rs.Promise}
+	default:
+		cmd = []string{"lockcheck", "run", "--lock", rs.Lock}
 	}
-	cmd = append(cmd, "--workload", cmpOr(r.meta.Config["workload"], "cycle"), "--clients", strconv.Itoa(m.Clients),
-		"--locks", strconv.Itoa(m.Locks), "--time", m.Time.String(), "--ttl", plan.Test.TTL.String(), "--seed", strconv.FormatInt(plan.Test.Seed, 10))
-	if plan.Test.PinClients {
-		cmd = append(cmd, "--pin-clients")
-	}
-	if plan.Test.DCLocal {
-		cmd = append(cmd, "--dc-local")
-	}
-	if plan.Test.RetireStuck {
-		cmd = append(cmd, "--retire-stuck")
-	}
+	cmd = append(cmd, rs.Args([]string{"workload", "clients", "locks", "time", "ttl", "seed"}, []string{"store", "nemesis", "no-wait"})...)
 	if len(m.Schedule.Steps) > 0 {
 		m.Schedule.Source = dir + " (shrunk)"
 		path := filepath.Join(out, runner.ScheduleFile)

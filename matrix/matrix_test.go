@@ -1,4 +1,4 @@
-package runner
+package matrix
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func TestScenarioRowsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range scenario.Rows {
-		tc, err := ScenarioTest(row, 2)
+		tc, err := Test(row, 2)
 		if err != nil {
 			t.Errorf("%s: %v", row.Name, err)
 			continue
@@ -34,21 +34,21 @@ func TestScenarioRowsRun(t *testing.T) {
 			(row.Schedule == nil || len(row.Schedule.Steps) == 0) != (tc.Schedule == nil) {
 			t.Errorf("%s: test %+v does not carry the row", row.Name, tc)
 		}
-		if _, err := ScenarioClusterOptions(row.Cluster, lazyFS); err != nil {
+		if _, err := ClusterOptions(row.Cluster, lazyFS); err != nil {
 			t.Errorf("%s: cluster %s: %v", row.Name, row.Cluster, err)
 		}
 	}
 }
 
-func TestScenarioTestRefusesBadRows(t *testing.T) {
+func TestRefusesBadRows(t *testing.T) {
 	row := scenario.Rows[0]
 	row.Recipe = "no-such-lock"
-	if _, err := ScenarioTest(row, 0); err == nil {
+	if _, err := Test(row, 0); err == nil {
 		t.Error("a row with an unknown recipe: no error")
 	}
 	row = scenario.Rows[0]
 	row.Clients = 1000
-	if _, err := ScenarioTest(row, 0); err == nil {
+	if _, err := Test(row, 0); err == nil {
 		t.Error("a row with 1000 clients: no error")
 	}
 }
@@ -56,14 +56,14 @@ func TestScenarioTestRefusesBadRows(t *testing.T) {
 // A row that names a plug-in runs it from the repository's root (here
 // the reference plug-in python-lease, two directories up), under the
 // row's name and promise.
-func TestScenarioTestOfPlugin(t *testing.T) {
+func TestOfPlugin(t *testing.T) {
 	row := scenario.Row{Name: "pylease/client-pause", Recipe: "pylease", Command: "plugins/python-lease/run --quiet",
 		Promise: "fenced", Faults: []string{"client-pause"}, Time: 20 * time.Second, Interval: 3 * time.Second, Seed: 9,
 		Want: "invalid", Unsafe: true, Tier: scenario.Quick, Mechanism: "m"}
 	if err := row.Check(); err != nil {
 		t.Fatal(err)
 	}
-	tc, err := ScenarioTest(row, 0)
+	tc, err := Test(row, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestScenarioTestOfPlugin(t *testing.T) {
 		t.Errorf("command %q, want %q", got, want)
 	}
 	row.Command = "plugins/no-such-plugin/run"
-	if _, err := ScenarioTest(row, 0); err == nil || !strings.Contains(err.Error(), "no directory plugins/no-such-plugin") {
+	if _, err := Test(row, 0); err == nil || !strings.Contains(err.Error(), "no directory plugins/no-such-plugin") {
 		t.Errorf("a plug-in that is not in the checkout: %v", err)
 	}
 }
@@ -89,32 +89,32 @@ func repoCommandOf(t *testing.T, command string) string {
 	return c
 }
 
-func TestScenarioClusterOptions(t *testing.T) {
-	if opts, err := ScenarioClusterOptions(scenario.Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}, ""); err != nil || len(opts) != 4 {
+func TestClusterOptions(t *testing.T) {
+	if opts, err := ClusterOptions(scenario.Cluster{Nodes: 4, Spares: 1, Paxos: "v2", SkipPaxosRepair: true}, ""); err != nil || len(opts) != 4 {
 		t.Errorf("4 nodes, a spare, v2 without Paxos repair: %d options, %v", len(opts), err)
 	}
-	if _, err := ScenarioClusterOptions(scenario.Cluster{SkipPaxosRepair: true}, ""); !errors.Is(err, cluster.ErrBadOption) {
+	if _, err := ClusterOptions(scenario.Cluster{SkipPaxosRepair: true}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("skip Paxos repair on v1: %v, want ErrBadOption", err)
 	}
-	if _, err := ScenarioClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, cluster.ErrBadOption) {
+	if _, err := ClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("two data centres of 3 nodes: %v, want ErrBadOption", err)
 	}
-	if opts, err := ScenarioClusterOptions(scenario.Cluster{Nodes: 4, DCs: 2}, ""); err != nil || len(opts) != 2 {
+	if opts, err := ClusterOptions(scenario.Cluster{Nodes: 4, DCs: 2}, ""); err != nil || len(opts) != 2 {
 		t.Errorf("two data centres of 4 nodes: %d options, %v", len(opts), err)
 	}
-	if _, err := ScenarioClusterOptions(scenario.Cluster{LazyFS: true}, ""); err == nil {
+	if _, err := ClusterOptions(scenario.Cluster{LazyFS: true}, ""); err == nil {
 		t.Error("lazyfs without its binary: no error")
 	}
-	if _, err := ScenarioClusterOptions(scenario.Cluster{Paxos: "v3"}, ""); !errors.Is(err, cluster.ErrBadOption) {
+	if _, err := ClusterOptions(scenario.Cluster{Paxos: "v3"}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("paxos v3: %v, want ErrBadOption", err)
 	}
-	if _, err := ScenarioClusterOptions(scenario.Cluster{Version: "4.0", Paxos: "v2"}, ""); !errors.Is(err, cluster.ErrBadOption) {
+	if _, err := ClusterOptions(scenario.Cluster{Version: "4.0", Paxos: "v2"}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("paxos v2 on 4.0: %v, want ErrBadOption", err)
 	}
-	if opts, err := ScenarioClusterOptions(scenario.Cluster{Version: "4.1", Paxos: "v2"}, ""); err != nil || len(opts) != 2 {
+	if opts, err := ClusterOptions(scenario.Cluster{Version: "4.1", Paxos: "v2"}, ""); err != nil || len(opts) != 2 {
 		t.Errorf("4.1 with paxos v2: %d options, %v", len(opts), err)
 	}
-	opts, err := ScenarioClusterOptions(scenario.Cluster{Paxos: "v2", Nodes: 5}, "")
+	opts, err := ClusterOptions(scenario.Cluster{Paxos: "v2", Nodes: 5}, "")
 	if err != nil || len(opts) != 2 {
 		t.Errorf("paxos v2 on 5 nodes: %d options, %v", len(opts), err)
 	}
