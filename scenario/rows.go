@@ -665,6 +665,14 @@ var Rows = []Row{
 	// within the asserted bound (liveness, judged beside the verdict).
 	// Seeds 6420-6429 (Go), 6560-6569 (plug-ins).
 	{
+		// The other side: a lock with no TTL keeps a killed holder's hold
+		// for good, and liveness must say so (stays stuck).
+		Name: "music-seq/client-kill", Recipe: "music-seq", Faults: []string{nemesis.ClientKill}, KillTarget: nemesis.KillTargetHold,
+		Time: 20 * s, Interval: 5 * s, Seed: 1040, Want: checker.Valid, StaysStuck: true, Tier: Full,
+		Mechanism: "The killed holder's ref stays at the top of the queue: nothing expires it and no one else may delete it, " +
+			"so every later acquire waits in vain to the end of the run (stuck, client-kill). Safety holds.",
+	},
+	{
 		Name: "caslock/client-kill", Recipe: "caslock", Faults: []string{nemesis.ClientKill}, KillTarget: nemesis.KillTargetHold,
 		Time: 30 * s, Interval: 5 * s, Seed: 6420, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
 		Mechanism: "The dead holder's cell expires with its TTL (twice the timeout): a contender's next try, every 500 ms, " +
