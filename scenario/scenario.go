@@ -298,10 +298,14 @@ func (r Row) FaultsName() string {
 
 // Expected says what the row asserts, for tables.
 func (r Row) Expected() string {
+	e := "valid every run"
 	if r.Unsafe {
-		return fmt.Sprintf("invalid >= %d/10", r.CatchBar())
+		e = fmt.Sprintf("invalid >= %d/10", r.CatchBar())
 	}
-	return "valid every run"
+	if w := r.liveWords(); w != "" {
+		e += ", " + w
+	}
+	return e
 }
 
 // NodeFaults are every node fault kind of the nemesis's table that works on
