@@ -692,7 +692,9 @@ var Rows = []Row{
 	{
 		Name: "sidecar/client-kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientKill},
 		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6561, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
-		Mechanism: "The dead holder's lease row expires with its TTL; the next claim (`INSERT ... IF NOT EXISTS`) takes it.",
+		Mechanism: "The dead holder's lease row expires with its TTL; the next claim (`INSERT ... IF NOT EXISTS`) takes it. " +
+			"The kill itself breaks nothing; on a loaded machine the flaw of sidecar/none shows here too (a claim or extend " +
+			"that timed out, a holder that counts its lease from the reply past the row's whole-second expiry: overlapping holds).",
 	},
 	{
 		Name: "reaper/client-kill", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientKill},
