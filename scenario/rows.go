@@ -691,15 +691,21 @@ var Rows = []Row{
 	},
 	{
 		Name: "sidecar/client-kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientKill},
-		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6561, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
-		Mechanism: "The dead holder's lease row expires with its TTL; the next claim (`INSERT ... IF NOT EXISTS`) takes it. " +
-			"The kill itself breaks nothing; on a loaded machine the flaw of sidecar/none shows here too (a claim or extend " +
-			"that timed out, a holder that counts its lease from the reply past the row's whole-second expiry: overlapping holds).",
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6561, Want: checker.Invalid, Unsafe: true, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "A killed holder never gives its lease up early, so the lease it was told runs to its end, and the lease " +
+			"row expires before it: the holder counts its lease from the reply (`Instant.now()` + TTL) while the row's " +
+			"TTL runs from the replica's write, in whole seconds. The next claim takes the row inside the dead holder's " +
+			"lease (overlapping-holds of tens of ms): a holder alive there, a paused one, would still be working. The lock " +
+			"frees within the bound (liveness holds).",
 	},
 	{
 		Name: "reaper/client-kill", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientKill},
-		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6562, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
-		Mechanism: "The dead leader's row expires with its TTL (whole seconds); the next `INSERT ... IF NOT EXISTS` takes the lead.",
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6562, Want: checker.Invalid, Unsafe: true, Catch: 3,
+		FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead leader's row expires with its TTL, in whole seconds from the replica's write: when that falls " +
+			"before the lease counted from the take's send, the next `INSERT ... IF NOT EXISTS` takes the lead inside the dead " +
+			"leader's lease (overlapping-holds of 70-150 ms), which only a holder that never lets go early shows; in some " +
+			"runs only (the kill must land on a take whose write rounds down). The lock frees within the bound.",
 	},
 	{
 		Name: "astyanax/client-kill", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientKill},
