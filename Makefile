@@ -25,10 +25,12 @@ setup-run:
 cli:
 	$(GO) build -o $(BIN) ./cmd/lockcheck
 
-# lockcheck-lazyfs goes into the nodes of `cluster up --lazyfs`: static, so
-# that it runs whatever the node image's libc.
+# lockcheck-lazyfs goes into the nodes of `cluster up --lazyfs`, and
+# lockcheck-shaper into the nodes net-delay shapes where the kernel has no
+# netem: static, so that they run whatever the node image's libc.
 build: cli
 	CGO_ENABLED=0 $(GO) build -o bin/lockcheck-lazyfs ./cmd/lockcheck-lazyfs
+	CGO_ENABLED=0 $(GO) build -o bin/lockcheck-shaper ./cmd/lockcheck-shaper
 
 # The reference plug-ins of --lock-cmd (docs/plugin.md): Python's
 # cassandra-driver from PyPI in a venv (pure Python: no C build), and the

@@ -284,6 +284,14 @@ func WithClientKill(restart time.Duration, target string) Option {
 	return func(c *config) { c.test.KillRestart, c.test.KillTarget = restart, target }
 }
 
+// WithNetBounds bounds what the shaping kinds draw (net-delay, net-rate,
+// coord-net-delay; --net-delay, --net-jitter, --net-rate; default
+// nemesis.DefaultNetBounds): bounds that make no sense (negative, a jitter
+// above the smallest delay, a rate of zero) fail Plan in one line.
+func WithNetBounds(b nemesis.NetBounds) Option {
+	return func(c *config) { c.test.NetDelay, c.test.NetJitter, c.test.NetRate = b.Flags() }
+}
+
 // WithSkewAhead makes client-clock set the contender's clock ahead by its
 // skew instead of behind (--skew-ahead): the fault of a lock whose expiry is
 // a comparison of client clocks, as ShedLock's.

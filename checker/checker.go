@@ -71,10 +71,15 @@ const (
 	KindFailedAddPresent = "failed-add-present"
 	KindPhantom          = "phantom-element"
 	KindMalformedRead    = "malformed-read" // an ok read whose value is not an array
-	// KindTokenOrder: under the fenced promise, a grant whose token is not
-	// greater than every token granted before it on that lock: the lock's
-	// fault (fencing cannot order its holders).
+	// KindTokenOrder: under the fenced promise, a new grant whose token is
+	// not greater than a number token granted before it on that lock, or
+	// equals a token granted before it or while it was in flight: the
+	// lock's fault (fencing.go).
 	KindTokenOrder = "token-not-increasing"
+	// KindTokensUnordered (a finding): a lock whose tokens mix numbers with
+	// other kinds, which the checker cannot order against each other: the
+	// fencing check's verdict is unknown.
+	KindTokensUnordered = "tokens-unordered"
 	// KindStuckLock (a finding): a lock held for good by a process that
 	// ended, its last operation's outcome unknown, holding a grant with no
 	// lease: no later acquire can be granted safely (stuck.go).
@@ -124,6 +129,9 @@ type Result struct {
 	// Holds are the holds the checks saw, by start (for the report; not in
 	// JSON).
 	Holds []Hold `json:"-"`
+	// Timeline is the grants and leases the checks derived, when asked
+	// for (WithTimeline; not in JSON).
+	Timeline *Timeline `json:"-"`
 }
 
 // Option configures Check.
@@ -139,6 +147,7 @@ type config struct {
 	// acquireTimeout and stuckBound are liveness's (liveness.go); zero:
 	// the meta line's or the default.
 	acquireTimeout, stuckBound time.Duration
+	timeline                   bool // keep Result.Timeline (timeline.go)
 }
 
 // WithTimeout bounds the whole check; a checker that runs out of time
@@ -246,7 +255,7 @@ func check(ctx context.Context, ops []history.Op, cfg config) Result {
 // stale write or an overlap explains the lost adds that follow from it.
 var kindRank = map[string]int{
 	KindOverlap: 0, KindTokenOrder: 1, KindStaleWrite: 2, KindNonLinearizable: 3, KindFailedAddPresent: 4,
-	KindDuplicate: 5, KindPhantom: 6, KindMalformedRead: 7, KindLostAdd: 8, KindLateWrite: 9, KindStuckLock: 10,
+	KindDuplicate: 5, KindPhantom: 6, KindMalformedRead: 7, KindLostAdd: 8, KindLateWrite: 9, KindStuckLock: 10, KindTokensUnordered: 11,
 }
 
 func sortAnomalies(as []Anomaly) {

@@ -158,6 +158,7 @@ func (p *procSt) remember(h *holdRec) {
 		for i, o := range p.recent {
 			if !o.open {
 				p.forgotAt = max(p.forgotAt, o.End)
+				o.l.fence.forget(o)
 				p.recent = append(p.recent[:i], p.recent[i+1:]...)
 				p.recent[len(p.recent):cap(p.recent)][0] = nil
 				closed--
@@ -197,16 +198,21 @@ type engine struct {
 
 	st    statsAcc
 	holds []Hold
+	tl    *timelineRec // the grants and leases, when asked for (timeline.go)
 
 	mutex, resource, fencing checkOutput
 	mutexKinds               map[string]int
 	resKinds                 map[string]int
 	fenceKinds               map[string]int
 	nFence                   int
+	nUnordered               int // locks whose tokens mix kinds (fencing.go)
+	nNoToken                 int // ok acquires without a token
 	nOverlap                 int
 	nHolds                   int
 	nResAnom                 int
 	noFinal                  int
+	uncovered                int // acknowledged adds no read covers (resState.finish)
+	uncoveredLocks           int
 
 	callPool []*call
 	lin      *linRunner  // shared by the shards
@@ -223,6 +229,7 @@ func newEngine(ctx context.Context, cfg config) *engine {
 		fencing:    checkOutput{result: CheckResult{Name: CheckFencing, Verdict: Valid}},
 		mutexKinds: map[string]int{}, resKinds: map[string]int{}, fenceKinds: map[string]int{},
 	}
+	e.tl = newTimelineRec(cfg, e)
 	return e
 }
 
@@ -508,6 +515,9 @@ func (l *lockSt) invoke(c *call) {
 	if isLockObjF(c.f) && !l.e.holdsOnly {
 		l.lq.invoke(c)
 	}
+	if l.e.tl != nil {
+		l.e.tl.invoked(l, c)
+	}
 }
 
 func (l *lockSt) complete(c *call) {
@@ -520,6 +530,9 @@ func (l *lockSt) complete(c *call) {
 		// still holds what it held (its hold still ends at the release's
 		// invocation for exclusion, which asks less of the lock).
 		l.releaseFailed(c)
+	}
+	if l.e.tl != nil {
+		l.e.tl.completed(l, c)
 	}
 	l.expire(c.ret)
 	if l.e.holdsOnly {

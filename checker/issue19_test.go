@@ -197,10 +197,13 @@ func TestFencedTokensGrowWithGrants(t *testing.T) {
 			h: fenced().grant(0, "l", 0, 1, 1000, 3).op(2, 0, I, "release", "l").op(3, 0, F, "release", "l").
 				grant(0, "l", 4, 5, 1000, 3).release(0, "l", 6, 7).grant(1, "l", 8, 9, 1000, 4).release(1, "l", 10, 11),
 			verdict: Valid},
-		{name: "a holder whose release failed handed its token again after another's grant",
+		{name: "near miss: a holder whose release failed is handed its token again after another's grant",
+			// Not a new grant (issue 47: one re-entrant rule, whatever
+			// other grants happened in between); the resource judges its
+			// writes (issue47_test.go).
 			h: fenced().grant(0, "l", 0, 1, 10, 3).op(2, 0, I, "release", "l").op(3, 0, F, "release", "l").
 				grant(1, "l", 20, 21, 1000, 4).release(1, "l", 22, 23).grant(0, "l", 24, 25, 1000, 3).release(0, "l", 26, 27),
-			verdict: Invalid, anomalies: "token-not-increasing"},
+			verdict: Valid},
 		{name: "near miss: the holder re-acquires its token after its lease_ms, nobody else held",
 			h:       fenced().grant(0, "l", 0, 1, 10, 3).grant(0, "l", 12, 13, 1000, 3).release(0, "l", 14, 15),
 			verdict: Valid},

@@ -1,13 +1,11 @@
 package checker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -35,11 +33,10 @@ type holdRec struct {
 	Hold
 	expiry   int64
 	open     bool
-	released bool  // its process invoked a release since it began, which did not definitely fail
-	token    int64 // the fencing token of its latest grant
-	hasToken bool
+	released bool   // its process invoked a release since it began, which did not definitely fail
+	token    tokVal // the fencing token of its latest grant (token.go)
 	acq, rel *call
-	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire
+	grant    *call // its latest grant: the ok acquire (or renew) that started it, or a later ok acquire that was a new grant (a re-entrant one is not: fencing.go)
 	// lastGrant is the ok acquire or renew whose lease sets its expiry (a
 	// leader's last heartbeat): an anomaly shows it beside the hold's
 	// start and release, since it set the hold's end.
@@ -59,38 +56,21 @@ func Holds(ops []history.Op) []Hold {
 	return e.finish().Holds
 }
 
-// token reads a fencing token: an ok acquire's value, when it is an integer.
-func token(v json.RawMessage) (int64, bool) {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return 0, false
-	}
-	if t, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-		return t, true
-	}
-	// Tokens are compared as JSON values too: 1e1 and 10.0 are token 10.
-	if v[0] == '"' || v[0] == '[' || v[0] == '{' {
-		return 0, false
-	}
-	i, k := elemID(v)
-	return i, k == ""
-}
-
 // granted: an ok acquire or renew starts a hold or extends it.
 func (l *lockSt) granted(c *call) {
 	exp := expiry(c.inv, c.leaseMS)
-	var tok int64
-	var hasTok bool
+	var tok tokVal
+	var orig *call // for a re-entrant acquire, the grant of the token it hands back
 	if c.f == history.FAcquire {
-		tok, hasTok = token(c.retLine.value)
+		tok = parseToken(c.retLine.value)
 		if !l.e.holdsOnly {
-			// A holder's own acquire is a grant too; handing it back the
-			// token it holds (a re-entrant acquire, perhaps after the
-			// lease_ms the client counts but before the lock's own TTL)
-			// is no regression, unless it released since.
-			last := c.ps.latest(l)
-			same := hasTok && last != nil && !last.released && last.hasToken && last.token == tok
-			l.fence.granted(l, c, tok, hasTok, same)
+			// A holder's own acquire that hands it back the token it
+			// holds (a re-entrant acquire, perhaps after the lease_ms the
+			// client counts but before the lock's own TTL) is no new
+			// grant, unless it released since (fencing.go): it extends
+			// the lease, and the hold's grant stays the one that gave
+			// the token.
+			orig = l.fence.granted(l, c, tok)
 		}
 	}
 	if h := l.openHold(c.proc); h != nil {
@@ -98,9 +78,12 @@ func (l *lockSt) granted(c *call) {
 			h.expiry = exp // the last ok acquire or renew sets the lease
 			h.lastGrant = c
 			if c.f == history.FAcquire {
-				h.grant, h.grantLease = c, c.leaseMS
-				if hasTok {
-					h.token, h.hasToken = tok, true
+				h.grantLease = c.leaseMS
+				if orig == nil {
+					h.grant = c
+					if tok.has() {
+						h.token = tok
+					}
 				}
 			}
 			return
@@ -121,7 +104,10 @@ func (l *lockSt) granted(c *call) {
 	} else if last := c.ps.latest(l); last != nil {
 		h.grantLease = last.grantLease
 	}
-	h.token, h.hasToken = tok, hasTok
+	h.token = tok
+	if orig != nil {
+		h.grant = orig
+	}
 	l.openHolds = append(l.openHolds, h)
 	c.ps.remember(h)
 }
@@ -129,6 +115,9 @@ func (l *lockSt) granted(c *call) {
 func (l *lockSt) releaseInvoked(c *call) {
 	if h := c.ps.latest(l); h != nil {
 		h.released = true
+	} else if ft, ok := l.fence.forgotten[c.proc]; ok {
+		ft.released = true
+		l.fence.forgotten[c.proc] = ft
 	}
 	if h := l.openHold(c.proc); h != nil {
 		l.closeHold(h, c.inv, "release", c)
@@ -142,6 +131,9 @@ func (l *lockSt) releaseInvoked(c *call) {
 func (l *lockSt) releaseFailed(c *call) {
 	if h := c.ps.latest(l); h != nil {
 		h.released = false
+	} else if ft, ok := l.fence.forgotten[c.proc]; ok {
+		ft.released = false
+		l.fence.forgotten[c.proc] = ft
 	}
 }
 
@@ -199,6 +191,9 @@ func (l *lockSt) closeHold(h *holdRec, at int64, how string, rel *call) {
 		h.rel = rel
 	}
 	h.open = false
+	if l.e.tl != nil {
+		l.e.tl.closed(h)
+	}
 	if i := slices.Index(l.openHolds, h); i >= 0 {
 		last := len(l.openHolds) - 1
 		l.openHolds[i] = l.openHolds[last]

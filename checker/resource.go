@@ -301,8 +301,12 @@ type resState struct {
 	deferred map[int32][]*call     // reads that held an element whose attempts were all refused or running
 	okAdds   int
 	okReads  int
-	hasOps   bool
-	readSeq  uint32
+	// lastReadInv is the latest invocation of an ok read: an acknowledged
+	// add that returned after it, and that no read held, is one no read
+	// covers (finish counts them).
+	lastReadInv int64
+	hasOps      bool
+	readSeq     uint32
 }
 
 func (l *lockSt) resState() *resState {
@@ -444,6 +448,7 @@ func (r *resState) read(rd *call) {
 		}
 	}
 	r.okReads++
+	r.lastReadInv = max(r.lastReadInv, rd.inv)
 	r.readSeq++
 	seq := r.readSeq
 	var dups, phantoms map[string]int
@@ -705,10 +710,10 @@ func (r *resState) staleFenced(a *call, h *holdRec) bool {
 			Ops: opsOf(h.grant, a, w.grant, w.write)})
 		return true
 	}
-	if w := a.snapToken; w != nil && h.hasToken && w.tok > h.token {
+	if w := a.snapToken; w != nil && h.token.number() && cmpNumbers(w.tok, h.token) > 0 {
 		r.anomaly(Anomaly{Kind: KindStaleWrite, Check: CheckResource, Lock: l.name, Processes: []int{a.proc, w.write.proc},
 			Start: a.inv, End: a.ret,
-			Message: fmt.Sprintf("add by process %d to lock %q with fencing token %d was acknowledged at %s, but the resource had already acknowledged token %d (process %d's add returned at %s, before this add was invoked at %s): a stale token accepted",
+			Message: fmt.Sprintf("add by process %d to lock %q with fencing token %s was acknowledged at %s, but the resource had already acknowledged token %s (process %d's add returned at %s, before this add was invoked at %s): a stale token accepted",
 				a.proc, l.name, h.token, fmtTime(a.ret), w.tok, w.write.proc, fmtTime(w.write.ret), fmtTime(a.inv)),
 			Ops: opsOf(h.grant, a, w.write)})
 		return true
@@ -719,10 +724,10 @@ func (r *resState) staleFenced(a *call, h *holdRec) bool {
 // tokens says what the tokens of a stale write and the newer one were.
 func tokens(h *holdRec, w *fenceRef) string {
 	switch {
-	case h.hasToken && w.hasTok:
-		return fmt.Sprintf(" (tokens %d and %d)", h.token, w.tok)
-	case w.hasTok:
-		return fmt.Sprintf(" (the newer token %d)", w.tok)
+	case h.token.has() && w.tok.has():
+		return fmt.Sprintf(" (tokens %s and %s)", h.token, w.tok)
+	case w.tok.has():
+		return fmt.Sprintf(" (the newer token %s)", w.tok)
 	}
 	return ""
 }
@@ -761,6 +766,20 @@ func (l *lockSt) overlapping(proc int, from, to int64) *holdRec {
 func (r *resState) finish() {
 	if r.okAdds > 0 && r.okReads == 0 {
 		r.l.e.noFinal++
+		return
+	}
+	// Acknowledged adds that no read covers: each returned after the last
+	// read was invoked, and no read held it. Nothing can say whether the
+	// resource kept them; the detail counts them.
+	n := 0
+	for i := range r.nelems {
+		if el := r.el(i); el.acked && el.stamp == 0 && r.okRet(el) >= r.lastReadInv {
+			n++
+		}
+	}
+	if n > 0 {
+		r.l.e.uncovered += n
+		r.l.e.uncoveredLocks++
 	}
 }
 
@@ -773,18 +792,22 @@ func (e *engine) finishResource(names []string) {
 		}
 	}
 	out := &e.resource.result
+	var unc string
+	if e.uncovered > 0 {
+		unc = fmt.Sprintf("; %d acknowledged adds on %d locks returned after the last read was invoked and no read held them: not judged", e.uncovered, e.uncoveredLocks)
+	}
 	switch {
 	case locks == 0:
 		out.Skipped = true
 		out.Detail = "no add or read operations"
 	case e.nResAnom > 0:
 		out.Verdict = Invalid
-		out.Detail = fmt.Sprintf("%d anomalies in %d acknowledged adds on %d locks", e.nResAnom, adds, locks)
+		out.Detail = fmt.Sprintf("%d anomalies in %d acknowledged adds on %d locks%s", e.nResAnom, adds, locks, unc)
 	case e.noFinal > 0:
 		out.Verdict = Unknown
-		out.Detail = fmt.Sprintf("%d of %d locks with acknowledged adds have no read", e.noFinal, locks)
+		out.Detail = fmt.Sprintf("%d of %d locks with acknowledged adds have no ok read, so nothing says whether the resource kept them%s", e.noFinal, locks, unc)
 	default:
-		out.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale", adds, locks)
+		out.Detail = fmt.Sprintf("%d acknowledged adds on %d locks, none lost, duplicated or stale%s", adds, locks, unc)
 	}
 }
 

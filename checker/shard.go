@@ -196,7 +196,11 @@ func (m *multi) finish() Result {
 		agg.nHolds += e.nHolds
 		agg.nResAnom += e.nResAnom
 		agg.noFinal += e.noFinal
+		agg.uncovered += e.uncovered
+		agg.uncoveredLocks += e.uncoveredLocks
 		agg.nFence += e.nFence
+		agg.nUnordered += e.nUnordered
+		agg.nNoToken += e.nNoToken
 		agg.mutex.merge(&e.mutex)
 		agg.resource.merge(&e.resource)
 		agg.fencing.merge(&e.fencing)
@@ -218,6 +222,7 @@ func (m *multi) finish() Result {
 		agg.pending += len(m.reg.open)
 	}
 	res := agg.assemble(visQ)
+	res.Timeline = m.timeline()
 	if m.reg != nil {
 		if out, vis, ok := m.reg.finish(m.end); ok {
 			addRegister(&res, out, vis, len(agg.locks))

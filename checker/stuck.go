@@ -23,6 +23,9 @@ type stuckRec struct {
 // abandonHolds marks the open holds without a lease of a process that
 // completed with info (at op) as stuck.
 func (e *engine) abandonHolds(ps *procSt, op history.Op, last *call) {
+	if e.tl != nil {
+		e.tl.abandoned(ps, op)
+	}
 	if e.holdsOnly {
 		return // Holds wants no findings
 	}

@@ -42,6 +42,9 @@ type Cluster struct {
 	memberMu sync.Mutex
 	// healthReady: WaitHealthy's table exists.
 	healthReady bool
+	// shaping is what the nodes' kernel offers to shape links (shape.go),
+	// probed once.
+	shaping shapeProbe
 }
 
 // Paths inside a node.

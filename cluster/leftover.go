@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockcheck/lockcheck/netshape"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -45,6 +46,10 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 	}
 	if len(rules) > 0 {
 		out = append(out, fmt.Sprintf("%d iptables rules", len(rules)))
+	}
+	// A shaping a killed run left: lockcheck's qdisc, a live shaper.
+	if st, err := n.NetExec(ctx, "sh", "-c", netshape.StateScript); err == nil {
+		out = append(out, netshape.State(st)...)
 	}
 	off, err := n.clockLine(ctx)
 	if err != nil && ins.Container.State.Paused {

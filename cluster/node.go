@@ -16,6 +16,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/lockcheck/lockcheck/faultcap"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -36,19 +37,20 @@ type Node struct {
 
 func (n *Node) String() string { return n.Name }
 
-// Capabilities are what a Docker node can do for the fault kinds, in the
-// nemesis's words (nemesis.Capability; this package imports none of
-// lockcheck's): everything, and a power cut that loses something only when
-// its data lives on the lazy filesystem.
-func (n *Node) Capabilities() []string {
-	caps := []string{"iptables", "clock", "signals", "restart"}
+// Capabilities are what a Docker node can do for the fault kinds
+// (faultcap, the leaf package the nemesis shares): everything, a power cut
+// that loses something only when its data lives on the lazy filesystem,
+// and the shaping of its links its kernel and the shaper allow (probed
+// once per cluster: shape.go).
+func (n *Node) Capabilities() []faultcap.Capability {
+	caps := []faultcap.Capability{faultcap.IPTables, faultcap.Clock, faultcap.Signals, faultcap.Restart}
 	if n.c.LazyFS() {
-		caps = append(caps, "power")
+		caps = append(caps, faultcap.Power)
 	}
 	if len(n.c.spares) > 0 {
-		caps = append(caps, "membership")
+		caps = append(caps, faultcap.Membership)
 	}
-	return caps
+	return append(caps, n.shapeCaps()...)
 }
 
 // Exec runs cmd in the node's container and returns its combined output; a

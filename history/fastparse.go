@@ -1,7 +1,9 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"unicode/utf8"
 )
 
@@ -231,8 +233,16 @@ func parseFast(b []byte, in interner) (Op, bool) {
 				return op, false
 			}
 			raw := b[i:j]
-			if !json.Valid(raw) {
+			if !json.Valid(raw) || !utf8.Valid(raw) {
+				// encoding/json would accept bytes that are not UTF-8
+				// and escaped lone surrogates, decoding both to U+FFFD:
+				// the slow path rejects them (parseSlow).
 				return op, false
+			}
+			if bytes.IndexByte(raw, '\\') >= 0 {
+				if _, lone := loneSurrogate(raw); lone {
+					return op, false
+				}
 			}
 			if string(raw) != "null" {
 				op.Value = append(json.RawMessage(nil), raw...)
@@ -262,4 +272,86 @@ func parseFast(b []byte, in interner) (Op, bool) {
 		}
 		return op, true
 	}
+}
+
+// parseSlow parses one line of a history with encoding/json, which also
+// gives the error of a line that is no op. A history is JSON text,
+// so UTF-8: a line with bytes that are not UTF-8, or with a string escape
+// that stands for no character (half of a UTF-16 surrogate pair), is bad
+// input. encoding/json would decode both to U+FFFD, making two different
+// lock names, owners or elements one.
+//
+// Callers try parseFast first (the lines it accepts are UTF-8: it leaves
+// anything else to this), then parseSlow.
+func parseSlow(raw []byte) (Op, error) {
+	op, err := parseOp(raw)
+	if err != nil {
+		return op, err
+	}
+	if !utf8.Valid(raw) {
+		off := 0
+		for off < len(raw) {
+			r, n := utf8.DecodeRune(raw[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return Op{}, fmt.Errorf("not valid UTF-8 (byte 0x%02x at byte %d of the line): a history is JSON text, and lock names, owners and elements compare exactly", raw[off], off+1)
+	}
+	if off, ok := loneSurrogate(raw); ok {
+		return Op{}, fmt.Errorf("the string escape at byte %d (%s) is half of a UTF-16 surrogate pair, no character: a history is JSON text, and lock names, owners and elements compare exactly", off+1, raw[off:off+6])
+	}
+	return op, nil
+}
+
+// loneSurrogate finds a \uXXXX escape in a JSON text that is a surrogate
+// without its pair (a high one not followed by a low one, or a low one
+// alone): the offset of its backslash.
+func loneSurrogate(b []byte) (int, bool) {
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[i+2 : i+6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			in = !in
+		case c == '\\' && in:
+			r, ok := hex(i)
+			if !ok {
+				i++ // an escape of one character: skip it
+				continue
+			}
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				lo, ok := hex(i + 6)
+				if !ok || lo < 0xdc00 || lo >= 0xe000 {
+					return i, true
+				}
+				i += 11
+			case r >= 0xdc00 && r < 0xe000:
+				return i, true
+			default:
+				i += 5
+			}
+		}
+	}
+	return 0, false
 }

@@ -194,6 +194,9 @@ const (
 	KindLeave          = "leave"
 	KindReplace        = "replace"
 	KindRemove         = "remove"
+	KindNetDelay       = "net-delay"
+	KindNetRate        = "net-rate"
+	KindCoordNetDelay  = "coord-net-delay"
 )
 
 // Grudge maps a node's name to the names of the nodes it drops packets
@@ -235,6 +238,30 @@ type LossStart struct {
 
 // LossStop is the value of a stop-loss line.
 type LossStop struct {
+	Mode string `json:"mode" doc:"as at the start"`
+}
+
+// Shaping is how a fault shapes a node's links, the one value of the
+// shaping kinds (net-delay, coord-net-delay, net-rate) as Jepsen's
+// net/shape! takes one: what the node sends its peers waits DelayMS plus or
+// minus JitterMS (order kept per flow) and goes at most RateKbit.
+type Shaping struct {
+	DelayMS  int64 `json:"delay_ms,omitempty" doc:"added latency, in milliseconds, on every packet the node sends the peers"`
+	JitterMS int64 `json:"jitter_ms,omitempty" doc:"uniform jitter around the delay, in milliseconds (at most the delay)"`
+	RateKbit int   `json:"rate_kbit,omitempty" doc:"bandwidth limit of what the node sends the peers, in kbit/s"`
+}
+
+// ShapeStart is the value of the start line of a shaping kind.
+type ShapeStart struct {
+	Clients []int   `json:"clients,omitempty" doc:"coord-net-delay: the clients pinned to node"`
+	Links   Grudge  `json:"links" doc:"per shaped node, the peers whose links it shapes (\"clients\": the harness's gateway)"`
+	Mode    string  `json:"mode" doc:"nodes (chosen nodes' links to the others), clients (to the harness) or coord (a coordinator's links to the other nodes and its clients)"`
+	Node    string  `json:"node,omitempty" doc:"coord-net-delay: the coordinator slowed"`
+	Shape   Shaping `json:"shape" doc:"how the links are shaped"`
+}
+
+// ShapeStop is the value of the stop line of a shaping kind.
+type ShapeStop struct {
 	Mode string `json:"mode" doc:"as at the start"`
 }
 

@@ -102,7 +102,7 @@ func streamParallel(rd io.Reader, emit func(Op) error, workers, chunkLines int) 
 					}
 					op, ok := parseFast(raw, in)
 					if !ok {
-						op, c.errs[i] = parseOp(raw)
+						op, c.errs[i] = parseSlow(raw)
 					}
 					c.ops[i] = op
 				}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 )
 
 // ErrInvalid is wrapped by every *LineError: the input breaks the format or
@@ -105,7 +106,7 @@ func (r *Reader) next() (Op, error) {
 		op, ok := parseFast(raw, r.intern)
 		var perr error
 		if !ok {
-			op, perr = parseOp(raw)
+			op, perr = parseSlow(raw)
 		}
 		if perr != nil {
 			if !terminated {
@@ -339,9 +340,30 @@ func Validate(ops []Op) error {
 		if op.F == "" {
 			return v.fail(`missing "f"`)
 		}
+		if err := utf8Op(op); err != nil {
+			return v.fail("%s", err)
+		}
 		if err := v.validate(op); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// utf8Op is parseSlow's rule for ops made in memory: their strings and value
+// must be UTF-8 (and the value's escapes characters), or two different names
+// could become one when written.
+func utf8Op(op Op) error {
+	for _, s := range []struct{ field, v string }{{"type", string(op.Type)}, {"f", op.F}, {"lock", op.Lock}, {"key", op.Key}, {"node", op.Node}, {"error", op.Error}} {
+		if !utf8.ValidString(s.v) {
+			return fmt.Errorf("%s %q is not valid UTF-8", s.field, s.v)
+		}
+	}
+	if !utf8.Valid(op.Value) {
+		return fmt.Errorf("value %q is not valid UTF-8", op.Value)
+	}
+	if off, ok := loneSurrogate(op.Value); ok {
+		return fmt.Errorf("value: the string escape at byte %d (%s) is half of a UTF-16 surrogate pair, no character", off+1, op.Value[off:off+6])
 	}
 	return nil
 }

@@ -3,65 +3,39 @@ package nemesis
 import (
 	"errors"
 	"fmt"
-	"slices"
+
+	"github.com/lockcheck/lockcheck/faultcap"
 )
 
 // Capability is something a node backend can do for the fault kinds. A
 // kind declares the capabilities it needs (Kind.Needs); a node declares
 // the ones it has (Node.Capabilities), and a kind a node cannot serve is
-// refused before the run. A capability is a plain string so that a backend
-// importing nothing of lockcheck (package cluster) can declare its own.
-type Capability = string
+// refused before the run. The capabilities, with their docs, live in the
+// leaf package faultcap, which the backends (cluster, sshnode) share.
+type Capability = faultcap.Capability
 
-// The capabilities of the kinds in the table. A kind needing a new node
-// action declares its capability in its own file, with NewCapability
-// (issue 22's membership kinds: "membership").
-var (
-	CapIPTables = NewCapability("iptables",
-		"iptables as root (a Docker node always, paused too; a host over SSH as root or with sudo -n)")
-	CapClock = NewCapability("clock",
-		"move the Cassandra JVM's clock (libfaketime in a Docker node, paused too; over SSH libfaketime on the JVM, or --ssh-clock-step)")
-	CapSignals = NewCapability("signals",
-		"freeze and resume the node or its JVM (SIGSTOP/SIGCONT; a Docker node also docker pause)")
-	CapRestart = NewCapability("restart",
-		"kill Cassandra and start it again (a Docker node always; a host over SSH with --ssh-start-cmd)")
-	CapPower = NewCapability("power",
-		"cut the node's power, losing its unsynced writes (a cluster of `lockcheck cluster up --lazyfs`)")
+// The capabilities of the kinds in the table, by their nemesis names.
+const (
+	CapIPTables   = faultcap.IPTables
+	CapClock      = faultcap.Clock
+	CapSignals    = faultcap.Signals
+	CapRestart    = faultcap.Restart
+	CapPower      = faultcap.Power
+	CapMembership = faultcap.Membership
+	CapNetDelay   = faultcap.NetDelay
+	CapNetRate    = faultcap.NetRate
 )
 
-// capabilityDocs say what each capability is and how a node gets it: the
-// refusal's line and the fault reference.
-var capabilityDocs = map[Capability]string{}
-
-// NewCapability declares a capability and what it lets a node do (and how
-// a node gets it), for the refusal's line and the fault reference.
-func NewCapability(name, doc string) Capability {
-	if _, dup := capabilityDocs[name]; dup {
-		panic("nemesis: capability " + name + " declared twice")
-	}
-	capabilityDocs[name] = doc
-	return name
-}
-
 // Baseline are the capabilities every node backend lockcheck ships can
-// offer (a Docker node always, a host over SSH when set up for them): `all`
-// is the kinds that need no more than these and no pins.
-var Baseline = []Capability{CapIPTables, CapClock, CapSignals, CapRestart}
+// offer: `all` is the kinds that need no more than these and no pins.
+var Baseline = faultcap.Baseline
 
 // missing are the capabilities of need that have lacks.
-func missing(need, have []Capability) []Capability {
-	var out []Capability
-	for _, c := range need {
-		if !slices.Contains(have, c) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func missing(need, have []Capability) []Capability { return faultcap.Missing(need, have) }
 
 // refusal is the one line that refuses kind on node for want of c.
 func refusal(kind, node string, c Capability) error {
-	doc := capabilityDocs[c]
+	doc := faultcap.Doc(c)
 	if doc == "" {
 		doc = "a capability its backend does not declare"
 	}

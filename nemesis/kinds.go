@@ -109,6 +109,9 @@ var table = []*Kind{
 	&leaveKind,
 	&replaceKind,
 	&removeKind,
+	&netDelayKind,
+	&netRateKind,
+	&coordNetDelayKind,
 }
 
 // Table is every fault kind's descriptor, in table order (a copy: the

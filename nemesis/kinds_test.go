@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockcheck/lockcheck/faultcap"
 )
 
 // Every row of the table is a whole descriptor: the rest of lockcheck reads
@@ -33,8 +35,8 @@ func TestTableRowsAreComplete(t *testing.T) {
 			t.Errorf("%s: a client kind with node needs %v or pins", k.Name, k.Needs)
 		}
 		for _, c := range k.Needs {
-			if capabilityDocs[c] == "" {
-				t.Errorf("%s needs %q, which has no doc (capabilityDocs)", k.Name, c)
+			if faultcap.Doc(c) == "" {
+				t.Errorf("%s needs %q, which has no doc (faultcap)", k.Name, c)
 			}
 		}
 	}

@@ -18,6 +18,13 @@ import (
 // than cut, which makes timeouts of unknown outcome instead of clean
 // failures.
 //
+// It stays an iptables kind rather than a shaping (shape.go, whose Shaping
+// has no loss): its lines record per node the sources whose packets it
+// drops on arrival (ingress), which old histories replay as such, while a
+// shaping acts on what a node sends (egress); and a drop needs only
+// iptables, which every backend has, where a shaped loss would need netem
+// or the shaper binary and would leave `all`.
+//
 // It is in `all`: at the default interval a loss window costs what a
 // partition does, and the matrix's node-fault rows list their kinds
 // explicitly, so their timing is unchanged.

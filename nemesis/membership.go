@@ -26,11 +26,6 @@ const (
 	Remove  = history.KindRemove
 )
 
-// CapMembership is a node of a cluster that can change its ring's
-// membership and has a spare node to do it with.
-var CapMembership = NewCapability("membership",
-	"bootstrap, decommission, replace and remove nodes (a Docker cluster with a spare node: `cluster up --nodes 4 --spares 1`)")
-
 // MemberNode is a node whose membership in the ring a fault changes
 // (cluster.Node implements it): the node action of CapMembership. Each
 // method returns when its streaming is done.

@@ -112,6 +112,9 @@ type Env struct {
 	// when a contender's clock runs ahead).
 	SkewAhead        bool
 	LossMin, LossMax float64 // loss: the drop probability's bounds
+	// Net bounds the shaping kinds' draws (net-delay, net-rate,
+	// coord-net-delay).
+	Net NetBounds
 	// Pins are the clients' coordinators (client -> node name) when every
 	// query of a client goes to one node (`run --pin-clients`); the aimed
 	// kinds (coord-partition, coord-clock) need them.
@@ -291,7 +294,7 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	n := &Nemesis{seed: 1, interval: DefaultInterval, env: Env{
 		Targets: targets, rec: rec, PauseExtra: DefaultClientPauseExtra,
 		SkewMin: time.Second, SkewMax: 30 * time.Second, LeaseTTL: spec.DefaultTTL, LossMin: DefaultLossMin, LossMax: DefaultLossMax,
-		Log: slog.Default(),
+		Net: DefaultNetBounds, Log: slog.Default(),
 	}}
 	for _, o := range opts {
 		o(n)
@@ -343,6 +346,9 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	}
 	if e.LossMin <= 0 || e.LossMax < e.LossMin || e.LossMax > 1 {
 		return nil, fmt.Errorf("nemesis: loss probabilities %g..%g: want 0 < min <= max <= 1", e.LossMin, e.LossMax)
+	}
+	if err := e.Net.Validate(); err != nil {
+		return nil, err
 	}
 	e.Sched = rand.New(rand.NewPCG(uint64(n.seed), 0x6e656d))
 	e.Pick = rand.New(rand.NewPCG(uint64(n.seed), 0x7069636b))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/netshape"
 )
 
 // fakeNode keeps the state the real node would have.
@@ -43,6 +44,8 @@ type fakeNode struct {
 	lazy     bool
 	unsynced int64
 	lacks    []Capability // capabilities the node does not declare
+	// shape is the node's shaping (Shape), the zero Shape when none.
+	shape netshape.Shape
 	// ring is the ring the node belongs to (membership kinds).
 	ring *fakeRing
 }
@@ -246,6 +249,20 @@ func (f *fakeNode) set(call string, ok bool, apply func()) error {
 	return nil
 }
 
+// Shape and Unshape are the node's kernel shaping its links: a killed
+// container takes no shaping, and a restarted one starts without.
+func (f *fakeNode) Shape(ctx context.Context, s netshape.Shape) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	return f.set(fmt.Sprintf("shape %v", s), !f.killed, func() { f.shape = s })
+}
+func (f *fakeNode) Unshape(ctx context.Context) (bool, error) {
+	var found bool
+	err := f.set("unshape", !f.killed, func() { found, f.shape = len(f.shape.Peers) > 0, netshape.Shape{} })
+	return found, err
+}
+
 func (f *fakeNode) Pause(ctx context.Context) error {
 	return f.set("pause", !f.paused && !f.killed && !f.freezerFails, func() { f.paused = true })
 }
@@ -265,7 +282,7 @@ func (f *fakeNode) PowerOff(ctx context.Context) error {
 // Capabilities are a Docker node's: power only on a lazy filesystem,
 // less what a test takes away.
 func (f *fakeNode) Capabilities() []Capability {
-	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart}
+	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart, CapNetDelay, CapNetRate}
 	if f.lazy {
 		caps = append(caps, CapPower)
 	}
@@ -285,7 +302,7 @@ func (f *fakeNode) Unsynced(ctx context.Context) (int64, int, error) {
 func (f *fakeNode) Restart(ctx context.Context) error {
 	// A restarted container starts with fresh iptables rules.
 	return f.set("restart", true, func() {
-		f.killed, f.chains, f.jumps, f.others, f.paused, f.stopped = false, nil, nil, nil, false, false
+		f.killed, f.chains, f.jumps, f.others, f.paused, f.stopped, f.shape = false, nil, nil, nil, false, false, netshape.Shape{}
 	})
 }
 func (f *fakeNode) SetClockOffset(ctx context.Context, d time.Duration) error {

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
+
+	"github.com/lockcheck/lockcheck/faultcap"
 )
 
 // Reference is the fault reference (docs/faults.md), written from the
@@ -28,8 +29,8 @@ func Reference() []byte {
 	p("the kind's own object, listed below with an example.\n\n")
 
 	p("## Capabilities\n\n| capability | what the node can do (and how it gets it) |\n| --- | --- |\n")
-	for _, c := range capabilityOrder() {
-		p("| `%s` | %s |\n", c, capabilityDocs[c])
+	for _, c := range faultcap.All() {
+		p("| `%s` | %s |\n", c, faultcap.Doc(c))
 	}
 
 	p("\n## Kinds\n\n| kind | scope | needs | in `all` | colour |\n| --- | --- | --- | --- | --- |\n")
@@ -70,23 +71,10 @@ func Reference() []byte {
 	return b.Bytes()
 }
 
-// capabilityOrder is the baseline's order, then the others by name.
-func capabilityOrder() []Capability {
-	out := slices.Clone(Baseline)
-	var rest []Capability
-	for c := range capabilityDocs {
-		if !slices.Contains(out, c) {
-			rest = append(rest, c)
-		}
-	}
-	slices.Sort(rest)
-	return append(out, rest...)
-}
-
 func needsText(k *Kind) string {
 	var parts []string
 	for _, c := range k.Needs {
-		parts = append(parts, "`"+c+"`")
+		parts = append(parts, "`"+string(c)+"`")
 	}
 	if k.Pins {
 		parts = append(parts, "clients pinned to two nodes or more (`--pin-clients`)")

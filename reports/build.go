@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -52,7 +53,8 @@ func Build(ctx context.Context, dir string, opts ...Option) (checker.Result, err
 		}
 		return checker.Result{}, fmt.Errorf("reports: %w", err)
 	}
-	res, err := checker.CheckValidated(ctx, ops, cfg.check...)
+	// The report's causes read the grants and leases the checker derives.
+	res, err := checker.CheckValidated(ctx, ops, append(slices.Clone(cfg.check), checker.WithTimeline())...)
 	if err != nil {
 		return checker.Result{}, fmt.Errorf("reports: %w", err)
 	}

@@ -244,8 +244,8 @@ func TestCauseFromTimeline(t *testing.T) {
 		Value: json.RawMessage(`{"node":"n1","clients":[0,3],"offset":"+4s","lease":"3s"}`)}}
 	pause1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(500), End: ms(6000), Starts: 1,
 		Value: json.RawMessage(`{"client":1,"process":1,"lock":"l","ms":5500}`)}}
-	heartbeatFail := &causeTimeline{ops: append(slices.Clone(renewed.Ops),
-		op(7, 3600, 1, history.Invoke, history.FRenew), op(8, 3700, 1, history.Fail, history.FRenew, func(o *history.Op) { o.Error = "not held" }))}
+	heartbeatFail := newCauseTimeline(append(slices.Clone(renewed.Ops),
+		op(7, 3600, 1, history.Invoke, history.FRenew), op(8, 3700, 1, history.Fail, history.FRenew, func(o *history.Op) { o.Error = "not held" })), nil, nil)
 	// Process 4's add of 7 is acknowledged at 2 s; process 5 read before
 	// (its add invoked at 1 s) and wrote after (ok at 3 s): 7 is lost, 9 kept.
 	lostOps := []history.Op{
@@ -280,6 +280,11 @@ func TestCauseFromTimeline(t *testing.T) {
 		return checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200), Ops: staleOps(addAt)}
 	}
 	cut := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: ms(2000), End: ms(5000)}}
+	slowN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindNetDelay, Start: ms(2000), End: ms(5000),
+		Value: json.RawMessage(`{"links":{"n2":["n1","n3"]},"mode":"nodes","shape":{"delay_ms":1500,"jitter_ms":40}}`)}}
+	// Aimed at n1's clients (0 and 3): not client 1's nor client 2's.
+	slowCoordN1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: ms(2000), End: ms(5000),
+		Value: json.RawMessage(`{"clients":[0,3],"links":{"n1":["clients","n2","n3"]},"mode":"coord","node":"n1","shape":{"delay_ms":1500}}`)}}
 	skew := func(client int, offset string, from float64) faultView {
 		return faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientClock, Start: ms(from), End: ms(9000),
 			Value: json.RawMessage(fmt.Sprintf(`{"client":%d,"offset":%q}`, client, offset))}}
@@ -323,22 +328,22 @@ func TestCauseFromTimeline(t *testing.T) {
 		not    []string
 	}{
 		{"one client's replacement granted in its predecessor's lease", replaced, nil,
-			&causeTimeline{ops: replaced.Ops, meta: numbered(5, history.ProcessesPerClient)},
+			newCauseTimeline(replaced.Ops, numbered(5, history.ProcessesPerClient), nil),
 			[]string{"process 6 is client 1's replacement for process 1, whose renew had an unknown outcome at 1.500s",
 				"If the lock tells the two processes apart: the lock let process 1's lease go before its own deadline"}, nil},
 		{"a client's later process, not its next", replacedLater, nil,
-			&causeTimeline{ops: replacedLater.Ops, meta: numbered(5, history.ProcessesPerClient)},
+			newCauseTimeline(replacedLater.Ops, numbered(5, history.ProcessesPerClient), nil),
 			[]string{"process 11 is a later process of client 1 than process 1, whose renew", "counts until its lease ends"}, []string{"replacement"}},
 		{"a grant with no lease left by an unknown outcome holds to the end", leaseless, nil,
-			&causeTimeline{ops: leaseless.Ops, meta: numbered(5, history.ProcessesPerClient)},
+			newCauseTimeline(leaseless.Ops, numbered(5, history.ProcessesPerClient), nil),
 			[]string{"an abandoned hold: process 1's renew had an unknown outcome at 1.500s while it held a grant with no lease",
 				"every later grant overlaps it (process 6's here)"}, []string{"one client", noFault}},
-		{"an abandoned hold whoever is granted next", leaselessOther, nil, &causeTimeline{ops: leaselessOther.Ops},
+		{"an abandoned hold whoever is granted next", leaselessOther, nil, newCauseTimeline(leaselessOther.Ops, nil, nil),
 			[]string{"an abandoned hold: process 1's renew", "(process 2's here)"}, []string{"one client", noFault}},
 		{"a replacement whose client the history does not say is another client", replaced, nil,
-			&causeTimeline{ops: replaced.Ops, meta: numbered(5, "")},
+			newCauseTimeline(replaced.Ops, numbered(5, ""), nil),
 			[]string{"the lock let process 1's lease go before its own deadline"}, []string{"replacement", "one client"}},
-		{"two clients are not one", overlap, nil, &causeTimeline{ops: overlap.Ops, meta: numbered(5, history.ProcessesPerClient)},
+		{"two clients are not one", overlap, nil, newCauseTimeline(overlap.Ops, numbered(5, history.ProcessesPerClient), nil),
 			[]string{"the lock let process 1's lease go"}, []string{"one client"}},
 		{"early expiry with no fault", overlap, nil, nil,
 			[]string{"the lock let process 1's lease go before its own deadline", "0.8 s before process 1's deadline (3.000s", noFault}, nil},
@@ -346,15 +351,15 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"before its own deadline", noFault}, []string{"stalled", "stood still"}},
 		{"early expiry under a skewed coordinator", overlap, []faultView{coordClock}, nil,
 			[]string{"skewed coordinator: node n2, the coordinator of client 2, ran 4.0 s ahead"}, []string{noFault}},
-		{"a coordinator cut elsewhere is not named", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
+		{"a coordinator cut elsewhere is not named", overlap, []faultView{cutN1}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{"before its own deadline", noFault}, []string{"cut coordinator"}},
-		{"a coordinator cut elsewhere, a replacement process: possible", overlap, []faultView{cutN1}, &causeTimeline{ops: overlap.Ops, meta: numbered(2, "")},
+		{"a coordinator cut elsewhere, a replacement process: possible", overlap, []faultView{cutN1}, newCauseTimeline(overlap.Ops, numbered(2, ""), nil),
 			[]string{"cut coordinator: node n1"}, []string{noFault}},
-		{"the cut coordinator of one of them", overlap, []faultView{cutN2}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
+		{"the cut coordinator of one of them", overlap, []faultView{cutN2}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{"cut coordinator: node n2"}, []string{noFault}},
-		{"the skewed coordinator of one of them", overlap, []faultView{coordClock}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
+		{"the skewed coordinator of one of them", overlap, []faultView{coordClock}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{"skewed coordinator: node n2"}, []string{noFault}},
-		{"a skewed coordinator elsewhere is not named", overlap, []faultView{clockN1}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
+		{"a skewed coordinator elsewhere is not named", overlap, []faultView{clockN1}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{noFault}, []string{"skewed coordinator"}},
 		{"a skewed coordinator acts ahead after its reset", late, []faultView{clockWindow("+4s")}, nil,
 			[]string{"skewed coordinator: node n2", "1.5 s before this grant", "monotonic"}, []string{noFault}},
@@ -366,17 +371,25 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"0.5 s before process 1's deadline (4.000s: its renew invoked at 1.000s plus its 3000 ms lease)"}, nil},
 		{"a failed heartbeat", renewed, nil, heartbeatFail,
 			[]string{"failed heartbeat: process 1's renew at 3.700s came back fail (not held)"}, []string{noFault}},
-		{"an acquire after the release is no heartbeat", renewed, nil, &causeTimeline{ops: append(slices.Clone(renewed.Ops),
+		{"an acquire after the release is no heartbeat", renewed, nil, newCauseTimeline(append(slices.Clone(renewed.Ops),
 			op(7, 3600, 1, history.Invoke, history.FRelease), op(8, 3650, 1, history.OK, history.FRelease),
-			op(9, 3700, 1, history.Invoke, history.FAcquire), op(10, 3800, 1, history.Fail, history.FAcquire))},
+			op(9, 3700, 1, history.Invoke, history.FAcquire), op(10, 3800, 1, history.Fail, history.FAcquire)), nil, nil),
 			[]string{noFault}, []string{"heartbeat"}},
-		{"a lost add names its overwriter", lost, nil, &causeTimeline{ops: lostOps},
+		{"a lost add names its overwriter", lost, nil, newCauseTimeline(lostOps, nil, nil),
 			[]string{"overwritten by process 5's add of 9 (invoked at 1.000s, before this add was acknowledged, and ok at 3.000s, after it)"}, []string{"process 6"}},
-		{"its overwriter stalled", lost, []faultView{pause5}, &causeTimeline{ops: lostOps},
+		{"its overwriter stalled", lost, []faultView{pause5}, newCauseTimeline(lostOps, nil, nil),
 			[]string{"stalled holder: process 5 stood still 1.8 s (client-pause, 1.100s – 2.900s)"}, nil},
 		{"a write outlived its lease under a partition", stale(2500), []faultView{cut}, nil,
 			[]string{"a write outlived its lease: process 1's add was invoked at 2.500s, inside its lease (to 3.000s), and acknowledged at 4.200s, " +
 				"1.2 s past it and after process 2 was granted the lock at 3.500s", "it took 1.7 s, with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
+		{"a write delayed on a node's link", stale(2500), []faultView{slowN2}, nil,
+			[]string{"a write outlived its lease: the add sent at 2.500s was delayed 1500 ms (±40 ms) on n2's links to n1, n3 (net-delay, 2.000s – 5.000s), " +
+				"inside process 1's lease (to 3.000s), and applied after the next grant (process 2's, at 3.500s)",
+				"net-delay (2.000s – 5.000s: +1500 ms ±40 ms on n2's links to n1, n3)"}, []string{noFault}},
+		// The slowed coordinator is a replica too: its answers to the
+		// others' coordinators wait as well.
+		{"a coordinator slowed for other clients slows their quorums too", stale(2500), []faultView{slowCoordN1}, newCauseTimeline(stale(2500).Ops, numbered(5, ""), nil),
+			[]string{"the add sent at 2.500s was delayed 1500 ms on n1's links to the clients, n2, n3 (coord-net-delay"}, []string{noFault}},
 		{"a write outlived its lease, no window", stale(2500), nil, nil,
 			[]string{"a write outlived its lease", "no fault window open (a slow request)"}, []string{noFault}},
 		{"a write sent after the lease did not outlive it", stale(3100), []faultView{cut}, nil,
@@ -397,55 +410,55 @@ func TestCauseFromTimeline(t *testing.T) {
 				op(5, 2500, 1, history.Invoke, history.FAdd, value("5")), op(6, 4200, 1, history.OK, history.FAdd, value("5")),
 			}}, []faultView{cut}, nil,
 			[]string{noFault}, []string{"outlived"}},
-		{"early expiry under a client clock behind", overlap, []faultView{skew(2, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
+		{"early expiry under a client clock behind", overlap, []faultView{skew(2, "-7s", 1000)}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{"before its own deadline", "skewed client: client 2's clock ran 7s behind (client-clock, 1.000s – 9.000s)"}, []string{noFault}},
-		{"a client clock skewed elsewhere is not named", overlap, []faultView{skew(0, "-7s", 1000)}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
+		{"a client clock skewed elsewhere is not named", overlap, []faultView{skew(0, "-7s", 1000)}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{"before its own deadline", noFault}, []string{"skewed client", "client 0"}},
-		{"a client clock skewed after the overlap began is not named", overlap, []faultView{skew(2, "-7s", 2500)}, &causeTimeline{ops: overlap.Ops, meta: numbered(5, "")},
+		{"a client clock skewed after the overlap began is not named", overlap, []faultView{skew(2, "-7s", 2500)}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{noFault}, []string{"skewed client", "client-clock"}},
-		{"a client clock skewed after a lost add was acknowledged is not named", lost, []faultView{skew(4, "-7s", 2500)}, &causeTimeline{ops: lostOps, meta: numbered(5, "")},
+		{"a client clock skewed after a lost add was acknowledged is not named", lost, []faultView{skew(4, "-7s", 2500)}, newCauseTimeline(lostOps, numbered(5, ""), nil),
 			[]string{"overwritten by process 5's add of 9"}, []string{"client-clock"}},
-		{"a lost add with no overwriter", lost, nil, &causeTimeline{ops: lostOps[1:3]}, []string{noFault}, nil},
+		{"a lost add with no overwriter", lost, nil, newCauseTimeline(lostOps[1:3], nil, nil), []string{noFault}, nil},
 		// Every replica lost power after both adds: the later read lacks the
 		// overwriter's element too, so the power loss is the cause, not it.
-		{"an overwriter lost as well yields to a power loss", lostBoth, []faultView{power}, &causeTimeline{ops: lostBothOps},
+		{"an overwriter lost as well yields to a power loss", lostBoth, []faultView{power}, newCauseTimeline(lostBothOps, nil, nil),
 			[]string{"lost power at 3.5 s"}, []string{"overwritten by", noFault}},
-		{"an overwriter lost as well, nothing else", lostBoth, nil, &causeTimeline{ops: lostBothOps},
+		{"an overwriter lost as well, nothing else", lostBoth, nil, newCauseTimeline(lostBothOps, nil, nil),
 			[]string{"overwritten by process 5's add of 9"}, []string{noFault}},
 		// Process 1's lease ran out at 3 s, process 2 was granted at 3.5 s,
 		// and process 1's release from 4 s is answered ok: the piece (from
 		// 3.6 s) holds no grant of process 1's, the timeline does.
-		{"a release answered ok for a lapsed hold", lapsed(4000), []faultView{cut}, &causeTimeline{ops: lapsedOps(4000)},
+		{"a release answered ok for a lapsed hold", lapsed(4000), []faultView{cut}, newCauseTimeline(lapsedOps(4000), nil, nil),
 			[]string{"a release answered ok for a hold that had run out: process 1's lease ran out at 3.000s (granted at 0.100s), process 2 " +
 				"was granted the lock at 3.500s, and process 1's release, invoked at 4.000s, was answered ok at 4.100s",
 				"windows open while process 1 held it: partition (2.000s – 5.000s)"}, []string{noFault}},
-		{"a release sent before the other's grant may precede it", lapsed(3400), nil, &causeTimeline{ops: lapsedOps(3400)},
+		{"a release sent before the other's grant may precede it", lapsed(3400), nil, newCauseTimeline(lapsedOps(3400), nil, nil),
 			[]string{noFault}, []string{"release answered ok"}},
 		// Process 2's acquire (2.0-3.5 s, a 1 s lease) can take effect
 		// before process 1's slow grant (0-5.0 s) and end before it: its
 		// grant came after process 1's lease ran out (3 s from 0) only in
 		// time, not in order, so process 1's release at 6 s may be legal.
 		{"a release after a grant that may have come first", checker.Anomaly{Kind: checker.KindNonLinearizable, Lock: "l", Processes: []int{1, 2},
-			Start: ms(5500), End: ms(6100)}, nil, &causeTimeline{ops: []history.Op{
+			Start: ms(5500), End: ms(6100)}, nil, newCauseTimeline([]history.Op{
 			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 2000, 2, history.Invoke, history.FAcquire),
 			op(3, 3500, 2, history.OK, history.FAcquire, lease(1000)), op(4, 5000, 1, history.OK, history.FAcquire, lease(3000)),
-			op(5, 6000, 1, history.Invoke, history.FRelease), op(6, 6100, 1, history.OK, history.FRelease)}},
+			op(5, 6000, 1, history.Invoke, history.FRelease), op(6, 6100, 1, history.OK, history.FRelease)}, nil, nil),
 			[]string{noFault}, []string{"release answered ok"}},
 		// Process 2's acquire (0.1-2.0 s, 500 ms) can go first and end
 		// before process 1's (0-1.0 s, 10 s) takes effect: no two owners.
 		{"a grant that may precede the other's is no second owner", checker.Anomaly{Kind: checker.KindNonLinearizable, Lock: "l", Processes: []int{1, 2},
-			Start: 0, End: ms(2000)}, nil, &causeTimeline{ops: []history.Op{
+			Start: 0, End: ms(2000)}, nil, newCauseTimeline([]history.Op{
 			op(1, 0, 1, history.Invoke, history.FAcquire), op(2, 100, 2, history.Invoke, history.FAcquire),
-			op(3, 1000, 1, history.OK, history.FAcquire, lease(10000)), op(4, 2000, 2, history.OK, history.FAcquire, lease(500))}},
+			op(3, 1000, 1, history.OK, history.FAcquire, lease(10000)), op(4, 2000, 2, history.OK, history.FAcquire, lease(500))}, nil, nil),
 			[]string{noFault}, []string{"two owners"}},
-		{"a piece with two owners reads as their overlap", inPiece(overlap), nil, &causeTimeline{ops: overlap.Ops},
+		{"a piece with two owners reads as their overlap", inPiece(overlap), nil, newCauseTimeline(overlap.Ops, nil, nil),
 			[]string{"two owners at once: process 2 was granted the lock at 2.200s, inside process 1's lease (granted at 0.400s, to 3.000s), " +
 				"which process 1 had not released; of that overlap: the lock let process 1's lease go before its own deadline"}, nil},
-		{"a piece whose first owner had asked to release", inPiece(overlap), nil, &causeTimeline{ops: append(slices.Clone(overlap.Ops[:2]),
-			op(3, 2000, 1, history.Invoke, history.FRelease), overlap.Ops[2], overlap.Ops[3])},
+		{"a piece whose first owner had asked to release", inPiece(overlap), nil, newCauseTimeline(append(slices.Clone(overlap.Ops[:2]),
+			op(3, 2000, 1, history.Invoke, history.FRelease), overlap.Ops[2], overlap.Ops[3]), nil, nil),
 			[]string{noFault}, []string{"two owners"}},
 		{"a late write nobody else's term received", checker.Anomaly{Kind: checker.KindLateWrite, Lock: "l", Processes: []int{1}, Start: ms(3000), End: ms(4200),
-			Ops: []history.Op{staleOps(2500)[3], staleOps(2500)[5]}}, []faultView{cut}, &causeTimeline{ops: staleOps(2500)},
+			Ops: []history.Op{staleOps(2500)[3], staleOps(2500)[5]}}, []faultView{cut}, newCauseTimeline(staleOps(2500), nil, nil),
 			[]string{"a write outlived its lease: process 1's add was invoked at 2.500s, inside its lease (to 3.000s), and acknowledged at 4.200s, " +
 				"1.2 s past it; nobody else held the lock meanwhile", "with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
 		{"a stuck lock's holder ended by an add cut off", stuck, []faultView{cut}, nil,
@@ -453,10 +466,15 @@ func TestCauseFromTimeline(t *testing.T) {
 				"with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
 		{"a stuck lock with no window open", stuck, nil, nil, []string{"came back unknown at 4.200s", "it took 1.7 s, with no fault window open"}, []string{noFault, "slow"}},
 		{"a stuck lock's holder ended by an error", stuckErr, nil, nil, []string{"it took 1.7 s (error: server replied 503), with no fault window open"}, []string{noFault}},
-		{"a stuck lock whose ops lack the invocation (another shard's)", stuckBare, []faultView{cut}, &causeTimeline{ops: stuck.Ops},
+		{"a stuck lock whose ops lack the invocation (another shard's)", stuckBare, []faultView{cut}, newCauseTimeline(stuck.Ops, nil, nil),
 			[]string{"process 1's add, invoked at 2.500s", "partition (2.000s – 5.000s)"}, []string{noFault}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.tl == nil {
+				// No history at hand but the anomaly's own operations:
+				// the checker's grants of those.
+				tc.tl = newCauseTimeline(tc.a.Ops, nil, nil)
+			}
 			got := likelyCause(tc.a, tc.faults, tc.tl)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -471,12 +489,86 @@ func TestCauseFromTimeline(t *testing.T) {
 		})
 	}
 	// A release the anomaly's ops leave out is found in the timeline.
-	withRelease := &causeTimeline{ops: append(slices.Clone(overlap.Ops), op(7, 2500, 2, history.Invoke, history.FRelease))}
+	withRelease := newCauseTimeline(append(slices.Clone(overlap.Ops), op(7, 2500, 2, history.Invoke, history.FRelease)), nil, nil)
 	if r := holdRoles(overlap, withRelease)[6]; r != "starts 2's hold; 2's hold ended by its release at 2.500s (line 7)" {
 		t.Errorf("role of 2's grant %q", r)
 	}
-	roles := holdRoles(renewed, nil)
+	roles := holdRoles(renewed, newCauseTimeline(renewed.Ops, nil, nil))
 	if roles[2] != "starts 1's hold" || roles[4] != "ends 1's hold: lease to 4.000s" || roles[6] != "starts 2's hold; ends 2's hold: lease to 6.400s" {
 		t.Errorf("roles %v", roles)
+	}
+}
+
+// Causes read the checker's own grants (checker.Timeline): the anomaly
+// the checker reports on a history, explained from the timeline it
+// derived while judging it. Each case is one where the grants the
+// anomaly's operations show, read alone, would say otherwise.
+func TestCauseReadsTheCheckersGrants(t *testing.T) {
+	op := func(idx int64, at float64, p int, typ history.Type, f, lock string, lease int64) history.Op {
+		return history.Op{Index: idx, Time: ms(at), Process: p, Type: typ, F: f, Lock: lock, LeaseMS: lease}
+	}
+	acq := func(idx int64, from, to float64, p int, lease int64) []history.Op {
+		return []history.Op{op(idx, from, p, history.Invoke, history.FAcquire, "l", 0), op(idx+1, to, p, history.OK, history.FAcquire, "l", lease)}
+	}
+	hist := func(parts ...[]history.Op) []history.Op { return slices.Concat(parts...) }
+	add := func(o history.Op) history.Op { o.Value = json.RawMessage("1"); return o }
+	for _, tc := range []struct {
+		name      string
+		ops       []history.Op
+		want, not []string
+		role      string // the role of process 0's first grant, if said
+	}{
+		{"a heartbeat the overlap's operations leave out sets the deadline", hist(
+			acq(0, 0, 100, 0, 1000), acq(2, 800, 900, 0, 1000), acq(4, 1000, 1200, 1, 1000),
+			[]history.Op{op(6, 1500, 0, history.Invoke, history.FRelease, "l", 0), op(7, 1550, 0, history.OK, history.FRelease, "l", 0)}),
+			[]string{"the lock let process 0's lease go before its own deadline: process 1 was granted the lock at 1.200s, 0.6 s before " +
+				"process 0's deadline (1.800s: its acquire invoked at 0.800s plus its 1000 ms lease)"}, nil, ""},
+		{"a heartbeat answered after the second grant sets no deadline then", hist(
+			acq(0, 0, 100, 0, 0), acq(2, 400, 500, 1, 1000), acq(4, 600, 700, 0, 1000),
+			[]history.Op{op(6, 3000, 1, history.Invoke, history.FRead, "l", 0), op(7, 3100, 1, history.OK, history.FRead, "l", 0)}),
+			[]string{noFault}, []string{"before its own deadline"}, ""},
+		{"a grant lost with no lease is abandoned, whatever the process held before", hist(
+			acq(0, 0, 100, 0, 1000),
+			[]history.Op{op(2, 200, 0, history.Invoke, history.FRelease, "l", 0), op(3, 300, 0, history.OK, history.FRelease, "l", 0)},
+			acq(4, 400, 500, 0, 0),
+			[]history.Op{add(op(6, 600, 0, history.Invoke, history.FAdd, "l", 0)), add(op(7, 700, 0, history.Info, history.FAdd, "l", 0))},
+			acq(8, 800, 900, 1, 1000),
+			[]history.Op{op(10, 1000, 1, history.Invoke, history.FRead, "l", 0), op(11, 1100, 1, history.OK, history.FRead, "l", 0)}),
+			[]string{"an abandoned hold: process 0's add had an unknown outcome at 0.700s while it held a grant with no lease"}, nil, ""},
+		{"a failed acquire after the hold ran out is no heartbeat", hist(
+			acq(0, 0, 100, 0, 1000), acq(2, 500, 600, 1, 1000),
+			[]history.Op{op(4, 1500, 0, history.Invoke, history.FAcquire, "l", 0), op(5, 1600, 0, history.Fail, history.FAcquire, "l", 0)}),
+			[]string{"before its own deadline", noFault}, []string{"heartbeat"}, ""},
+		{"a release of another lock ends no hold of this one", hist(
+			acq(0, 0, 100, 0, 1000), acq(2, 500, 600, 1, 1000),
+			[]history.Op{op(4, 700, 0, history.Invoke, history.FRelease, "m", 0), op(5, 750, 0, history.OK, history.FRelease, "m", 0)}),
+			[]string{"before its own deadline"}, nil, "starts 0's hold; ends 0's hold: lease to 1.000s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := checker.Check(context.Background(), tc.ops, checker.WithTimeline())
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(res.Anomalies, func(a checker.Anomaly) bool { return a.Kind == checker.KindOverlap })
+			if i < 0 {
+				t.Fatalf("no overlap in %+v", res.Anomalies)
+			}
+			v := viewAnomaly(1, res.Anomalies[i], nil, newCauseTimeline(tc.ops, res.Meta, res.Timeline))
+			for _, w := range tc.want {
+				if !strings.Contains(v.Cause, w) {
+					t.Errorf("cause %q, want it to contain %q", v.Cause, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(v.Cause, w) {
+					t.Errorf("cause %q, want it without %q", v.Cause, w)
+				}
+			}
+			if tc.role != "" {
+				if r := v.Ops[1].Role; r != tc.role {
+					t.Errorf("role of process 0's grant %q, want %q", r, tc.role)
+				}
+			}
+		})
 	}
 }

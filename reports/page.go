@@ -69,8 +69,11 @@ type page struct {
 	HealedBefore []string
 	// Foreign is state lockcheck did not make that the nodes held through
 	// the run (the meta line's foreign): never "no faults" over it either.
-	Foreign   []string
-	Latency   chart
+	Foreign []string
+	Latency chart
+	// Shaped is the latency the shaping faults added, window by window,
+	// shown beside the operations' latency.
+	Shaped    []string
 	Vis       []visLink
 	ByF       []fRow
 	ByProcess []pRow
@@ -206,7 +209,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		}
 	}
 	faults, marks := faultViews(ops, res.Meta, end)
-	tl := &causeTimeline{ops: ops, meta: res.Meta}
+	tl := newCauseTimeline(ops, res.Meta, res.Timeline)
 	// At most maxPerKind of each kind in full (the checker puts the
 	// likeliest causes first); the rest are counted.
 	perKind := map[string]*kindCount{}
@@ -247,6 +250,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 	}
 	p.Timeline = newTimeline(holds, faults, marks, res.Anomalies, end)
 	p.Latency = newChart(ops, faults, end)
+	p.Shaped = shapedLatency(faults)
 
 	fs := make([]string, 0, len(res.Stats.ByF))
 	for f := range res.Stats.ByF {
@@ -362,7 +366,7 @@ func holdRoles(a checker.Anomaly, tl *causeTimeline) map[int64]string {
 				roles[op.Index] = fmt.Sprintf("ends %d's hold", p)
 			}
 		}
-		if g, ok := lastGrant(a.Ops, p); ok {
+		if g, ok := tl.lastGrant(a.Lock, a.Ops, p); ok {
 			if _, released := releaseOf(a.Ops, p); !released {
 				role := fmt.Sprintf("ends %d's hold: lease to %s", p, secs(g.deadline()))
 				// A release the anomaly's operations leave out ended it
@@ -370,31 +374,26 @@ func holdRoles(a checker.Anomaly, tl *causeTimeline) map[int64]string {
 				if rel, ok := releaseAfter(tl, g); ok {
 					role = fmt.Sprintf("%d's hold ended by its release at %s (line %d)", p, secs(rel.Time), rel.Index)
 				}
-				if roles[g.ok.Index] != "" {
-					role = roles[g.ok.Index] + "; " + role
+				if roles[g.OK.Index] != "" {
+					role = roles[g.OK.Index] + "; " + role
 				}
-				roles[g.ok.Index] = role
+				roles[g.OK.Index] = role
 			}
 		}
 	}
 	return roles
 }
 
-// releaseAfter is the release invoked by g's process after g and before
-// g's deadline, in the timeline.
+// releaseAfter is the release invoked by g's process on its lock after g
+// and before g's deadline, in the checker's timeline.
 func releaseAfter(tl *causeTimeline, g grantOf) (history.Op, bool) {
-	if tl == nil {
+	lt := tl.lock(g.Invoke.Lock)
+	if lt == nil {
 		return history.Op{}, false
 	}
-	for _, op := range tl.ops {
-		if op.Index <= g.ok.Index || op.Process != g.ok.Process {
-			continue
-		}
-		if op.Time > g.deadline() {
-			break
-		}
-		if op.Type == history.Invoke && op.F == history.FRelease {
-			return op, true
+	for _, rel := range lt.Releases {
+		if rel.Process == g.Process && rel.Invoke.Index > g.OK.Index {
+			return rel.Invoke, rel.Invoke.Time <= g.deadline()
 		}
 	}
 	return history.Op{}, false

@@ -114,7 +114,7 @@ const reportHTML = `<!DOCTYPE html>
 <h2>Latency and throughput</h2>
 <p class="muted legend"><span><i class="sw" style="background:#4e79a7"></i>p50</span><span><i class="sw" style="background:#e15759"></i>p99</span><span><i class="sw" style="background:#bbb"></i>max</span> of ok operations by completion time;
 throughput: <span><i class="sw" style="background:#59a14f"></i>ok</span><span><i class="sw" style="background:#bab0ac"></i>fail</span><span><i class="sw" style="background:#f28e2b"></i>info</span>;
-faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}{{with .Foreign}}<span class="leftover"> not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span>{{end}}</p>
+faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .Shaped}}<span> added to links:{{range .}} {{.}};{{end}}</span>{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}{{with .Foreign}}<span class="leftover"> not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span>{{end}}</p>
 {{with .Latency}}<svg id="latency" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="latency and throughput">
 {{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>
 {{end}}<text x="{{f1 plotLeft}}" y="12">latency (ms)</text>
@@ -141,7 +141,8 @@ faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};o
 {{else}}<p>No lock operations to visualize.</p>{{end}}
 
 <h2>Operations</h2>
-<table><tr><th>f</th><th>ok</th><th>fail</th><th>info</th><th>pending</th><th>ok p50 ms</th><th>p90</th><th>p99</th><th>max</th><th>all p50 ms</th><th>all p99</th></tr>
+{{with .Shaped}}<p class="muted">latency the faults added to the links (beside the operations' below):{{range .}} {{.}};{{end}}</p>
+{{end}}<table><tr><th>f</th><th>ok</th><th>fail</th><th>info</th><th>pending</th><th>ok p50 ms</th><th>p90</th><th>p99</th><th>max</th><th>all p50 ms</th><th>all p99</th></tr>
 {{range .ByF}}<tr><td>{{.F}}</td><td class="num">{{.C.OK}}</td><td class="num">{{.C.Fail}}</td><td class="num">{{.C.Info}}</td><td class="num">{{.C.Pending}}</td>
 {{if .HasOK}}<td class="num">{{f2 .OK.P50}}</td><td class="num">{{f2 .OK.P90}}</td><td class="num">{{f2 .OK.P99}}</td><td class="num">{{f2 .OK.Max}}</td>{{else}}<td></td><td></td><td></td><td></td>{{end}}
 {{if .HasAll}}<td class="num">{{f2 .All.P50}}</td><td class="num">{{f2 .All.P99}}</td>{{else}}<td></td><td></td>{{end}}</tr>

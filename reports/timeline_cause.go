@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -23,12 +22,34 @@ import (
 const noFault = "no fault explains this"
 
 // causeTimeline is what the causes read beyond the anomaly itself: the
-// history's operations, in order.
+// history's operations, in order, and the grants and leases the checker
+// derived from them while it judged the history (checker.Timeline). Every
+// grant, deadline and release a cause names is the checker's, not a model
+// of the report's own.
 type causeTimeline struct {
 	ops []history.Op
 	// meta ties processes to clients (history.Meta.ClientOf); nil when
 	// the history has no meta line.
 	meta *history.Meta
+	// grants are the checker's grants and leases of each lock.
+	grants *checker.Timeline
+}
+
+// newCauseTimeline is the timeline of ops, with the grants the checker
+// derived from them (nil: derived now).
+func newCauseTimeline(ops []history.Op, meta *history.Meta, grants *checker.Timeline) *causeTimeline {
+	if grants == nil {
+		grants = checker.TimelineOf(ops)
+	}
+	return &causeTimeline{ops: ops, meta: meta, grants: grants}
+}
+
+// lock is the checker's timeline of one lock, nil when there is none.
+func (tl *causeTimeline) lock(name string) *checker.LockTimeline {
+	if tl == nil {
+		return nil
+	}
+	return tl.grants.Lock(name)
 }
 
 // before is the timeline's operations before line index (the history is
@@ -81,47 +102,67 @@ func (tl *causeTimeline) aimedElsewhere(w faultView, processes ...int) bool {
 	return true
 }
 
-// grantOf is an ok acquire or renew with a lease, and the invocation its
-// lease counts from.
-type grantOf struct {
-	inv, ok history.Op
+// grantOf is a lease the checker counted with a deadline: an ok acquire
+// or renew that began a grant or extended it.
+type grantOf struct{ checker.Lease }
+
+func (g grantOf) deadline() int64 { return g.Deadline }
+
+// leaseMS is the lease it counts from its invocation, as the checker
+// counted it (an ok renew without lease_ms renews for its grant's lease).
+func (g grantOf) leaseMS() int64 { return (g.Deadline - g.Invoke.Time) / 1e6 }
+
+// lastGrant is process p's grant that set its hold's end among the ops an
+// anomaly shows on lock: the last of its ok acquires and renews there that
+// the checker counted with a lease.
+func (tl *causeTimeline) lastGrant(lock string, ops []history.Op, p int) (grantOf, bool) {
+	lt := tl.lock(lock)
+	for i := len(ops) - 1; i >= 0 && lt != nil; i-- {
+		op := ops[i]
+		if op.Process != p || op.Type != history.OK || (op.F != history.FAcquire && op.F != history.FRenew) {
+			continue
+		}
+		if g, ok := lt.LeaseAt(op.Index); ok && g.Deadline != checker.Never {
+			return grantOf{g}, true
+		}
+	}
+	return grantOf{}, false
 }
 
-func (g grantOf) deadline() int64 { return g.inv.Time + g.ok.LeaseMS*1e6 }
-
-// lastGrant is process p's last ok acquire or renew with a lease among ops
-// (its invocation found there too), the grant that set its hold's end.
-// An ok renew without lease_ms renews for the lease of the process's
-// latest acquire before it, as the checker counts it.
-func lastGrant(ops []history.Op, p int) (grantOf, bool) { return lastGrantOn(ops, p, "") }
-
-// lastGrantOn is lastGrant on one lock ("": any), scanning back from the
-// end of ops without copying them.
-func lastGrantOn(ops []history.Op, p int, lock string) (grantOf, bool) {
-	var renew *grantOf // an ok renew without a lease, waiting for its grant's
-	for i := len(ops) - 1; i >= 0; i-- {
-		ok := ops[i]
-		if ok.Process != p || ok.Type != history.OK || (ok.F != history.FAcquire && ok.F != history.FRenew) || (lock != "" && ok.Lock != lock) {
+// inForce is the lease in force at the time by of the grant of process p
+// that an anomaly shows on lock: of the leases the checker counted for
+// that grant (a heartbeat the anomaly's operations leave out among them),
+// the last answered by then, if it has a deadline. A heartbeat answered
+// later extended a hold the lock may already have let go.
+func (tl *causeTimeline) inForce(lock string, ops []history.Op, p int, by int64) (grantOf, bool) {
+	lt := tl.lock(lock)
+	for i := len(ops) - 1; i >= 0 && lt != nil; i-- {
+		op := ops[i]
+		if op.Process != p || op.Type != history.OK || (op.F != history.FAcquire && op.F != history.FRenew) {
 			continue
 		}
-		if renew != nil {
-			if ok.F == history.FAcquire && ok.LeaseMS > 0 {
-				renew.ok.LeaseMS = ok.LeaseMS
-				return *renew, true
+		l, ok := lt.LeaseAt(op.Index)
+		if !ok {
+			continue
+		}
+		leases := lt.Grants[l.Grant].Leases
+		for j := len(leases) - 1; j >= 0; j-- {
+			if g := lt.Leases[leases[j]]; g.OK.Time <= by {
+				return grantOf{g}, g.Deadline != checker.Never
 			}
-			continue
 		}
-		if ok.LeaseMS <= 0 && ok.F == history.FAcquire {
-			continue
-		}
-		for j := i - 1; j >= 0; j-- {
-			if inv := ops[j]; inv.Process == p && inv.F == ok.F && inv.Type == history.Invoke {
-				if ok.LeaseMS > 0 {
-					return grantOf{inv, ok}, true
-				}
-				renew = &grantOf{inv, ok}
-				break
-			}
+		return grantOf{}, false
+	}
+	return grantOf{}, false
+}
+
+// grantBefore is process p's last lease on lock with a deadline that the
+// checker counted before line index.
+func (tl *causeTimeline) grantBefore(lock string, p int, index int64) (grantOf, bool) {
+	before := tl.lock(lock).Before(index)
+	for i := len(before) - 1; i >= 0; i-- {
+		if g := before[i]; g.Process == p && g.Deadline != checker.Never {
+			return grantOf{g}, true
 		}
 	}
 	return grantOf{}, false
@@ -136,20 +177,25 @@ type leftHold struct {
 	leased        bool       // the first's grant has a lease, so its hold ends
 }
 
+// leftHoldOf finds the first holder's grant in the checker's timeline
+// that its process left (checker.Grant.Lost) before the second's began.
 func leftHoldOf(a checker.Anomaly, tl *causeTimeline) (leftHold, bool) {
 	if a.Kind != checker.KindOverlap || len(a.Processes) < 2 || tl == nil {
 		return leftHold{}, false
 	}
 	h := leftHold{first: a.Processes[0], second: a.Processes[1]}
-	for _, op := range tl.ops {
-		if op.Process == h.first && op.Type == history.Info && op.Time <= a.Start {
-			h.unknown = op
+	lt := tl.lock(a.Lock)
+	if lt == nil {
+		return leftHold{}, false
+	}
+	for _, g := range lt.Grants {
+		if g.Process == h.first && g.Lost != nil && g.Lost.Time <= a.Start {
+			h.unknown, h.leased = *g.Lost, g.Deadline != checker.Never
 		}
 	}
 	if h.unknown.F == "" {
 		return leftHold{}, false
 	}
-	_, h.leased = lastGrant(tl.ops, h.first)
 	return h, true
 }
 
@@ -201,17 +247,19 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 		return "", false
 	}
 	first, second := a.Processes[0], a.Processes[1]
-	g, ok := lastGrant(a.Ops, first)
+	// The lease in force when the second was granted: a heartbeat
+	// answered after that extended a hold the lock had already let go.
+	g, ok := tl.inForce(a.Lock, a.Ops, first, a.Start)
 	if !ok || a.Start >= g.deadline() {
 		return "", false
 	}
 	s := fmt.Sprintf("the lock let process %d's lease go before its own deadline: process %d was granted the lock at %s, "+
 		"%.1f s before process %d's deadline (%s: its %s invoked at %s plus its %d ms lease)",
-		first, second, secs(a.Start), float64(g.deadline()-a.Start)/1e9, first, secs(g.deadline()), g.ok.F, secs(g.inv.Time), g.ok.LeaseMS)
+		first, second, secs(a.Start), float64(g.deadline()-a.Start)/1e9, first, secs(g.deadline()), g.OK.F, secs(g.Invoke.Time), g.leaseMS())
 	var why []string
 	for _, w := range faults {
 		lasting := slices.ContainsFunc(causeRules, func(r causeRule) bool { return r.fault == w.Kind && r.lasting })
-		if w.Start > a.Start || (effectEnd(w) < g.inv.Time && !lasting) {
+		if w.Start > a.Start || (effectEnd(w) < g.Invoke.Time && !lasting) {
 			continue
 		}
 		if tl.aimedElsewhere(w, first, second) {
@@ -296,20 +344,33 @@ func serverMechanism(w faultView, at int64) string {
 }
 
 // failedHeartbeat names process p's heartbeat (a renew, or a leader's
-// re-acquire) after its grant g that failed before until: the server had
-// already let the lease go.
+// re-acquire) of its grant g, on g's lock, that failed before until: the
+// server had already let the lease go. A heartbeat is made while holding:
+// it was invoked before the checker ended g's hold (its release, its
+// lease running out), and an acquire after that is a new request, no
+// heartbeat.
 func failedHeartbeat(tl *causeTimeline, p int, g grantOf, until int64) string {
-	if tl == nil {
+	lt := tl.lock(g.Invoke.Lock)
+	if lt == nil {
 		return ""
 	}
+	end := lt.Grants[g.Grant].End
+	var inv history.Op // p's latest invocation: a completion's lock is its invocation's
 	for _, op := range tl.ops {
-		if op.Time <= g.ok.Time || op.Process != p {
+		if op.Process != p {
 			continue
 		}
-		if until != checker.Never && op.Time > until+g.ok.LeaseMS*1e6 || op.F == history.FRelease {
-			break // a heartbeat is made while holding: not after the release
+		if op.Type == history.Invoke {
+			inv = op
 		}
-		if (op.F == history.FRenew || op.F == history.FAcquire) && (op.Type == history.Fail || op.Type == history.Info) {
+		if op.Time <= g.OK.Time {
+			continue
+		}
+		if until != checker.Never && op.Time > until+g.leaseMS()*1e6 || op.Type == history.Invoke && op.F == history.FRelease && op.Lock == g.Invoke.Lock {
+			break // not after the release
+		}
+		if (op.F == history.FRenew || op.F == history.FAcquire) && (op.Type == history.Fail || op.Type == history.Info) &&
+			inv.Lock == g.Invoke.Lock && inv.Time < end {
 			return fmt.Sprintf("failed heartbeat: process %d's %s at %s came back %s (%s): by then the server no longer held its lease",
 				p, op.F, secs(op.Time), op.Type, strings.TrimSpace(op.Error))
 		}
@@ -423,20 +484,27 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 	if !ok {
 		return "", false
 	}
-	g, ok := lastGrant(a.Ops[:slices.IndexFunc(a.Ops, func(op history.Op) bool { return op.Index >= inv.Index })], p)
+	g, ok := tl.lastGrant(a.Lock, a.Ops[:slices.IndexFunc(a.Ops, func(op history.Op) bool { return op.Index >= inv.Index })], p)
 	if !ok || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
 		return "", false
 	}
 	// The other's grant must come after this holder's: the late write
 	// lands in a term that began after the one it was sent in.
-	other, ok := lastGrant(a.Ops, q)
-	if !ok || other.ok.Time <= g.ok.Time || other.ok.Time >= ret.Time {
+	other, ok := tl.lastGrant(a.Lock, a.Ops, q)
+	if !ok || other.OK.Time <= g.OK.Time || other.OK.Time >= ret.Time {
 		return "", false
+	}
+	if slow := slowedBy(faults, "add", inv.Time, ret.Time); slow != "" {
+		// The slowness is the cause: say it first, with the link.
+		return fmt.Sprintf("a write outlived its lease: %s, inside process %d's lease (to %s), and applied after the next grant "+
+			"(process %d's, at %s): it was acknowledged at %s, %s past the lease; the lock hands the resource no token to refuse "+
+			"a late write", slow, p, secs(g.deadline()), q, secs(other.OK.Time), secs(ret.Time), span(ret.Time-g.deadline())) +
+			inFlight(faults, inv, ret, p, tl), true
 	}
 	return fmt.Sprintf("a write outlived its lease: process %d's add was invoked at %s, inside its lease (to %s), and acknowledged at %s, "+
 		"%s past it and after process %d was granted the lock at %s; the lock hands the resource no token to refuse a late write, "+
 		"so a write in flight when the lease runs out lands in the next holder's term",
-		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()), q, secs(other.ok.Time)) +
+		p, secs(inv.Time), secs(g.deadline()), secs(ret.Time), span(ret.Time-g.deadline()), q, secs(other.OK.Time)) +
 		inFlight(faults, inv, ret, p, tl), true
 }
 
@@ -481,7 +549,7 @@ func lateWriteAlone(a checker.Anomaly, faults []faultView, tl *causeTimeline) (s
 	}
 	// The grant that set the lease: the process's last before the add
 	// (the history is in index order).
-	g, found := lastGrantOn(tl.before(inv.Index), p, a.Lock)
+	g, found := tl.grantBefore(a.Lock, p, inv.Index)
 	if !found || inv.Time >= g.deadline() || ret.Time <= g.deadline() {
 		return "", false
 	}
@@ -556,90 +624,26 @@ func openDuring(faults []faultView, from, to int64, p int, tl *causeTimeline) []
 				continue
 			}
 		}
+		if v, ok := shapingOf(w); ok {
+			open = append(open, fmt.Sprintf("%s (%s – %s: %s on %s)", w.Kind, secs(w.Start), secs(w.End), added(v.Shape), links(v)))
+			continue
+		}
 		open = append(open, fmt.Sprintf("%s (%s – %s)", w.Kind, secs(w.Start), secs(w.End)))
 	}
 	return open
-}
-
-// lockReplay follows one lock's grants through a history in one pass, as
-// the piece causes need them: each process's last grant (the one that set
-// its lease), its last release's invocation, and the ok acquires so far.
-type lockReplay struct {
-	pending  map[fProc]history.Op // an invocation awaiting its completion
-	last     map[int]grantOf
-	releases map[int]history.Op
-	// acquired are the ok acquires so far, kept small: a long history's
-	// lock has millions.
-	acquired []acquiredAt
-	// grantLease is each process's latest acquire's lease, which an ok
-	// renew without lease_ms renews for.
-	grantLease map[int]int64
-}
-
-// acquiredAt is an ok acquire as lapsedRelease reads it.
-type acquiredAt struct {
-	process           int
-	inv, ok, deadline int64
-}
-
-type fProc struct {
-	f string
-	p int
-}
-
-func newLockReplay() *lockReplay {
-	return &lockReplay{pending: map[fProc]history.Op{}, last: map[int]grantOf{}, releases: map[int]history.Op{}, grantLease: map[int]int64{}}
-}
-
-// feed takes the lock's next operation.
-func (r *lockReplay) feed(op history.Op) {
-	key := fProc{op.F, op.Process}
-	switch {
-	case op.Type == history.Invoke && op.F == history.FRelease:
-		r.releases[op.Process] = op
-	case op.Type == history.Invoke:
-		r.pending[key] = op
-	case op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew):
-		inv, ok := r.pending[key]
-		if op.F == history.FRenew && op.LeaseMS <= 0 {
-			op.LeaseMS = r.grantLease[op.Process] // as the checker renews it
-		}
-		if !ok || op.LeaseMS <= 0 {
-			return
-		}
-		if op.F == history.FAcquire {
-			r.grantLease[op.Process] = op.LeaseMS
-		}
-		g := grantOf{inv, op}
-		r.last[op.Process] = g
-		if op.F == history.FAcquire {
-			r.acquired = append(r.acquired, acquiredAt{op.Process, inv.Time, op.Time, g.deadline()})
-		}
-	}
-}
-
-// releasedSince says whether process p asked to release after its last
-// grant (ok, info or failed: the model may let it free the lock).
-func (r *lockReplay) releasedSince(p int) bool {
-	rel, ok := r.releases[p]
-	return ok && rel.Index > r.last[p].ok.Index
 }
 
 // after says whether grant q took effect after grant g whatever order the
 // model picks: q was asked for once g was answered, or q's lease outlasts
 // g's answer (had q taken effect first, g would have had to wait for q's
 // lease to end, and q's process can have done nothing in between).
-func after(qInv, qDeadline int64, g grantOf) bool {
-	return qInv > g.ok.Time || qDeadline > g.ok.Time
+func after(q, g grantOf) bool {
+	return q.Invoke.Time > g.OK.Time || q.deadline() > g.OK.Time
 }
 
-// pieceEnd is where a piece's operations end in the history: its last
-// line at or before the piece's end.
-func pieceEnd(a checker.Anomaly, tl *causeTimeline) int {
-	if a.End == checker.Never {
-		return len(tl.ops)
-	}
-	return sort.Search(len(tl.ops), func(i int) bool { return tl.ops[i].Time > a.End })
+// inSpan says whether a line at t lies in a piece's span.
+func inSpan(a checker.Anomaly, t int64) bool {
+	return t >= a.Start && (a.End == checker.Never || t <= a.End)
 }
 
 // grantInsideLease explains a piece of lock operations with no legal
@@ -647,57 +651,48 @@ func pieceEnd(a checker.Anomaly, tl *causeTimeline) int {
 // lease, granted (or renewed) before it and not released since, whichever
 // of the two the model orders first. That is an overlap, and its cause is
 // the overlap's (likelyCause of the two holds), so the piece and the
-// overlap the mutual-exclusion check reports read alike.
+// overlap the mutual-exclusion check reports read alike. The grants,
+// leases and releases are the checker's (the grant that set a process's
+// lease may lie long before the piece began).
 func grantInsideLease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string, bool) {
 	if a.Kind != checker.KindNonLinearizable || tl == nil {
 		return "", false
 	}
-	return replayPiece(a, tl, func(r *lockReplay, op history.Op) (string, bool) {
-		if op.F != history.FAcquire || op.Type != history.OK {
-			return "", false
-		}
-		q, ok := grantOfAt(r, op)
-		for _, p := range slices.Sorted(maps.Keys(r.last)) {
-			g := r.last[p]
-			if !ok || p == op.Process || r.releasedSince(p) || op.Time >= g.deadline() || (g.ok.F == history.FAcquire && !after(q.inv.Time, q.deadline(), g)) {
-				continue
-			}
-			// The overlap's own operations: the two grants (what its
-			// causes read; the rest they find in the timeline).
-			overlap := checker.Anomaly{Kind: checker.KindOverlap, Check: checker.CheckMutex, Lock: a.Lock, Processes: []int{p, op.Process},
-				Start: op.Time, End: g.deadline(), Ops: []history.Op{g.inv, g.ok, q.inv, q.ok}}
-			return fmt.Sprintf("two owners at once: process %d was granted the lock at %s, inside process %d's lease (granted at %s, to %s), "+
-				"which process %d had not released; of that overlap: %s",
-				op.Process, secs(op.Time), p, secs(g.ok.Time), secs(g.deadline()), p, likelyCause(overlap, faults, tl)), true
-		}
+	lt := tl.lock(a.Lock)
+	if lt == nil {
 		return "", false
-	})
-}
-
-// replayPiece replays a piece's lock from the history's start to the
-// piece's end (the grant that set a process's lease may lie long before
-// the piece began) and asks at about each of the piece's operations,
-// before it is fed, until at explains the piece.
-func replayPiece(a checker.Anomaly, tl *causeTimeline, at func(r *lockReplay, op history.Op) (string, bool)) (string, bool) {
-	r := newLockReplay()
-	for _, op := range tl.ops[:pieceEnd(a, tl)] {
-		if op.Lock != a.Lock || op.Process < 0 {
-			continue
+	}
+	last := map[int]grantOf{}   // each process's latest lease
+	released := map[int]int64{} // each process's latest release's invocation line
+	r := 0
+	for _, l := range lt.Leases {
+		q := grantOf{l}
+		for ; r < len(lt.Releases) && lt.Releases[r].Invoke.Index < q.OK.Index; r++ {
+			released[lt.Releases[r].Process] = lt.Releases[r].Invoke.Index
 		}
-		if op.Time >= a.Start {
-			if s, ok := at(r, op); ok {
-				return s, true
+		if q.OK.F == history.FAcquire && q.Deadline != checker.Never && inSpan(a, q.OK.Time) {
+			for _, p := range slices.Sorted(maps.Keys(last)) {
+				g := last[p]
+				if p == q.Process || released[p] > g.OK.Index || q.OK.Time >= g.deadline() || (g.OK.F == history.FAcquire && !after(q, g)) {
+					continue
+				}
+				// The overlap's own operations: the two grants (what its
+				// causes read; the rest they find in the timeline).
+				overlap := checker.Anomaly{Kind: checker.KindOverlap, Check: checker.CheckMutex, Lock: a.Lock, Processes: []int{p, q.Process},
+					Start: q.OK.Time, End: g.deadline(), Ops: []history.Op{g.Invoke, g.OK, q.Invoke, q.OK}}
+				return fmt.Sprintf("two owners at once: process %d was granted the lock at %s, inside process %d's lease (granted at %s, to %s), "+
+					"which process %d had not released; of that overlap: %s",
+					q.Process, secs(q.OK.Time), p, secs(g.OK.Time), secs(g.deadline()), p, likelyCause(overlap, faults, tl)), true
 			}
 		}
-		r.feed(op)
+		if a.End != checker.Never && q.OK.Time > a.End {
+			break
+		}
+		if q.Deadline != checker.Never {
+			last[q.Process] = q
+		}
 	}
 	return "", false
-}
-
-// grantOfAt is the grant an ok acquire or renew completes, before it is fed.
-func grantOfAt(r *lockReplay, ok history.Op) (grantOf, bool) {
-	inv, asked := r.pending[fProc{ok.F, ok.Process}]
-	return grantOf{inv, ok}, asked && ok.LeaseMS > 0
 }
 
 // lapsedRelease explains a piece of lock operations with no legal order by
@@ -711,33 +706,42 @@ func lapsedRelease(a checker.Anomaly, faults []faultView, tl *causeTimeline) (st
 	if a.Kind != checker.KindNonLinearizable || tl == nil {
 		return "", false
 	}
-	return replayPiece(a, tl, func(r *lockReplay, op history.Op) (string, bool) {
-		if op.Type != history.OK || op.F != history.FRelease {
-			return "", false
+	lt := tl.lock(a.Lock)
+	if lt == nil {
+		return "", false
+	}
+	// The piece's releases answered ok, in the order of their answers.
+	var oks []checker.Release
+	for _, rel := range lt.Releases {
+		if c := rel.Completion; c != nil && c.Type == history.OK && inSpan(a, c.Time) {
+			oks = append(oks, rel)
 		}
-		p := op.Process
-		inv, asked := r.releases[p]
-		g, held := r.last[p]
-		if !asked || !held || inv.Time <= g.deadline() || inv.Index < g.ok.Index {
-			return "", false
+	}
+	slices.SortFunc(oks, func(x, y checker.Release) int { return cmp.Compare(x.Completion.Index, y.Completion.Index) })
+	for _, rel := range oks {
+		p, inv, done := rel.Process, rel.Invoke, *rel.Completion
+		g, held := tl.grantBefore(a.Lock, p, done.Index)
+		if !held || inv.Time <= g.deadline() || inv.Index < g.OK.Index {
+			continue
 		}
-		for i := len(r.acquired) - 1; i >= 0 && r.acquired[i].ok > g.deadline(); i-- {
-			q := r.acquired[i]
-			if q.process == p || q.ok >= inv.Time || !after(q.inv, q.deadline, g) {
+		before := lt.Before(done.Index)
+		for i := len(before) - 1; i >= 0 && before[i].OK.Time > g.deadline(); i-- {
+			q := grantOf{before[i]}
+			if q.OK.F != history.FAcquire || q.Deadline == checker.Never || q.Process == p || q.OK.Time >= inv.Time || !after(q, g) {
 				continue
 			}
 			s := fmt.Sprintf("a release answered ok for a hold that had run out: process %d's lease ran out at %s (granted at %s), "+
 				"process %d was granted the lock at %s, and process %d's release, invoked at %s, was answered ok at %s as if it still "+
 				"held the lock; a lock's release that finds its lease expired or the lock another's must not report success, "+
 				"or its caller cannot tell that its critical section ran unprotected",
-				p, secs(g.deadline()), secs(g.ok.Time), q.process, secs(q.ok), p, secs(inv.Time), secs(op.Time))
-			if open := openDuring(faults, g.inv.Time, inv.Time, p, tl); len(open) > 0 {
+				p, secs(g.deadline()), secs(g.OK.Time), q.Process, secs(q.OK.Time), p, secs(inv.Time), secs(done.Time))
+			if open := openDuring(faults, g.Invoke.Time, inv.Time, p, tl); len(open) > 0 {
 				s += fmt.Sprintf("; windows open while process %d held it: %s", p, strings.Join(open, ", "))
 			}
 			return s, true
 		}
-		return "", false
-	})
+	}
+	return "", false
 }
 
 // span says a duration of nanoseconds in milliseconds under a second, else
@@ -758,15 +762,15 @@ func grantedEarly(a checker.Anomaly, faults []faultView, tl *causeTimeline) (str
 		return "", false
 	}
 	p, q := a.Processes[0], a.Processes[1]
-	mine, ok := lastGrant(a.Ops, p)
+	mine, ok := tl.lastGrant(a.Lock, a.Ops, p)
 	if !ok {
 		return "", false
 	}
-	theirs, ok := lastGrant(a.Ops, q)
-	if !ok || theirs.ok.Time >= mine.ok.Time || mine.ok.Time >= theirs.deadline() {
+	theirs, ok := tl.lastGrant(a.Lock, a.Ops, q)
+	if !ok || theirs.OK.Time >= mine.OK.Time || mine.OK.Time >= theirs.deadline() {
 		return "", false
 	}
-	overlap := checker.Anomaly{Kind: checker.KindOverlap, Lock: a.Lock, Processes: []int{q, p}, Start: mine.ok.Time, End: theirs.deadline(), Ops: a.Ops}
+	overlap := checker.Anomaly{Kind: checker.KindOverlap, Lock: a.Lock, Processes: []int{q, p}, Start: mine.OK.Time, End: theirs.deadline(), Ops: a.Ops}
 	return earlyExpiry(overlap, faults, tl)
 }
 

@@ -56,6 +56,9 @@ func (t Test) Validate() error {
 	} else if slices.Contains(t.Nemesis, nemesis.ClientKill) && t.KillRestart >= t.Time {
 		bad("--kill-restart %v is not shorter than the run's --time %v: a killed client would never come back", t.KillRestart, t.Time)
 	}
+	if _, _, err := t.netBounds(); err != nil {
+		bad("--net-delay, --net-jitter, --net-rate: %v", err)
+	}
 	if t.DCLocal && !t.Recipe.DCLocal {
 		bad("--dc-local: lock %s does not take LOCAL_SERIAL/LOCAL_QUORUM (those that do: %s)", t.Recipe.Name, strings.Join(DCLocalRecipes(), ", "))
 	}

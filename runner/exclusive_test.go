@@ -72,7 +72,7 @@ func TestRunRefusesAHeldCluster(t *testing.T) {
 // foreignNode has an iptables rule lockcheck did not add.
 type foreignNode struct{ nemesis.Node }
 
-func (foreignNode) Capabilities() []string { return nil }
+func (foreignNode) Capabilities() []nemesis.Capability { return nil }
 func (foreignNode) Foreign(context.Context) ([]string, error) {
 	return []string{"iptables rule -A INPUT -s 10.9.0.3/32 -j DROP"}, nil
 }

@@ -582,9 +582,22 @@ func (t *Test) nemesisOptions(env Env, timeUp <-chan struct{}) (opts []nemesis.O
 	if t.SkewMax > 0 {
 		opts = append(opts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
 	}
+	if b, set, err := t.netBounds(); set && err == nil {
+		opts = append(opts, nemesis.WithNetBounds(b))
+	}
 	return append(opts, nemesis.WithSeed(t.Seed), nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
 		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientKill(t.KillRestart, t.KillTarget), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins),
 		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares)), inFull
+}
+
+// netBounds are the shaping kinds' bounds the Spec sets (set: any of
+// --net-delay, --net-jitter, --net-rate), defaults filling the others.
+func (t *Test) netBounds() (b nemesis.NetBounds, set bool, err error) {
+	if t.NetDelay == "" && t.NetJitter == "" && t.NetRate == "" {
+		return nemesis.NetBounds{}, false, nil
+	}
+	b, err = nemesis.ParseNetBounds(t.NetDelay, t.NetJitter, t.NetRate)
+	return b, true, err
 }
 
 // checkFaults makes the run's nemesis over env's nodes without running it:

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/lockcheck/lockcheck/nemesis"
 )
 
 // Form says how a catalogue lock is tested.
@@ -291,6 +293,9 @@ func RunCommand(r Row) string {
 	}
 	if r.SkewMax > 0 {
 		fmt.Fprintf(&b, " --skew-min %s --skew-max %s", r.SkewMin, r.SkewMax)
+	}
+	if n := r.Net; n != (nemesis.NetBounds{}) {
+		fmt.Fprintf(&b, " --net-delay %s..%s --net-jitter %s --net-rate %d..%d", n.DelayMin, n.DelayMax, n.Jitter, n.RateMin, n.RateMax)
 	}
 	if r.ClientCount() != DefaultClients {
 		fmt.Fprintf(&b, " --clients %d", r.ClientCount())

@@ -53,6 +53,13 @@ type Rate struct {
 	// lock held to the end (checker.Liveness); absent when not recorded.
 	Availability string `json:"availability,omitempty"`
 	Stuck        int    `json:"stuck,omitempty"`
+	// Def is the fingerprint of the row's definition the runs had
+	// (Row.Fingerprint); absent in lines recorded before it was kept.
+	Def string `json:"def,omitempty"`
+	// Shard is the share of a fan-out that measured the line (`matrix
+	// --shard K/N`): only in a shard's own file, which `matrix merge`
+	// checks and pools into lines without it.
+	Shard string `json:"shard,omitempty"`
 }
 
 // Duration is a time.Duration written as Go spells it ("20s").

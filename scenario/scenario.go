@@ -201,6 +201,9 @@ type Row struct {
 	// ahead (run --skew-min, --skew-max); zero: the defaults, 1s..30s and
 	// the TTL plus 1-3 s.
 	SkewMin, SkewMax time.Duration
+	// Net bounds the shaping kinds' draws (run --net-delay, --net-jitter,
+	// --net-rate); zero: nemesis.DefaultNetBounds.
+	Net nemesis.NetBounds
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -272,6 +275,9 @@ func (r Row) Spec(run int) spec.Spec {
 	s.StuckBound = r.StuckBound()
 	if r.KillTarget != "" {
 		s.KillTarget = r.KillTarget
+	}
+	if r.Net != (nemesis.NetBounds{}) {
+		s.NetDelay, s.NetJitter, s.NetRate = r.Net.Flags()
 	}
 	return s
 }
@@ -429,6 +435,17 @@ func (r Row) Check() error {
 	}
 	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) && !slices.Contains(r.Faults, nemesis.CoordClock) {
 		bad("skew bounds without %s or %s: they bound those faults' skew", nemesis.ClientClock, nemesis.CoordClock)
+	}
+	if r.Net != (nemesis.NetBounds{}) {
+		shaped := slices.ContainsFunc(r.Faults, func(k string) bool {
+			return k == nemesis.NetDelay || k == nemesis.NetRate || k == nemesis.CoordNetDelay
+		})
+		if !shaped {
+			bad("net bounds without %s, %s or %s: they bound those faults' shaping", nemesis.NetDelay, nemesis.CoordNetDelay, nemesis.NetRate)
+		}
+		if err := r.Net.Validate(); err != nil {
+			bad("%v", err)
+		}
 	}
 	if strings.TrimSpace(r.Mechanism) == "" {
 		bad("no mechanism: say why the lock fails or holds")

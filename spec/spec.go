@@ -87,6 +87,13 @@ type Spec struct {
 	SkewMin     time.Duration `json:"skew-min"`
 	SkewMax     time.Duration `json:"skew-max"`
 	HealTimeout time.Duration `json:"heal-timeout"`
+	// NetDelay, NetJitter and NetRate bound the shaping kinds' draws
+	// (net-delay, coord-net-delay, net-rate) as their flags spell them:
+	// MIN..MAX durations, a duration, MIN..MAX kbit/s; "": the nemesis's
+	// defaults. The runner parses and checks them (nemesis.ParseNetBounds).
+	NetDelay  string `json:"net-delay"`
+	NetJitter string `json:"net-jitter"`
+	NetRate   string `json:"net-rate"`
 	// PinClients sends every query of client i through node i mod nodes
 	// instead of the token-aware replica every client shares: clients then
 	// read through different coordinators, which the aimed faults
@@ -165,6 +172,12 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.SkewMin }},
 	{Flag: "skew-max", Help: "client-clock's largest skew, coord-clock's largest ahead (with --skew-min; default 30s, and the TTL plus 3s)",
 		ptr: func(s *Spec) any { return &s.SkewMax }},
+	{Flag: "net-delay", Help: "net-delay and coord-net-delay: the added latency's bounds, MIN..MAX, drawn log-uniform (default 200ms..2s)",
+		ptr: func(s *Spec) any { return &s.NetDelay }},
+	{Flag: "net-jitter", Help: "net-delay and coord-net-delay: the largest jitter, at most the smallest delay (default 50ms)",
+		ptr: func(s *Spec) any { return &s.NetJitter }},
+	{Flag: "net-rate", Help: "net-rate: the bandwidth limit's bounds in kbit/s, MIN..MAX, drawn log-uniform (default 64..1024)",
+		ptr: func(s *Spec) any { return &s.NetRate }},
 	{Flag: "heal-timeout", Help: "how long healing the faults and waiting for a healthy cluster may take (membership faults get more)",
 		ptr: func(s *Spec) any { return &s.HealTimeout }, fill: true,
 		check: func(s *Spec) error { return positive(s.HealTimeout) }},

@@ -2,9 +2,13 @@ package sshnode
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 
+	"github.com/lockcheck/lockcheck/faultcap"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/netshape"
 )
 
 var _ nemesis.Node = (*Node)(nil)
@@ -13,7 +17,7 @@ var _ nemesis.Node = (*Node)(nil)
 // signals its JVM; it restarts Cassandra only with a start command; iptables
 // and the clock are what Check found on it (before Check: the clock only
 // with ClockStep, iptables assumed). A host has no power to cut.
-func (n *Node) Capabilities() []nemesis.Capability {
+func (n *Node) Capabilities() []faultcap.Capability {
 	n.capMu.Lock()
 	defer n.capMu.Unlock()
 	if n.caps != nil {
@@ -24,16 +28,22 @@ func (n *Node) Capabilities() []nemesis.Capability {
 
 // static are the capabilities the configuration decides, with what a probe
 // found of iptables and libfaketime.
-func (n *Node) static(iptables, faketime bool) []nemesis.Capability {
-	caps := []nemesis.Capability{nemesis.CapSignals}
+func (n *Node) static(iptables, faketime bool) []faultcap.Capability {
+	caps := []faultcap.Capability{faultcap.Signals}
 	if iptables {
-		caps = append(caps, nemesis.CapIPTables)
+		caps = append(caps, faultcap.IPTables)
 	}
 	if faketime || n.cfg.ClockStep {
-		caps = append(caps, nemesis.CapClock)
+		caps = append(caps, faultcap.Clock)
 	}
 	if n.cfg.StartCmd != "" {
-		caps = append(caps, nemesis.CapRestart)
+		caps = append(caps, faultcap.Restart)
+	}
+	if n.shaping.Netem {
+		caps = append(caps, faultcap.NetDelay)
+	}
+	if n.shaping.HTB {
+		caps = append(caps, faultcap.NetRate)
 	}
 	return caps
 }
@@ -63,8 +73,15 @@ func (n *Node) Check(ctx context.Context, kinds []string) error {
 		}
 		faketime = f != ""
 	}
-	caps := n.static(iptables, faketime)
+	// The kernel's qdiscs, tried on lo and removed at once: a host shapes
+	// with tc netem and htb, or not at all.
+	if out, err := n.Exec(ctx, "sh", "-c", netshape.ProbeScript); err == nil {
+		n.capMu.Lock()
+		n.shaping = netshape.ParseProbe(out)
+		n.capMu.Unlock()
+	}
 	n.capMu.Lock()
+	caps := n.static(iptables, faketime)
 	n.caps = caps
 	n.capMu.Unlock()
 	if err := nemesis.CheckNode(n.Name, caps, kinds); err != nil {
@@ -80,4 +97,29 @@ func (n *Node) Check(ctx context.Context, kinds []string) error {
 		n.cfg.Log.Warn("no Cassandra JVM runs on the host", "node", n.Name)
 	}
 	return nil
+}
+
+// Shape shapes the host's links to s.Peers with tc (htb, netem under it),
+// its SSH port's sends left out: the netem backend only, since a host gets
+// no shaper binary (Check declares net-delay only where netem is).
+func (n *Node) Shape(ctx context.Context, s netshape.Shape) error {
+	script, err := netshape.ApplyScript(s, netshape.Netem, "", n.ControlPort())
+	if err != nil {
+		return fmt.Errorf("shape %s: %w", n.Name, err)
+	}
+	if _, err := n.Exec(ctx, "sh", "-c", script); err != nil {
+		_, uerr := n.Unshape(context.WithoutCancel(ctx))
+		return errors.Join(fmt.Errorf("shape %s: %w", n.Name, err), uerr)
+	}
+	return nil
+}
+
+// Unshape removes lockcheck's shaping of the host's links (its own qdisc
+// handle and chain only) and says whether it found any.
+func (n *Node) Unshape(ctx context.Context) (bool, error) {
+	out, err := n.Exec(ctx, "sh", "-c", netshape.UnshapeScript)
+	if err != nil {
+		return false, fmt.Errorf("unshape %s: %w", n.Name, err)
+	}
+	return netshape.Found(out), nil
 }

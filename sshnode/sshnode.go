@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultcap"
+	"github.com/lockcheck/lockcheck/netshape"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -57,7 +59,11 @@ type Node struct {
 	c  *ssh.Client
 
 	capMu sync.Mutex
-	caps  []string // what Check found the host can do (nil: not probed)
+	caps  []faultcap.Capability
+	// shaping is what Check's probe found the kernel offers to shape
+	// links (netem, htb); a host gets no shaper binary, so no netem, no
+	// net-delay.
+	shaping netshape.Probed // what Check found the host can do (nil: not probed)
 }
 
 // jvmPattern finds the Cassandra JVM with pgrep -f. The brackets keep the

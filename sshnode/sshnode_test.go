@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/netshape"
 )
 
 // Quoting is what keeps an argument one word on the host: run through a
@@ -84,19 +85,24 @@ func TestNewDialerBadInput(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	// A user's hosts never change the ring's membership.
 	membership := []string{nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove}
+	// A host whose probe found no netem nor htb cannot shape its links.
+	membership = append(membership, nemesis.NetDelay, nemesis.NetRate, nemesis.CoordNetDelay)
 	tests := []struct {
 		name               string
 		cfg                Config
 		iptables, faketime bool
 		refused            []string // kinds CheckNode refuses
+		shaping            netshape.Probed
 	}{
-		{"bare host", Config{}, false, false, append([]string{nemesis.Kill, nemesis.Clock, nemesis.Partition, nemesis.Loss, nemesis.CoordPartition, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.DCPartition}, membership...)},
-		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, append([]string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
-		{"libfaketime", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
-		{"clock steps", Config{ClockStep: true}, true, false, append([]string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...)},
+		{"bare host", Config{}, false, false, append([]string{nemesis.Kill, nemesis.Clock, nemesis.Partition, nemesis.Loss, nemesis.CoordPartition, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.DCPartition}, membership...), netshape.Probed{}},
+		{"start command, iptables", Config{StartCmd: "systemctl start cassandra"}, true, false, append([]string{nemesis.Clock, nemesis.CoordClock, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...), netshape.Probed{}},
+		{"libfaketime", Config{StartCmd: "x"}, true, true, append([]string{nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...), netshape.Probed{}},
+		{"clock steps", Config{ClockStep: true}, true, false, append([]string{nemesis.Kill, nemesis.PowerLoss, nemesis.RackPowerLoss}, membership...), netshape.Probed{}},
+		{"netem and htb", Config{StartCmd: "x"}, true, true, []string{nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove}, netshape.Probed{Netem: true, HTB: true}},
+		{"htb without netem", Config{StartCmd: "x"}, true, true, []string{nemesis.PowerLoss, nemesis.RackPowerLoss, nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove, nemesis.NetDelay, nemesis.CoordNetDelay}, netshape.Probed{HTB: true, NFQueue: true}},
 	}
 	for _, tt := range tests {
-		n := &Node{Name: "h1", cfg: tt.cfg}
+		n := &Node{Name: "h1", cfg: tt.cfg, shaping: tt.shaping}
 		caps := n.static(tt.iptables, tt.faketime)
 		err := nemesis.CheckNode(n.Name, caps, nemesis.Kinds)
 		var refused []string

@@ -44,6 +44,15 @@ func run(m *testing.M) int {
 	// Tests that only start clusters of their own run beside the shared
 	// cluster's tests (make jepsen's second stream): attaching would heal
 	// the faults those tests are injecting.
+	// The nodes' kernel may lack netem: net-delay then copies
+	// lockcheck-shaper into them, found through cluster.ShaperEnv.
+	if os.Getenv(cluster.ShaperEnv) == "" {
+		if p, err := buildStatic("lockcheck-shaper"); err == nil {
+			os.Setenv(cluster.ShaperEnv, p)
+		} else {
+			fmt.Fprintf(os.Stderr, "clustertest: %v (net-delay needs netem then)\n", err)
+		}
+	}
 	if os.Getenv("LOCKCHECK_SHARED") == "none" {
 		return m.Run()
 	}
@@ -160,6 +169,27 @@ var lazyFS struct {
 	once sync.Once
 	path string
 	err  error
+}
+
+// buildStatic builds cmd/NAME static (for the nodes) into a directory of
+// its own and returns its path.
+func buildStatic(name string) (string, error) {
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the module: %w", err)
+	}
+	dir, err := os.MkdirTemp("", name+"-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/"+name)
+	cmd.Dir = strings.TrimSpace(string(root))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/%s: %w: %s", name, err, out)
+	}
+	return path, nil
 }
 
 // LazyFSBinary builds cmd/lockcheck-lazyfs (static, for the nodes) once per

@@ -40,6 +40,8 @@ func TestCheckExitCodes(t *testing.T) {
 		line(`{"index":7,"time":70,"process":2,"type":"ok","f":"add","lock":"m","value":1}`)
 	badLine := line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`) +
 		line(`{"index":1,"time":10,"process":0,"type":"done","f":"acquire","lock":"l"}`)
+	notUTF8 := line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`) +
+		line("{\"index\":1,\"time\":10,\"process\":1,\"type\":\"invoke\",\"f\":\"acquire\",\"lock\":\"l\xff\"}")
 	register := line(`{"index":0,"time":0,"process":0,"type":"invoke","f":"reg-insert","key":"k","value":{"new":1}}`) +
 		line(`{"index":1,"time":10,"process":0,"type":"ok","f":"reg-insert","key":"k","value":{"new":1}}`) +
 		line(`{"index":2,"time":20,"process":0,"type":"invoke","f":"reg-cas","key":"k","value":{"expect":1,"new":2}}`) +
@@ -66,6 +68,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"invalid", func(p string) []string { return []string{p} }, overlap, exitInvalid, "overlapping-holds", ""},
 		{"unknown without final read", func(p string) []string { return []string{p} }, noFinalRead, exitUnknown, "UNKNOWN", ""},
 		{"bad line", func(p string) []string { return []string{p} }, badLine, exitError, "", `history line 2: unknown type "done"`},
+		{"a line not UTF-8", func(p string) []string { return []string{p} }, notUTF8, exitError, "", "history line 2: not valid UTF-8"},
 		{"register valid", func(p string) []string { return []string{p} }, register, exitValid, "linearizable-register valid", ""},
 		{"register stale read", func(p string) []string { return []string{p} }, staleRead, exitInvalid, `register key "k"`, ""},
 		{"missing file", func(p string) []string { return []string{p + ".nope"} }, valid, exitError, "", "no such file"},

@@ -24,6 +24,7 @@ import (
 )
 
 const matrixUsage = `usage: lockcheck matrix [flags]
+       lockcheck matrix merge [flags] FILE... (lockcheck matrix merge --help)
 Run the asserted scenarios (docs/findings.md) and print a catch-rate table.
 Rows on the shared cluster run on the running cluster --cluster (started and
 removed afterwards when none runs); a row that needs another configuration
@@ -43,14 +44,19 @@ after its rows unless it was already running.
   --store DIR      where runs are stored (default store)
   --record FILE    append each row's measured rate as a JSON line
                    (scenario/rates.jsonl, then go test ./scenario -update)
-  --list           print the selected rows and exit
+  --shard K/N      run the K-th of N shares of the selected rows, balanced by
+                   their expected time (EST in --list), for a fan-out over
+                   N jobs (docs/fan-out.md); --store defaults to store-K-of-N
+                   and --record to rates-K-of-N.jsonl, the file matrix merge
+                   pools
+  --list           print the selected rows (with --shard, the share) and exit
 Exit status: 0 every row met its expectation, 1 a row missed it, 2 an error.`
 
 // matrixFlags are `lockcheck matrix`'s flags.
 type matrixFlags struct {
-	pattern, tier, name, store, record string
-	repeat, first                      int
-	list                               bool
+	pattern, tier, name, store, record, shard string
+	repeat, first                             int
+	list                                      bool
 }
 
 func newMatrixFlags() (*flag.FlagSet, *matrixFlags) {
@@ -63,12 +69,16 @@ func newMatrixFlags() (*flag.FlagSet, *matrixFlags) {
 	fs.StringVar(&f.name, "cluster", cluster.DefaultName, "the shared cluster's name")
 	fs.StringVar(&f.store, "store", runner.Defaults().Store, "store directory")
 	fs.StringVar(&f.record, "record", "", "append measured rates (JSON lines) to this file")
+	fs.StringVar(&f.shard, "shard", "", "run share `K/N` of the selected rows: the K-th of N, balanced by expected time")
 	fs.BoolVar(&f.list, "list", false, "print the rows and exit")
 	return fs, f
 }
 
 // runMatrix is `lockcheck matrix`.
 func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "merge" {
+		return runMatrixMerge(args[1:], stdout, stderr)
+	}
 	fs, f := newMatrixFlags()
 	pattern, tier, repeat, name, store, record, list := &f.pattern, &f.tier, &f.repeat, &f.name, &f.store, &f.record, &f.list
 	bad := func(format string, a ...any) int {
@@ -101,8 +111,21 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if f.first < 0 {
 		return bad("--first must be at least 0, got %d", f.first)
 	}
+	if f.shard != "" {
+		sh, err := scenario.ParseShard(f.shard)
+		if err != nil {
+			return bad("--shard %v", err)
+		}
+		rows = sh.Of(rows)
+		f.shard = sh.String()
+		shardDefaults(fs, f, sh)
+	}
 	if *list {
-		return listRows(stdout, rows)
+		if code := listRows(stdout, rows); code != exitValid || f.shard == "" {
+			return code
+		}
+		fmt.Fprintf(stdout, "shard %s: %d rows, expected %v a run of each (cluster starts included)\n", f.shard, len(rows), scenario.Estimate(rows))
+		return exitValid
 	}
 
 	// Everything that can be refused is refused before Docker is touched.
@@ -140,6 +163,9 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var results []scenario.Result
 	code := exitValid
+	if len(rows) == 0 {
+		fmt.Fprintf(stderr, "lockcheck matrix: shard %s of the selection has no row\n", f.shard)
+	}
 	for i, g := range groups {
 		c, release, err := matrixCluster(ctx, *name, g.Cluster, opts[i], log, stderr)
 		if err != nil {
@@ -150,6 +176,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		env := runner.ClusterEnv{Cluster: c}
 		for _, row := range g.Rows {
 			res, err := runRow(ctx, env, row, f.first, *repeat, *store, log, stderr)
+			res.shard = f.shard
 			results = append(results, res.Result)
 			if err != nil {
 				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
@@ -197,9 +224,9 @@ func recordable(t scenario.Tally, repeat int, runErr error) bool {
 
 func listRows(w io.Writer, rows []scenario.Row) int {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROW\tTIER\tEXPECTED\tTIME\tCLUSTER")
+	fmt.Fprintln(tw, "ROW\tTIER\tEXPECTED\tTIME\tCLUSTER\tEST")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", r.Name, r.Tier, r.Expected(), r.Time, r.Cluster)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%v\n", r.Name, r.Tier, r.Expected(), r.Time, r.Cluster, r.Estimate())
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError
@@ -256,6 +283,9 @@ type rowRuns struct {
 	firsts []time.Duration
 	// first is the number of the first run (--first).
 	first int
+	// shard is the share of a fan-out the runs were (--shard K/N), "" for
+	// the whole selection.
+	shard string
 }
 
 // runRow runs the row repeat times (seeds row.RunSeed(first..)) and
@@ -332,6 +362,7 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 		Row: row.Name, Time: scenario.Duration(row.Time), Interval: scenario.Duration(row.Interval),
 		Runs: res.Tally.Runs, Invalid: res.Tally.Invalid, Unknown: res.Tally.Unknown, NoFault: res.Tally.NoFault,
 		Date: time.Now().UTC().Format(time.DateOnly), Cores: runtime.NumCPU(), First: res.first,
+		Def: row.Fingerprint(), Shard: res.shard,
 	}
 	rt.Anomalies, rt.Kinds = res.Tally.AnomalyRange()
 	rt.Availability, rt.Stuck = res.Tally.AvailabilityRange(), res.Tally.Stuck

@@ -1,0 +1,76 @@
+// Package faultcap names what a node backend can do for the fault kinds: the
+// capabilities a kind needs (nemesis.Kind.Needs) and a node declares
+// (Capabilities() of cluster.Node and sshnode.Node). It is a leaf, so that
+// the backends and the nemesis share one vocabulary without importing each
+// other: a kind a node cannot serve is refused before the run, in one line
+// that quotes the capability's doc.
+package faultcap
+
+import "slices"
+
+// Capability is something a node backend can do for the fault kinds.
+type Capability string
+
+// The capabilities. Each has its doc in docs: what it lets a node do and how
+// a node gets it (the refusal's line and docs/faults.md say it).
+const (
+	IPTables   Capability = "iptables"
+	Clock      Capability = "clock"
+	Signals    Capability = "signals"
+	Restart    Capability = "restart"
+	Power      Capability = "power"
+	Membership Capability = "membership"
+	// NetDelay and NetRate are the shaping of a node's links (Shape): added
+	// latency with jitter, and a bandwidth limit. A backend declares them
+	// after probing the node's kernel (netem, or NFQUEUE with the shaper
+	// binary for delay; HTB for rate).
+	NetDelay Capability = "net-delay"
+	NetRate  Capability = "net-rate"
+)
+
+var docs = map[Capability]string{
+	IPTables: "iptables as root (a Docker node always, paused too; a host over SSH as root or with sudo -n)",
+	Clock:    "move the Cassandra JVM's clock (libfaketime in a Docker node, paused too; over SSH libfaketime on the JVM, or --ssh-clock-step)",
+	Signals:  "freeze and resume the node or its JVM (SIGSTOP/SIGCONT; a Docker node also docker pause)",
+	Restart:  "kill Cassandra and start it again (a Docker node always; a host over SSH with --ssh-start-cmd)",
+	Power:    "cut the node's power, losing its unsynced writes (a cluster of `lockcheck cluster up --lazyfs`)",
+	Membership: "bootstrap, decommission, replace and remove nodes (a Docker cluster with a spare node: " +
+		"`cluster up --nodes 4 --spares 1`)",
+	NetDelay: "delay the packets a node sends to chosen peers, with jitter (tc netem where the kernel has it; " +
+		"else, in a Docker node, lockcheck-shaper over iptables' NFQUEUE, beside this lockcheck or LOCKCHECK_SHAPER_BIN)",
+	NetRate: "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
+}
+
+// Doc says what c lets a node do and how a node gets it ("" for a
+// capability nothing declares).
+func Doc(c Capability) string { return docs[c] }
+
+// All are every declared capability: Baseline's first, then the others by
+// name (the fault reference's order).
+func All() []Capability {
+	out := slices.Clone(Baseline)
+	var rest []Capability
+	for c := range docs {
+		if !slices.Contains(out, c) {
+			rest = append(rest, c)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// Baseline are the capabilities every node backend lockcheck ships can
+// offer (a Docker node always, a host over SSH when set up for them): `all`
+// is the kinds that need no more than these and no pins.
+var Baseline = []Capability{IPTables, Clock, Signals, Restart}
+
+// Missing are the capabilities of need that have lacks.
+func Missing(need, have []Capability) []Capability {
+	var out []Capability
+	for _, c := range need {
+		if !slices.Contains(have, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
