@@ -267,6 +267,23 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.test.TTL = d }
 // client-pause stalls (default nemesis.DefaultClientPauseExtra).
 func WithPauseExtra(d time.Duration) Option { return func(c *config) { c.test.PauseExtra = d } }
 
+// WithAcquireTimeout sets how long one acquire may take (default 5 s,
+// --acquire-timeout): a library whose one attempt takes seconds needs more.
+// Liveness counts availability with it.
+func WithAcquireTimeout(d time.Duration) Option { return func(c *config) { c.test.AcquireTimeout = d } }
+
+// WithStuckBound sets how long a lock left held by a dead holder may go
+// without a grant before the run reports it stuck (--stuck-bound; default
+// the TTL plus two acquire time-outs; refused below the TTL).
+func WithStuckBound(d time.Duration) Option { return func(c *config) { c.test.StuckBound = d } }
+
+// WithClientKill sets client-kill's restart delay (default
+// nemesis.DefaultClientKillRestart) and target: nemesis.KillTargetAny,
+// KillTargetHold, KillTargetAcquire or KillTargetRelease.
+func WithClientKill(restart time.Duration, target string) Option {
+	return func(c *config) { c.test.KillRestart, c.test.KillTarget = restart, target }
+}
+
 // WithNetBounds bounds what the shaping kinds draw (net-delay, net-rate,
 // coord-net-delay; --net-delay, --net-jitter, --net-rate; default
 // nemesis.DefaultNetBounds): bounds that make no sense (negative, a jitter

@@ -122,6 +122,10 @@ type Result struct {
 	SetupFailed string `json:"setup_failed,omitempty"`
 	// Linearizability keeps porcupine's data for the report (not in JSON).
 	Linearizability []LockLinearization `json:"-"`
+	// Liveness is each lock's availability and stuck periods (liveness.go):
+	// a result of its own, never part of the verdict. Nil for a history
+	// without lock operations.
+	Liveness *Liveness `json:"liveness,omitempty"`
 	// Holds are the holds the checks saw, by start (for the report; not in
 	// JSON).
 	Holds []Hold `json:"-"`
@@ -140,7 +144,10 @@ type config struct {
 	segmentMin int
 	maxReports int
 	visualize  int
-	timeline   bool // keep Result.Timeline (timeline.go)
+	// acquireTimeout and stuckBound are liveness's (liveness.go); zero:
+	// the meta line's or the default.
+	acquireTimeout, stuckBound time.Duration
+	timeline                   bool // keep Result.Timeline (timeline.go)
 }
 
 // WithTimeout bounds the whole check; a checker that runs out of time

@@ -44,6 +44,7 @@ type multi struct {
 	setupFailed string
 	metaSeen    bool
 	reg         *regChecker // register operations: checked apart from the locks
+	live        *liveness   // availability and stuck periods (liveness.go)
 }
 
 func newMulti(ctx context.Context, cfg config, holdsOnly, keepHolds bool) *multi {
@@ -51,6 +52,7 @@ func newMulti(ctx context.Context, cfg config, holdsOnly, keepHolds bool) *multi
 	if !holdsOnly {
 		m.lin = newLinRunner(ctx, cfg)
 		m.reg = newRegChecker(ctx, cfg)
+		m.live = newLiveness(cfg)
 	}
 	for range nShards {
 		e := newEngine(ctx, cfg)
@@ -125,6 +127,9 @@ func (m *multi) feedMeta(op history.Op) {
 		return
 	}
 	m.metaSeen = true
+	if m.live != nil {
+		m.live.feed(op) // ahead of the ops, as the shards get it
+	}
 	var meta history.Meta
 	if err := jsonUnmarshal(op.Value, &meta); err == nil {
 		m.meta = &meta
@@ -136,6 +141,9 @@ func (m *multi) feedMeta(op history.Op) {
 func (m *multi) feed(op history.Op) {
 	m.end = op.Time
 	m.events++
+	if m.live != nil {
+		m.live.feed(op)
+	}
 	switch {
 	case op.Process < 0:
 		m.nemesis++
@@ -219,6 +227,9 @@ func (m *multi) finish() Result {
 		if out, vis, ok := m.reg.finish(m.end); ok {
 			addRegister(&res, out, vis, len(agg.locks))
 		}
+	}
+	if m.live != nil {
+		res.Liveness = m.live.finish()
 	}
 	if m.setupFailed != "" && !m.holdsOnly {
 		res.SetupFailed = m.setupFailed

@@ -184,6 +184,7 @@ const (
 	KindClock          = "clock"
 	KindClientPause    = "client-pause"
 	KindClientClock    = "client-clock"
+	KindClientKill     = "client-kill"
 	KindPowerLoss      = "power-loss"
 	KindRackPowerLoss  = "rack-power-loss"
 	KindCoordPartition = "coord-partition"
@@ -326,6 +327,29 @@ type ClientClockStart struct {
 // ClientClockStop is the value of a stop-client-clock line.
 type ClientClockStop struct {
 	Client int `json:"client" doc:"as at the start"`
+}
+
+// ClientKillStart is the value of a start-client-kill line: the client
+// process killed (SIGKILL; a plug-in's whole process group, an in-process
+// client's session and goroutines) and what it was doing. The line is
+// written before the kill lands, so that the killed operation's info
+// completion, if one was in flight, comes after it.
+type ClientKillStart struct {
+	Client   int    `json:"client" doc:"the client whose process died"`
+	InFlight string `json:"in_flight" doc:"what it was doing: hold (holding the lock between operations), acquire or release (that operation in flight)"`
+	Lock     string `json:"lock" doc:"the lock it held or was acquiring or releasing"`
+	Process  int    `json:"process" doc:"its process number in the history: it never completes another operation"`
+	// RestartMS is how long the client stays dead before a fresh process
+	// starts (run --kill-restart).
+	RestartMS int64 `json:"restart_ms" doc:"how long the client stays down before a fresh process of it starts, in milliseconds"`
+}
+
+// ClientKillStop is the value of a stop-client-kill line: a fresh process of
+// the client started, as a restarted application instance would.
+type ClientKillStop struct {
+	Client  int   `json:"client" doc:"as at the start"`
+	DownMS  int64 `json:"down_ms" doc:"from the kill to the fresh process's start, in milliseconds"`
+	Process int   `json:"process" doc:"the fresh process's number in the history"`
 }
 
 // CoordPartitionStart is the value of a start-coord-partition line.

@@ -165,6 +165,7 @@ var _ interface {
 	workload.Renewer
 	workload.RenewChecker
 	workload.ProcessPauser
+	workload.ProcessKiller
 	workload.ClockSetter
 } = (*Lock)(nil)
 
@@ -491,6 +492,33 @@ func (l *Lock) PauseProcess() (func() error, error) {
 		l.d.cfg.log.Info("plug-in continued", "client", l.client, "pid", p.pid)
 		return nil
 	}, nil
+}
+
+// KillProcess kills the running process, its whole process group, with
+// SIGKILL (client-kill): an operation in flight gets no answer (its
+// outcome is unknown), and no new process starts until RestartProcess or
+// the next operation.
+func (l *Lock) KillProcess() error {
+	l.mu.Lock()
+	p := l.p
+	l.p = nil
+	l.mu.Unlock()
+	if p == nil {
+		return errors.New("plug-in: no process to kill")
+	}
+	l.d.cfg.log.Info("plug-in killed (client-kill)", "client", l.client, "pid", p.pid)
+	l.kill(p)
+	return nil
+}
+
+// RestartProcess starts a fresh process (and its setup) when none runs: the
+// restarted application instance after a client-kill. It waits for an
+// operation in flight.
+func (l *Lock) RestartProcess(ctx context.Context) error {
+	l.op.Lock()
+	defer l.op.Unlock()
+	_, err := l.current(ctx)
+	return err
 }
 
 // SetClockOffset moves the wall clock the client's processes see (this one

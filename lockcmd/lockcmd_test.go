@@ -391,3 +391,54 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// client-kill on a plug-in: KillProcess kills the whole process group (a
+// child it started dies too), an acquire in flight gets no answer and is
+// unknown, and RestartProcess starts a fresh process, which knows nothing
+// of what the killed one held.
+func TestKillProcess(t *testing.T) {
+	l := start(t, "ok")
+	if _, err := l.Acquire(ctxFor(t, 5*time.Second), "a", "o1"); err != nil {
+		t.Fatal(err)
+	}
+	old := l.Process()
+	child, err := strconv.Atoi(answer(t, l, "child"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := l.Acquire(ctxFor(t, 30*time.Second), "silent", "o1"); done <- err }()
+	time.Sleep(100 * time.Millisecond) // the request sent
+	if err := l.KillProcess(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, workload.ErrUnknown) {
+		t.Errorf("the acquire in flight: %v, want unknown", err)
+	}
+	for _, pid := range []int{old, child} {
+		if alive(pid) && procStateOK(pid) != "Z" {
+			t.Errorf("process %d alive after the kill", pid)
+		}
+	}
+	if l.Process() != 0 {
+		t.Errorf("process %d after the kill, want none until the restart", l.Process())
+	}
+	if err := l.RestartProcess(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fresh := l.Process()
+	if fresh == 0 || fresh == old || !alive(fresh) {
+		t.Fatalf("fresh process %d (killed %d)", fresh, old)
+	}
+	// The fresh process is a new instance: the killed one's hold is not
+	// its to know, and the fake's table is per process.
+	if _, err := l.Acquire(ctxFor(t, 5*time.Second), "a", "o2"); err != nil {
+		t.Errorf("the fresh process's acquire: %v", err)
+	}
+	if err := l.KillProcess(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.KillProcess(); err == nil {
+		t.Error("a second kill with no process running: no error")
+	}
+}

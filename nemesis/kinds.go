@@ -98,6 +98,7 @@ var table = []*Kind{
 	&clockKind,
 	&clientPauseKind,
 	&clientClockKind,
+	&clientKillKind,
 	&lossKind,
 	&powerLossKind,
 	&rackPowerLossKind,
@@ -210,13 +211,13 @@ func (k *Kind) check(e *Env) error {
 			return fmt.Errorf("nemesis: %s: %w", k.Name, err)
 		}
 	}
-	if k.Scope != ScopeNode {
-		return nil
-	}
 	if k.Check != nil {
 		if err := k.Check(e); err != nil {
 			return fmt.Errorf("nemesis: %s: %w", k.Name, err)
 		}
+	}
+	if k.Scope != ScopeNode {
+		return nil
 	}
 	var errs []error
 	for _, t := range e.Targets {

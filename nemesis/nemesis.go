@@ -71,6 +71,15 @@ type Clients interface {
 	// (holding nothing, in no sequence of writes) until release; it
 	// returns once all rest there.
 	HoldAtRest(ctx context.Context, cs []int) (release func(), err error)
+	// KillClient kills the process of the next client (or client, when
+	// not negative) to reach in (hold, acquire, release; "" or any:
+	// whichever first), an operation in flight delay after its
+	// invocation, and starts a fresh process of it after restart. killed
+	// runs before the kill lands (the start line), restarted as the fresh
+	// process starts (the stop line). It returns once the kill landed,
+	// with a channel closed after the restart.
+	KillClient(ctx context.Context, client int, in string, restart, delay time.Duration,
+		killed func(history.ClientKillStart) error, restarted func(history.ClientKillStop)) (history.ClientKillStart, <-chan struct{}, error)
 }
 
 // Recorder receives the fault lines (history.Writer implements it).
@@ -89,7 +98,11 @@ type Env struct {
 	// (which client holds now).
 	Sched, Pick *rand.Rand
 
-	PauseExtra       time.Duration // client-pause: stall past the lease by this
+	PauseExtra time.Duration // client-pause: stall past the lease by this
+	// KillRestart and KillTarget are client-kill's restart delay and
+	// target (clientkill.go).
+	KillRestart      time.Duration
+	KillTarget       string
 	SkewMin, SkewMax time.Duration // client-clock: the skew's bounds
 	// CoordSkewMin and CoordSkewMax bound coord-clock's ahead (uniform);
 	// zero: the lease TTL plus 1-3 s.

@@ -381,6 +381,7 @@ type fakeClients struct {
 	clocks map[int]time.Duration
 	pauses int
 	held   [][]int // the groups HoldAtRest was asked for
+	kills  []fakeKill
 }
 
 func (c *fakeClients) Clients() int   { return c.n }
@@ -420,6 +421,34 @@ func (c *fakeClients) SetClientClockAtRest(i int, d time.Duration, stepped func(
 		stepped()
 	}
 	return nil
+}
+
+// KillClient kills client 1 in the target asked (hold for any) at once and
+// restarts it as process 1+4k after restart.
+func (c *fakeClients) KillClient(ctx context.Context, client int, in string, restart, delay time.Duration,
+	killed func(history.ClientKillStart) error, restarted func(history.ClientKillStop)) (history.ClientKillStart, <-chan struct{}, error) {
+	c.mu.Lock()
+	c.kills = append(c.kills, fakeKill{in: in, restart: restart, delay: delay})
+	proc := 1 + 4*(len(c.kills)-1)
+	c.mu.Unlock()
+	if in == "" || in == KillTargetAny {
+		in = KillTargetHold
+	}
+	v := history.ClientKillStart{Client: 1, InFlight: in, Lock: "l0", Process: proc, RestartMS: restart.Milliseconds()}
+	if err := killed(v); err != nil {
+		return v, nil, err
+	}
+	done := make(chan struct{})
+	time.AfterFunc(restart, func() {
+		restarted(history.ClientKillStop{Client: 1, DownMS: restart.Milliseconds(), Process: proc + 4})
+		close(done)
+	})
+	return v, done, nil
+}
+
+type fakeKill struct {
+	in             string
+	restart, delay time.Duration
 }
 
 func (c *fakeClients) HoldAtRest(ctx context.Context, cs []int) (func(), error) {

@@ -27,6 +27,27 @@ type causeRule struct {
 }
 
 var causeRules = append([]causeRule{
+	// A killed process never releases what it held: lasting.
+	{fault: history.KindClientKill, lasting: true, anomalies: []string{checker.KindStuckLock, checker.KindOverlap, checker.KindNonLinearizable, checker.KindStaleWrite},
+		explain: func(w faultView, a checker.Anomaly) (string, bool) {
+			v, ok := decode[history.ClientKillStart](w.Value, "process")
+			if !ok {
+				return "", false
+			}
+			if len(a.Processes) > 0 && !slices.Contains(a.Processes, v.Process) && a.Kind == checker.KindStuckLock {
+				return "", false
+			}
+			what := "holding the lock"
+			if v.InFlight != "" && v.InFlight != "hold" {
+				what = "with its " + v.InFlight + " in flight"
+			}
+			s := fmt.Sprintf("client %d's process %d was killed %s at %s (client-kill) and never released %s; a fresh process of the client started %.1f s later as a new owner",
+				v.Client, v.Process, what, secs(w.Start), v.Lock, float64(v.RestartMS)/1000)
+			if a.Kind == checker.KindStuckLock {
+				return s + ": a lock with no TTL stays held by the dead process until someone frees it by hand", true
+			}
+			return s + ": a request the dead process sent can still land after the lock was handed over", true
+		}},
 	{fault: history.KindClientPause, anomalies: []string{checker.KindStaleWrite, checker.KindOverlap, checker.KindNonLinearizable},
 		explain: func(w faultView, a checker.Anomaly) (string, bool) {
 			v, ok := decode[history.ClientPauseStart](w.Value, "process")

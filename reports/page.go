@@ -43,6 +43,9 @@ type page struct {
 	// waiting on them (checker.KindStuckLock without --retire-stuck): the
 	// run tested little on them from then on, which a valid verdict hides.
 	Stuck []stuckView
+	// StuckLive are the other locks liveness found left held to the end
+	// by a dead holder (a killed one, an unknown acquire or release).
+	StuckLive []checker.StuckPeriod
 	// Shrunk is the smallest reproduction `lockcheck shrink` found, if
 	// it ran on this run.
 	Shrunk *Shrunk
@@ -141,6 +144,7 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 	}
 	p.End = secs(end)
 	p.Stuck = stuckLocks(res, end)
+	p.StuckLive = stuckLive(res, p.Stuck)
 	if m := res.Meta; m != nil {
 		add := func(k, v string) {
 			if v != "" {
@@ -279,6 +283,18 @@ type stuckView struct {
 	Lock, From string
 	Share      int // percent of the run
 	Finding    int
+}
+
+// stuckLive are the liveness periods that lasted to the end on locks the
+// stuck line does not name already.
+func stuckLive(res checker.Result, said []stuckView) []checker.StuckPeriod {
+	var out []checker.StuckPeriod
+	for _, s := range res.Liveness.StuckAtEnd() {
+		if !slices.ContainsFunc(said, func(v stuckView) bool { return v.Lock == s.Lock }) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // stuckLocks are the stuck locks the run's clients went on waiting on.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"time"
 )
 
 var funcs = template.FuncMap{
@@ -15,6 +16,10 @@ var funcs = template.FuncMap{
 	"plotLeft":  func() float64 { return plotLeft },
 	"plotRight": func() float64 { return plotLeft + plotWidth },
 	"svgWidth":  func() float64 { return svgWidth },
+	"pct":       func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+	"secsNS":    secs,
+	"nsToMS":    func(v int64) int64 { return v / 1e6 },
+	"ms":        func(v int64) string { return (time.Duration(v) * time.Millisecond).String() },
 }
 
 // css is shared by the report and the index.
@@ -65,6 +70,7 @@ const reportHTML = `<!DOCTYPE html>
 {{with .Result.SetupFailed}}<p class="c-invalid" id="setup-failed">The run's set-up failed, so no test ran and this history vouches for nothing: {{.}}</p>{{end}}
 {{with .NeverDealt}}<p class="leftover" id="never-dealt">Requested and never dealt: {{.}} (the run ended before their turn, or their starts failed: a longer --time or a shorter --nemesis list deals them).</p>{{end}}
 {{with .Stuck}}<p class="leftover" id="stuck">Held for good, so tested little from then on:{{range .}} lock <code>{{.Lock}}</code> from {{.From}} ({{.Share}}% of the run, {{if .Finding}}<a href="#finding-{{.Finding}}">finding {{.Finding}}</a>{{else}}a finding{{end}});{{end}} its holder's process ended, its last operation's outcome unknown, holding a grant with no lease in the history (the finding counts the acquires that followed). <code>--retire-stuck</code> moves the clients to a fresh lock name when that happens.</p>{{end}}
+{{with .StuckLive}}<p class="leftover" id="stuck-live">Left held to the end by a holder that can no longer release it:{{range .}} lock <code>{{.Lock}}</code> from {{secsNS .Start}} ({{.Cause}}, process {{.Process}});{{end}} see <a href="#liveness">Liveness</a>. Not a mutual-exclusion violation, but every later acquire of it waited in vain.</p>{{end}}
 {{with .Shrunk}}<p id="shrunk">Smallest reproduction found: {{if .Schedule}}<a href="{{.Schedule}}">{{.Steps}} fault{{if ne .Steps 1}}s{{end}}</a>{{else}}no fault{{end}}, {{.Clients}} clients, {{.Locks}} lock{{if ne .Locks 1}}s{{end}}, {{.Time}}: {{.Anomaly}} in {{.Caught}} of {{.Tries}} tries. <code>{{.Command}}</code></p>{{else}}{{if and (eq (print .Result.Verdict) "invalid") .Replayable}}<p id="shrink" class="muted">Replay this run with its faults as they happened: <code>lockcheck replay {{.Dir}}</code>; find the smallest run that fails the same way: <code>lockcheck shrink {{.Dir}}</code> (this report then links to it).</p>{{end}}{{end}}
 {{if .Result.Pending}}<p class="muted">{{.Result.Pending}} invocations have no completion (the run was cut short); they are checked as info.</p>{{end}}
 {{if .Result.Truncated}}<p class="muted">An unterminated last line was dropped.</p>{{end}}
@@ -87,6 +93,12 @@ const reportHTML = `<!DOCTYPE html>
 <details><summary>show findings</summary>
 {{range .Findings}}{{template "finding" .}}{{end}}
 </details>{{end}}
+
+{{with .Result.Liveness}}<h2 id="liveness">Liveness</h2>
+<p class="muted">Not part of the verdict. Availability is the share of the clients' run ({{ms (nsToMS .Start)}} – {{ms (nsToMS .End)}}) in which an acquire could be granted within the acquire time-out ({{ms .AcquireTimeoutMS}}): a moment counts when a live process held the lock (contention) or a grant came within the time-out after it. A lock is stuck when no grant came for longer than {{ms .StuckBoundMS}} after its last holder died or lost its answer.</p>
+<table id="availability"><tr><th>lock</th><th>available</th><th>unavailable</th><th>grants</th><th>stuck periods</th></tr>
+{{range .Locks}}<tr><td class="mono">{{.Lock}}</td><td class="num">{{pct .Availability}}</td><td class="num">{{ms .UnavailableMS}}</td><td class="num">{{.Grants}}</td><td>{{range .Stuck}}<p class="cause stuck-period">{{.Message}}</p>{{else}}none{{end}}</td></tr>
+{{end}}</table>{{end}}
 
 <h2>Timeline of holds</h2>
 <p class="muted legend">{{with .Timeline.Note}}{{.}} {{end}}{{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}} ({{.Windows}})</span>{{else}}<span class="muted">no fault windows</span> {{end}}{{with .HealedBefore}}<span class="leftover">healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span> {{end}}{{with .Foreign}}<span class="leftover">not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span> {{end}}<span><i class="sw" style="background:#c62828;opacity:.5"></i>anomaly (click for details)</span></p>

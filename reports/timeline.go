@@ -127,15 +127,27 @@ func newTimeline(holds []checker.Hold, faults []faultView, marks []mark, anomali
 		}
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].lock < rows[j].lock })
 	}
+	// A run's lock names share its test name and run ("lease-partition-
+	// 20261129T033658-l0"): the labels show what tells them apart, and
+	// the note says the rest once, so that a long name never cuts the
+	// label down to its tail alone.
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.lock)
+	}
+	prefix := lockPrefix(names)
+	if prefix != "" {
+		tl.Note = strings.TrimSpace(tl.Note + " Lock names begin with " + prefix + ".")
+	}
 	tl.PlotH = math.Max(float64(len(rows))*rowHeight, rowHeight)
 	tl.Height = tl.PlotH + 40
 	nsPerPx := float64(end) / plotWidth
 	lockY := map[string][]float64{}
 	for i, r := range rows {
 		y := 20 + float64(i)*rowHeight
-		tr := tlRow{Label: r.label, Full: r.label, Y: y}
-		if rs := []rune(r.label); len(rs) > 26 {
-			tr.Label = "…" + string(rs[len(rs)-25:])
+		tr := tlRow{Label: strings.TrimPrefix(r.label, prefix), Full: r.label, Y: y}
+		if rs := []rune(tr.Label); len(rs) > 26 {
+			tr.Label = string(rs[:12]) + "…" + string(rs[len(rs)-13:])
 		}
 		lockY[r.lock] = append(lockY[r.lock], y)
 		sort.Slice(r.holds, func(i, j int) bool { return r.holds[i].Start < r.holds[j].Start })
@@ -216,4 +228,22 @@ func trimFloat(f float64) string {
 	s := fmt.Sprintf("%.3f", f)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s
+}
+
+// lockPrefix is the part the lock names share up to their last dash
+// ("" for one name with no dash, or names that share nothing).
+func lockPrefix(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	p := names[0]
+	for _, n := range names[1:] {
+		for !strings.HasPrefix(n, p) {
+			p = p[:len(p)-1]
+		}
+	}
+	if i := strings.LastIndexByte(p, '-'); i >= 0 {
+		return p[:i+1]
+	}
+	return ""
 }

@@ -49,6 +49,13 @@ func (t Test) Validate() error {
 			bad("--nemesis %s is aimed by the clients' coordinators: it needs --pin-clients", k)
 		}
 	}
+	// The delay's sign is the Spec's check; its target's names and its
+	// bound by the run's time are the nemesis's and the run's.
+	if err := nemesis.CheckClientKill(0, t.KillTarget); err != nil {
+		bad("--kill-target: %v", err)
+	} else if slices.Contains(t.Nemesis, nemesis.ClientKill) && t.KillRestart >= t.Time {
+		bad("--kill-restart %v is not shorter than the run's --time %v: a killed client would never come back", t.KillRestart, t.Time)
+	}
 	if _, _, err := t.netBounds(); err != nil {
 		bad("--net-delay, --net-jitter, --net-rate: %v", err)
 	}

@@ -68,6 +68,10 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			if err == nil {
 				closeRes = s.Close
 				if penv.DC, err = localDC(ctx, env, s); err == nil {
+					// A keyspace of its own (pluginks.go).
+					penv.Keyspace, err = createPluginKeyspace(ctx, s, env.Keyspace(), t.Recipe.Name)
+				}
+				if err == nil {
 					d, err = lockcmd.New(command, penv, opts...)
 				}
 			}

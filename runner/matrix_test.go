@@ -104,6 +104,9 @@ func runRow(t *testing.T, env runner.Env, store string, row scenario.Row, r int,
 	if missing := tally.Add(row, out.Verdict, out.Faults, out.Phases.Undealt); len(missing) > 0 {
 		t.Errorf("%s: no %s fault was injected (%v)", row.Name, strings.Join(missing, ", "), out.Faults)
 	}
+	if err := tally.Live(row, out.Result.Liveness); err != nil {
+		t.Errorf("%s: %v; report %s", row.Name, err, out.Dir)
+	}
 	if out.Phases.Undealt > 0 {
 		t.Errorf("%s: %d of the schedule's steps never dealt", row.Name, out.Phases.Undealt)
 	}

@@ -329,7 +329,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		}
 		defer closeFn()
 		wopts := []workload.Option{workload.WithShape(t.Workload), workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...),
-			workload.WithSeed(t.Seed), workload.WithLogger(log)}
+			workload.WithSeed(t.Seed), workload.WithLogger(log), workload.WithAcquireTimeout(t.AcquireTimeout)}
 		if t.RetireStuck {
 			wopts = append(wopts, workload.WithRetireStuckLocks())
 		}
@@ -589,7 +589,7 @@ func (t *Test) nemesisOptions(env Env, timeUp <-chan struct{}) (opts []nemesis.O
 		opts = append(opts, nemesis.WithSlowness(s))
 	}
 	return append(opts, nemesis.WithSeed(t.Seed), nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
-		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins),
+		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientKill(t.KillRestart, t.KillTarget), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins),
 		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares)), inFull
 }
 
@@ -648,3 +648,7 @@ func (noClients) SetClientClockAtRest(int, time.Duration, func()) error {
 	return errNoClients
 }
 func (noClients) HoldAtRest(context.Context, []int) (func(), error) { return nil, errNoClients }
+func (noClients) KillClient(context.Context, int, string, time.Duration, time.Duration, func(history.ClientKillStart) error,
+	func(history.ClientKillStop)) (history.ClientKillStart, <-chan struct{}, error) {
+	return history.ClientKillStart{}, nil, errNoClients
+}

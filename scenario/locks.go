@@ -285,6 +285,12 @@ func RunCommand(r Row) string {
 	if r.SkewAhead {
 		b.WriteString(" --skew-ahead")
 	}
+	if r.KillTarget != "" {
+		fmt.Fprintf(&b, " --kill-target %s", r.KillTarget)
+	}
+	if r.FreesWithin > 0 {
+		fmt.Fprintf(&b, " --stuck-bound %s", r.FreesWithin)
+	}
 	if r.SkewMax > 0 {
 		fmt.Fprintf(&b, " --skew-min %s --skew-max %s", r.SkewMin, r.SkewMax)
 	}
@@ -320,7 +326,10 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 		"scenario/rates.jsonl`, earlier batches of other seeds added in), with the anomalies the checker\n" +
 		"reported per run and their kinds\n" +
 		"([checkers.md](checkers.md)). The faults are those of [faults.md](faults.md); the shared cluster is\n" +
-		"3 nodes, Paxos v1, commitlog periodic.\n\n")
+		"3 nodes, Paxos v1, commitlog periodic. \"Availability\" is liveness, never part of the verdict: the range,\n" +
+		"over the measured runs, of the share of each run in which an acquire could be granted within the acquire\n" +
+		"time-out (5 s), and the runs that left a lock held to the end by a dead holder ([checking.md](checking.md#liveness));\n" +
+		"a row may assert it (\"frees within\", \"stays stuck\").\n\n")
 	byRow := map[string][]Rate{}
 	for _, rt := range rates {
 		byRow[rt.Row] = append(byRow[rt.Row], rt)
@@ -357,12 +366,13 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 		if len(lrows) == 0 {
 			b.WriteString("**No asserted row yet.**\n")
 		} else {
-			b.WriteString("| row | faults | workload | time | asserted | measured | anomalies per run | tier |\n" +
-				"| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+			b.WriteString("| row | faults | workload | time | asserted | measured | anomalies per run | availability | tier |\n" +
+				"| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 			for _, r := range lrows {
-				measured, anomalies := "not measured", "-"
+				measured, anomalies, avail := "not measured", "-", "-"
 				if rt, batches, ok := Measured(r, byRow[r.Name]); ok {
 					measured = measuredCell(rt, batches, " invalid")
+					avail = availabilityCell(rt)
 					if rt.Anomalies != "" {
 						anomalies = rt.Anomalies
 						if len(rt.Kinds) > 0 {
@@ -370,8 +380,12 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 						}
 					}
 				}
-				fmt.Fprintf(&b, "| [`%s`](findings.md#%s) | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, anchor(r.Name),
-					faultsCell(r), r.Shape(), secs(r.Time), asserted(r), measured, anomalies, r.Tier)
+				as := asserted(r)
+				if w := r.liveWords(); w != "" {
+					as += ", " + w
+				}
+				fmt.Fprintf(&b, "| [`%s`](findings.md#%s) | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Name, anchor(r.Name),
+					faultsCell(r), r.Shape(), secs(r.Time), as, measured, anomalies, avail, r.Tier)
 			}
 			var broke, held []string
 			for _, r := range lrows {

@@ -113,19 +113,22 @@ func TestLocksPage(t *testing.T) {
 }
 
 // A lock's table line carries its last rate at the row's settings with the
-// anomaly range and kinds.
+// anomaly range and kinds, and the availability over the runs beside them
+// (two batches pooled: the range over both, their stuck runs added).
 func TestLocksPageRateLine(t *testing.T) {
 	l := Catalogue[len(Catalogue)-1]
 	r := Row{Name: l.Recipe + "/client-pause", Recipe: l.Recipe, Faults: []string{nemesis.ClientPause}, Time: 20 * time.Second,
 		Interval: 3 * time.Second, Seed: 1, Want: checker.Invalid, Unsafe: true, Tier: Quick, Mechanism: "It breaks."}
-	rates := []Rate{{Row: r.Name, Time: Duration(20 * time.Second), Interval: Duration(3 * time.Second), Runs: 10, Invalid: 9,
-		Date: "2026-11-23", Cores: 2, Anomalies: "0-12", Kinds: []string{"lost-add"}}}
+	rates := []Rate{{Row: r.Name, Time: Duration(20 * time.Second), Interval: Duration(3 * time.Second), Runs: 5, Invalid: 4,
+		Date: "2026-11-23", Cores: 2, Anomalies: "0-12", Kinds: []string{"lost-add"}, Availability: "62-90", Stuck: 1},
+		{Row: r.Name, Time: Duration(20 * time.Second), Interval: Duration(3 * time.Second), Runs: 5, Invalid: 5, First: 5,
+			Date: "2026-11-23", Cores: 2, Anomalies: "3", Kinds: []string{"lost-add"}, Availability: "80-100", Stuck: 1}}
 	var buf bytes.Buffer
 	if err := WriteCatalogue(&buf, []Lock{l}, []Row{r}, rates); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| 9/10 invalid (2026-11-23) | 0-12 (lost-add) | quick |",
+		"| 9/10 invalid (2026-11-23, 2 batches) | 0-12 (lost-add) | 62-100%, stuck to the end in 2 of 10 runs | quick |",
 		"**How it breaks.**\n\n- `" + r.Name + "`: It breaks.",
 		"| [jroimartin/caslock](#jroimartincaslock) | Go | re-expression | client-pause | - |",
 	} {

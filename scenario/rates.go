@@ -48,6 +48,11 @@ type Rate struct {
 	// First is the number of the batch's first run (`matrix --first`): the
 	// runs had the row's seed plus First, First+1, ... (0 when absent).
 	First int `json:"first,omitempty"`
+	// Availability is the range of the runs' mean availability over their
+	// locks, in whole percents ("41-100"), and Stuck the runs that left a
+	// lock held to the end (checker.Liveness); absent when not recorded.
+	Availability string `json:"availability,omitempty"`
+	Stuck        int    `json:"stuck,omitempty"`
 	// Def is the fingerprint of the row's definition the runs had
 	// (Row.Fingerprint); absent in lines recorded before it was kept.
 	Def string `json:"def,omitempty"`
@@ -103,6 +108,8 @@ func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
 		rt.First = min(rt.First, b.First)
 		rt.Load = spanRanges(rt.Load, b.Load)
 		rt.Anomalies = spanRanges(rt.Anomalies, b.Anomalies)
+		rt.Availability = spanRanges(rt.Availability, b.Availability)
+		rt.Stuck += b.Stuck
 		for _, k := range b.Kinds {
 			if !slices.Contains(rt.Kinds, k) {
 				rt.Kinds = append(rt.Kinds, k)
@@ -243,6 +250,12 @@ type Tally struct {
 	// Kinds the kinds among them.
 	Anomalies []int
 	Kinds     map[string]bool
+	// LiveMissed counts the runs that missed the row's liveness assertion;
+	// Avail are the runs' availabilities and Stuck the runs that left a
+	// lock held to the end (Live).
+	LiveMissed int
+	Avail      []float64
+	Stuck      int
 }
 
 // Saw records one run's anomalies (their count and kinds).
@@ -301,7 +314,7 @@ func (t *Tally) Add(row Row, v checker.Verdict, faults map[string]int, undealt i
 // caught in at least its bar of 10 runs (a single run: invalid), a safe row valid
 // in every run; and every run injected the row's faults.
 func (t Tally) Met(row Row) bool {
-	if t.Runs == 0 || t.NoFault > 0 {
+	if t.Runs == 0 || t.NoFault > 0 || t.LiveMissed > 0 {
 		return false
 	}
 	if row.Unsafe {

@@ -228,4 +228,56 @@ var Added = []Row{
 		Mechanism: "Chosen nodes' links held to 64-1024 kbit/s: the lock's small messages queue behind the others' and arrive " +
 			"late; the fence refuses whatever lands after the next grant.",
 	},
+	// client-kill (issue 49): a holder's process dies holding the lock and its
+	// client restarts 2 s later as a new owner; a lock with a TTL or a
+	// takeover must free within the bound, one without stays stuck.
+	{
+		// The other side: a lock with no TTL keeps a killed holder's hold
+		// for good, and liveness must say so (stays stuck).
+		Name: "music-seq/client-kill", Recipe: "music-seq", Faults: []string{nemesis.ClientKill}, KillTarget: nemesis.KillTargetHold,
+		Time: 20 * s, Interval: 5 * s, Seed: 1040, Want: checker.Valid, StaysStuck: true, Tier: Full,
+		Mechanism: "The killed holder's ref stays at the top of the queue: nothing expires it and no one else may delete it, " +
+			"so every later acquire waits in vain to the end of the run (stuck, client-kill). Safety holds.",
+	},
+	{
+		Name: "caslock/client-kill", Recipe: "caslock", Faults: []string{nemesis.ClientKill}, KillTarget: nemesis.KillTargetHold,
+		Time: 30 * s, Interval: 5 * s, Seed: 6420, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead holder's cell expires with its TTL (twice the timeout): a contender's next try, every 500 ms, " +
+			"takes it. The killed process died between operations, so no write of it lands after.",
+	},
+	{
+		Name: "temporal-shard/client-kill", Recipe: "temporal-shard", Faults: []string{nemesis.ClientKill}, KillTarget: nemesis.KillTargetHold,
+		Time: 30 * s, Interval: 5 * s, Seed: 6421, Want: checker.Valid, FreesWithin: 5 * s, Tier: Full,
+		Mechanism: "Every acquire steals the shard (range_id + 1): a dead owner holds nothing anyone waits for.",
+	},
+	{
+		Name: "shedlock/client-kill", Recipe: "shedlock", Command: "plugins/java-locks/run shedlock", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6560, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead holder's row keeps lockUntil = its take plus lockAtMostFor (the run's TTL): once the contenders' " +
+			"clocks pass it, `UPDATE ... IF lockUntil < :now` takes it.",
+	},
+	{
+		Name: "sidecar/client-kill", Recipe: "sidecar", Command: "plugins/java-locks/run sidecar", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6561, Want: checker.Invalid, Unsafe: true, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "A killed holder never gives its lease up early, so the lease it was told runs to its end, and the lease " +
+			"row expires before it: the holder counts its lease from the reply (`Instant.now()` + TTL) while the row's " +
+			"TTL runs from the replica's write, in whole seconds. The next claim takes the row inside the dead holder's " +
+			"lease (overlapping-holds of tens of ms): a holder alive there, a paused one, would still be working. The lock " +
+			"frees within the bound (liveness holds).",
+	},
+	{
+		Name: "reaper/client-kill", Recipe: "reaper", Command: "plugins/java-locks/run reaper", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6562, Want: checker.Invalid, Unsafe: true, Catch: 3,
+		FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead leader's row expires with its TTL, in whole seconds from the replica's write: when that falls " +
+			"before the lease counted from the take's send, the next `INSERT ... IF NOT EXISTS` takes the lead inside the dead " +
+			"leader's lease (overlapping-holds of 70-150 ms), which only a holder that never lets go early shows; in some " +
+			"runs only (the kill must land on a take whose write rounds down). The lock frees within the bound.",
+	},
+	{
+		Name: "astyanax/client-kill", Recipe: "astyanax", Command: "plugins/java-locks/run astyanax", Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 5 * s, Seed: 6563, Want: checker.Valid, FreesWithin: 10 * s, Tier: Full,
+		Mechanism: "The dead holder's lock column carries an expiry of its clock plus the TTL: once past it, the next writer's " +
+			"read back counts it expired and takes the lock.",
+	},
 }

@@ -221,7 +221,15 @@ type Row struct {
 	// fault hits in some runs only (Reaper's slow write under a kill) is
 	// still asserted, by its measured rate, not called safe.
 	Catch int
-	Tier  Tier
+	// FreesWithin asserts that every lock left held by a dead holder is
+	// granted again within it (checked as the run's stuck bound: no stuck
+	// period); StaysStuck that a lock is left held to the end. Liveness is
+	// judged apart from the verdict (liveness.go).
+	FreesWithin time.Duration
+	StaysStuck  bool
+	// KillTarget is client-kill's target (run --kill-target; "": any).
+	KillTarget string
+	Tier       Tier
 	// Mechanism says in a sentence or two why the lock fails or holds here.
 	Mechanism string
 }
@@ -266,6 +274,10 @@ func (r Row) Spec(run int) spec.Spec {
 	s.Clients, s.Locks, s.Quiet = r.ClientCount(), r.LockCount(), Quiet
 	s.PinClients, s.DCLocal, s.RetireStuck = r.Pin, r.DCLocal, r.RetireStuck
 	s.SkewAhead, s.SkewMin, s.SkewMax = r.SkewAhead, r.SkewMin, r.SkewMax
+	s.StuckBound = r.StuckBound()
+	if r.KillTarget != "" {
+		s.KillTarget = r.KillTarget
+	}
 	if r.Net != (nemesis.NetBounds{}) {
 		s.NetDelay, s.NetJitter, s.NetRate = r.Net.Flags()
 	}
@@ -295,10 +307,14 @@ func (r Row) FaultsName() string {
 
 // Expected says what the row asserts, for tables.
 func (r Row) Expected() string {
+	e := "valid every run"
 	if r.Unsafe {
-		return fmt.Sprintf("invalid >= %d/10", r.CatchBar())
+		e = fmt.Sprintf("invalid >= %d/10", r.CatchBar())
 	}
-	return "valid every run"
+	if w := r.liveWords(); w != "" {
+		e += ", " + w
+	}
+	return e
 }
 
 // NodeFaults are every node fault kind of the nemesis's table that works on
@@ -375,6 +391,7 @@ func (r Row) Check() error {
 			bad("command %q: its program is a path inside the repository (plugins/NAME/run)", r.Command)
 		}
 	}
+	r.checkLive(bad)
 	if r.Tier != Quick && r.Tier != Full {
 		bad("tier %q: want %s or %s", r.Tier, Quick, Full)
 	}

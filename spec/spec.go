@@ -28,6 +28,14 @@ const (
 	DefaultPauseExtra = 3 * time.Second
 	DefaultClients    = 5
 	DefaultWorkload   = "cycle"
+	// DefaultAcquireTimeout bounds one acquire; liveness counts
+	// availability with it.
+	DefaultAcquireTimeout = 5 * time.Second
+	// DefaultKillRestart is how long a client killed by client-kill stays
+	// down before a fresh process of it starts: about what a supervisor
+	// takes to restart a crashed application instance.
+	DefaultKillRestart = 2 * time.Second
+	DefaultKillTarget  = "any"
 )
 
 // Limits of a run's settings (Validate).
@@ -110,6 +118,17 @@ type Spec struct {
 	// NoWait refuses a cluster another process holds instead of waiting
 	// until it is free.
 	NoWait bool `json:"no-wait"`
+	// AcquireTimeout bounds one acquire: a library whose one attempt takes
+	// seconds needs more. Liveness counts availability with it.
+	AcquireTimeout time.Duration `json:"acquire-timeout"`
+	// StuckBound is how long a lock left held by a dead holder may go
+	// without a grant before liveness calls it stuck (zero: the TTL plus
+	// two acquire time-outs); never below the TTL.
+	StuckBound time.Duration `json:"stuck-bound"`
+	// KillRestart and KillTarget are client-kill's restart delay and
+	// target (any, hold, acquire, release).
+	KillRestart time.Duration `json:"kill-restart"`
+	KillTarget  string        `json:"kill-target"`
 }
 
 // Fields are the Spec's settings, in the order `lockcheck run --help` and
@@ -184,6 +203,22 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.PinClients }},
 	{Flag: "retire-stuck", Help: "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end",
 		ptr: func(s *Spec) any { return &s.RetireStuck }},
+	{Flag: "acquire-timeout", Help: "how long one acquire may take before the client gives up on it (a library whose one attempt takes seconds needs more); availability is counted with it",
+		ptr: func(s *Spec) any { return &s.AcquireTimeout }, fill: true,
+		check: func(s *Spec) error { return positive(s.AcquireTimeout) }},
+	{Flag: "stuck-bound", Help: "liveness: how long a lock left held by a dead holder may go without a grant before the run reports it stuck (default: the TTL plus two acquire time-outs; not below --ttl)",
+		ptr: func(s *Spec) any { return &s.StuckBound },
+		check: func(s *Spec) error {
+			if s.StuckBound < 0 || s.StuckBound > 0 && s.StuckBound < s.TTL {
+				return fmt.Errorf("%v is below the TTL %v: every lease waited out after its holder died would be called stuck", s.StuckBound, s.TTL)
+			}
+			return nil
+		}},
+	{Flag: "kill-restart", Help: "client-kill: how long a killed client stays down before a fresh process of it starts (shorter than --time)",
+		ptr: func(s *Spec) any { return &s.KillRestart }, fill: true,
+		check: func(s *Spec) error { return notNegative(s.KillRestart) }},
+	{Flag: "kill-target", Help: "client-kill: what the killed client is doing: any, hold, acquire or release (any: whichever comes first)",
+		ptr: func(s *Spec) any { return &s.KillTarget }, fill: true},
 	{Flag: "dc-local", Help: "LWT conditions at LOCAL_SERIAL, commits and reads at LOCAL_QUORUM; on a cluster of several data centres clients are placed in them round-robin either way",
 		ptr: func(s *Spec) any { return &s.DCLocal }},
 }
@@ -203,6 +238,10 @@ func Defaults() Spec {
 		TTL:         DefaultTTL,
 		PauseExtra:  DefaultPauseExtra,
 		HealTimeout: 3 * time.Minute,
+
+		AcquireTimeout: DefaultAcquireTimeout,
+		KillRestart:    DefaultKillRestart,
+		KillTarget:     DefaultKillTarget,
 	}
 }
 

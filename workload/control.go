@@ -26,6 +26,7 @@ type Control struct {
 	locks   []Lock       // client -> its lock once Run made it
 	holding map[int]bool // clients holding a grant now
 	pause   *pauseReq    // armed client pause, claimed by the next critical section
+	kill    *killReq     // armed client kill, claimed by its target (kill.go)
 	// atRest are clock steps waiting for their client's next rest (between
 	// a cycle's end and the next acquire): client -> the step.
 	atRest map[int]restStep

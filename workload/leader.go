@@ -155,10 +155,27 @@ func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, ow
 		return Grant{}, false, err
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.acquireTimeout)
+	kr := w.ctl.claimKill(i, KillAcquire)
+	k := w.killDuring(kr, i, proc, lock, name, KillAcquire, cancel)
 	g, aerr := lock.Acquire(actx, name, owner)
+	if k != nil {
+		// Killed with its acquire in flight: whatever it got is lost with
+		// the process (a grant it got holds the lock for a dead process).
+		k.returned()
+		cancel()
+		if err := w.completeKilled(i, inv); err != nil {
+			return Grant{}, false, err
+		}
+		return Grant{}, false, clientKilled{kr}
+	}
 	cancel()
 	if aerr != nil {
-		_, err := w.complete(i, inv, aerr, nil)
+		t, err := w.complete(i, inv, aerr, nil)
+		if err == nil && t == history.Info && w.noLease.Load() {
+			// It may have taken effect for the retired process, and this
+			// lock's grants never expire.
+			w.retire(i, name)
+		}
 		return Grant{}, false, err
 	}
 	w.acq.Add(1)
@@ -168,6 +185,9 @@ func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, ow
 // granted records the ok of an acquire or renew (f) that gave client i's
 // process proc the grant g, with its lease and token, and holds g.
 func (w *Workload) granted(i, proc int, f string, g Grant) error {
+	if g.Lease <= 0 {
+		w.noLease.Store(true)
+	}
 	done := history.Op{Process: proc, Type: history.OK, F: f, Lock: g.Lock, LeaseMS: g.Lease.Milliseconds()}
 	if g.Token > 0 {
 		done.Value = mustJSON(g.Token)
@@ -189,6 +209,14 @@ func (w *Workload) begin(ctx context.Context, i int, lock Lock, name string) (pr
 	}
 	if !g.Deadline.IsZero() && !time.Now().Before(g.Deadline) {
 		return proc, g, false, w.release(ctx, i, lock, g)
+	}
+	if kr := w.ctl.claimKill(i, KillHold); kr != nil {
+		// Killed holding: the process records nothing more, and its
+		// grant stays with it.
+		w.land(kr, i, proc, lock, name, KillHold, nil)
+		w.abandon(i, g)
+		w.procs.next(i)
+		return proc, g, false, clientKilled{kr}
 	}
 	return proc, g, true, nil
 }

@@ -7,9 +7,11 @@ import (
 )
 
 // WithRetireStuckLocks moves the clients off a lock name once it is stuck
-// for good: its holder was abandoned (an operation with an unknown outcome
-// ended its process) holding a grant with no lease, so nothing will ever
-// free it and every later acquire of it waits in vain. The name's slot
+// for good: its holder was abandoned (its write or release came back
+// unknown, or client-kill killed it) holding a grant with no lease, or an
+// acquire of a lock whose grants have no lease came back unknown (it may
+// have taken effect), so nothing will ever free it and every later
+// acquire of it waits in vain. The name's slot
 // takes a fresh name ("l0" -> "l0.1" -> "l0.2"), as Jepsen's independent
 // keys do, so that a run goes on testing mutual exclusion instead of
 // timing acquires out; the stuck name keeps its open hold in the history
@@ -71,15 +73,21 @@ func (w *Workload) abandon(i int, g Grant) {
 	if g.Lease > 0 {
 		return
 	}
+	w.retire(i, g.Lock)
+}
+
+// retire moves the clients off name, which a retired process may hold for
+// good (with WithRetireStuckLocks; without, it says so in the log).
+func (w *Workload) retire(i int, name string) {
 	if !w.cfg.retireStuck {
 		// Said, so that a run whose acquires all time out from here on
 		// has its cause in the log, and the way around it.
-		w.cfg.log.Warn("lock stuck: its holder was abandoned with a grant that never expires; every later acquire of it waits (run --retire-stuck moves clients to a fresh name)",
-			"client", i, "lock", g.Lock)
+		w.cfg.log.Warn("lock stuck: a retired process may hold it with a grant that never expires; every later acquire of it waits (run --retire-stuck moves clients to a fresh name)",
+			"client", i, "lock", name)
 		return
 	}
-	if fresh, ok := w.names.retire(g.Lock); ok {
-		w.cfg.log.Info("lock stuck: its holder was abandoned with a grant that never expires; clients move on",
-			"client", i, "lock", g.Lock, "fresh", fresh)
+	if fresh, ok := w.names.retire(name); ok {
+		w.cfg.log.Info("lock stuck: a retired process may hold it with a grant that never expires; clients move on",
+			"client", i, "lock", name, "fresh", fresh)
 	}
 }

@@ -130,6 +130,9 @@ type Workload struct {
 
 	procs *processes
 	names *lockNames
+	// noLease: a grant without a lease was seen, so the lock never frees
+	// itself (an unknown acquire may hold it for good).
+	noLease atomic.Bool
 }
 
 // New makes a workload. newLock is called once per client when Run starts.
@@ -138,7 +141,7 @@ func New(newLock NewLockFunc, res Resource, rec Recorder, opts ...Option) (*Work
 		clients:        DefaultClients,
 		locks:          []string{"l0"},
 		seed:           1,
-		acquireTimeout: 5 * time.Second,
+		acquireTimeout: spec.DefaultAcquireTimeout,
 		opTimeout:      10 * time.Second,
 		holdMax:        50 * time.Millisecond,
 		thinkMax:       20 * time.Millisecond,
@@ -253,6 +256,13 @@ func (w *Workload) client(ctx context.Context, i int, lock Lock) error {
 		} else {
 			err = w.cycle(ctx, i, lock, name, randDur(r, w.cfg.holdMax))
 		}
+		var killed clientKilled
+		if errors.As(err, &killed) {
+			if lock, err = w.restart(ctx, i, lock, killed.r); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -359,11 +369,29 @@ func (w *Workload) release(ctx context.Context, i int, lock Lock, g Grant) error
 		return err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout)
+	kr := w.ctl.claimKill(i, KillRelease)
+	k := w.killDuring(kr, i, proc, lock, g.Lock, KillRelease, cancel)
 	rerr := lock.Release(rctx, g)
+	if k != nil {
+		// Killed with its release in flight: its answer is lost, and the
+		// grant with it (it may still hold).
+		k.returned()
+		cancel()
+		w.abandon(i, g)
+		if err := w.completeKilled(i, inv); err != nil {
+			return err
+		}
+		return clientKilled{kr}
+	}
 	cancel()
 	w.ctl.setHolding(i, false)
 	if rerr != nil {
-		_, err := w.complete(i, inv, rerr, nil)
+		t, err := w.complete(i, inv, rerr, nil)
+		if err == nil && t == history.Info {
+			// A release that may not have taken effect leaves the grant
+			// with the retired process, as an unknown write does.
+			w.abandon(i, g)
+		}
 		return err
 	}
 	return w.record(history.Op{Process: proc, Type: history.OK, F: history.FRelease, Lock: g.Lock})

@@ -24,6 +24,21 @@ const (
 	AnomalyLost = "lost"
 )
 
+// Ways a history leaves lock 0 held with nobody to release it, once, in the
+// middle of the history (Config.Stuck): what the liveness check must find.
+const (
+	// StuckWrite: the holder's add comes back unknown; its process is
+	// retired with the grant.
+	StuckWrite = "write"
+	// StuckAcquire: an acquire that took effect is answered unknown.
+	StuckAcquire = "acquire"
+	// StuckRelease: a release that did not take effect is answered unknown.
+	StuckRelease = "release"
+	// StuckKill: the holder's process is killed between operations
+	// (a start-client-kill line); its client goes on as a new process.
+	StuckKill = "kill"
+)
+
 // Config describes a history.
 type Config struct {
 	Events  int // lines, about (default 10000)
@@ -39,6 +54,13 @@ type Config struct {
 	Nemesis            time.Duration // a partition window every this long (0: none)
 	Promise            history.Promise
 	LockName           func(i int) string // default "l<i>"
+	// Stuck leaves lock 0 held by a process that will never release it,
+	// once (StuckWrite, StuckAcquire, StuckRelease, StuckKill): with a
+	// lease it frees at the lease's end, with NoLease never.
+	Stuck string
+	// NoLease grants without a lease (lease_ms absent): a grant is held
+	// until released.
+	NoLease bool
 }
 
 func (c *Config) defaults() {
@@ -135,14 +157,32 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 	heap.Init(&cs)
 	nextProc := cfg.Clients
 	var elem int64
+	budget := int64(cfg.Events) - int64(cfg.Locks)*2 - 1
 	leaseNS := cfg.Lease.Nanoseconds()
 	leaseMS := cfg.Lease.Milliseconds()
+	if cfg.NoLease {
+		leaseNS, leaseMS = 1<<60, 0
+	}
 	injected := false
+	stuck := false // cfg.Stuck dealt
+	// stuckNow says whether client c, at this step on its lock, is the
+	// one to leave lock 0 held.
+	stuckNow := func(c *client, way string) bool {
+		if cfg.Stuck != way || stuck || c.lock != 0 || idx <= budget/2 {
+			return false
+		}
+		stuck = true
+		return true
+	}
+	retire := func(c *client) {
+		c.proc = nextProc
+		nextProc++
+		c.step, c.at = stInvokeAcquire, now+lat()
+	}
 	var lastNemesis int64
 	partitioned := false
 	// invokes remember the invocation time of each client's current op.
 	inv := make([]int64, cfg.Clients)
-	budget := int64(cfg.Events) - int64(cfg.Locks)*2 - 1
 	for idx < budget || !allIdle(cs) {
 		c := cs.top()
 		now = c.at
@@ -179,6 +219,11 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 			free := l.owner == -1 || l.expiry <= now
 			x := r.Float64()
 			switch {
+			case free && stuckNow(c, StuckAcquire):
+				// Took effect, answered unknown.
+				l.owner, l.expiry, l.fromInfo, l.leaving = c.proc, inv[c.id]+leaseNS, true, false
+				err = out(history.Op{Process: c.proc, Type: history.Info, F: history.FAcquire, Lock: name, Error: "timeout"})
+				retire(c)
 			case free && x < cfg.InfoRate:
 				// Unknown outcome; half the time it took effect, blocking
 				// the lock until its lease runs out.
@@ -208,6 +253,12 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 				c.step, c.at = stInvokeAcquire, now+lat()*3
 			}
 		case stInvokeAdd:
+			if l.owner == c.proc && stuckNow(c, StuckKill) {
+				v, _ := json.Marshal(history.ClientKillStart{Client: c.id, InFlight: "hold", Lock: name, Process: c.proc, RestartMS: 1})
+				err = out(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.StartF(history.KindClientKill), Value: v})
+				retire(c)
+				break
+			}
 			elem++
 			c.elem = elem
 			v, _ := json.Marshal(elem)
@@ -215,6 +266,13 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 			err = out(history.Op{Process: c.proc, Type: history.Invoke, F: history.FAdd, Lock: name, Value: v})
 			c.step, c.at = stCompleteAdd, now+lat()
 		case stCompleteAdd:
+			if l.owner == c.proc && stuckNow(c, StuckWrite) {
+				// Its outcome unknown: say it did not land.
+				v, _ := json.Marshal(c.elem)
+				err = out(history.Op{Process: c.proc, Type: history.Info, F: history.FAdd, Lock: name, Value: v, Error: "timeout"})
+				retire(c)
+				break
+			}
 			l.elems = append(l.elems, c.elem)
 			v, _ := json.Marshal(c.elem)
 			err = out(history.Op{Process: c.proc, Type: history.OK, F: history.FAdd, Lock: name, Value: v})
@@ -227,6 +285,13 @@ func Generate(cfg Config, emit func(history.Op) error) error {
 			err = out(history.Op{Process: c.proc, Type: history.Invoke, F: history.FRelease, Lock: name})
 			c.step, c.at = stCompleteRelease, now+lat()
 		case stCompleteRelease:
+			if l.owner == c.proc && stuckNow(c, StuckRelease) {
+				// Did not take effect, answered unknown.
+				l.leaving = false
+				err = out(history.Op{Process: c.proc, Type: history.Info, F: history.FRelease, Lock: name, Error: "timeout"})
+				retire(c)
+				break
+			}
 			if l.owner == c.proc {
 				l.owner = -1
 			}

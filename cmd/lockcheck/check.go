@@ -13,7 +13,28 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 )
+
+// writeLiveness prints each lock's availability and every stuck period
+// (not failing: liveness is not part of the verdict).
+func writeLiveness(w io.Writer, v *checker.Liveness) {
+	if v == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n%s (not failing):\n", v.Summary())
+	for i, l := range v.Locks {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... %d more locks (see --json)\n", len(v.Locks)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %s: available %.1f%% (%s unavailable), %d grants\n", l.Lock, 100*l.Availability,
+			(time.Duration(l.UnavailableMS) * time.Millisecond).String(), l.Grants)
+		for _, s := range l.Stuck {
+			fmt.Fprintf(w, "    stuck (%s) %s\n", s.Cause, s.Message)
+		}
+	}
+}
 
 // stdin is where `lockcheck check -` reads (a variable for tests).
 var stdin io.Reader = os.Stdin
@@ -22,6 +43,8 @@ var stdin io.Reader = os.Stdin
 type checkFlags struct {
 	json    bool
 	timeout time.Duration
+	// acquireTimeout and stuckBound are liveness's, over the run's own.
+	acquireTimeout, stuckBound time.Duration
 }
 
 func newCheckFlags() (*flag.FlagSet, *checkFlags) {
@@ -29,10 +52,12 @@ func newCheckFlags() (*flag.FlagSet, *checkFlags) {
 	f := &checkFlags{}
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON (the results.json format)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "give up after this long; the verdict is then unknown (0: no limit)")
+	fs.DurationVar(&f.acquireTimeout, "acquire-timeout", 0, "liveness: the acquire time-out availability is counted with (default: the run's, else 5s)")
+	fs.DurationVar(&f.stuckBound, "stuck-bound", 0, "liveness: how long a lock left held by a dead holder may go without a grant before it is stuck (default: the run's, else the TTL plus two acquire time-outs; not below the run's TTL)")
 	return fs, f
 }
 
-const checkUsage = `usage: lockcheck check [--json] [--timeout D] HISTORY.jsonl   (- reads stdin)
+const checkUsage = `usage: lockcheck check [--json] [--timeout D] [--acquire-timeout D] [--stuck-bound D] HISTORY.jsonl   (- reads stdin)
 exit status: 0 valid, 1 invalid, 2 bad input, 3 unknown`
 
 // withUsage sends fs's errors and usage (the command's usage text, then
@@ -57,6 +82,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if f.timeout > 0 {
 		opts = append(opts, checker.WithTimeout(f.timeout))
 	}
+	if f.acquireTimeout < 0 || f.stuckBound < 0 {
+		fmt.Fprintf(stderr, "lockcheck check: --acquire-timeout and --stuck-bound must not be negative\n")
+		return exitError
+	}
+	opts = append(opts, checker.WithAcquireTimeout(f.acquireTimeout), checker.WithStuckBound(f.stuckBound))
 	start := time.Now()
 	defer tuneGC(checkMemLimit)()
 	var (
@@ -72,6 +102,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lockcheck check: %s: %v\n", arg, err)
 		return exitError
 	}
+	if ttl := runTTL(res.Meta); f.stuckBound > 0 && f.stuckBound < ttl {
+		fmt.Fprintf(stderr, "lockcheck check: --stuck-bound %v is below the run's TTL %v: every lease waited out after its holder died would be called stuck\n", f.stuckBound, ttl)
+		return exitError
+	}
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -83,6 +117,15 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		writeSummary(stdout, arg, res, time.Since(start))
 	}
 	return verdictCode(res.Verdict)
+}
+
+// runTTL is the TTL a run's meta line records (0: none said).
+func runTTL(m *history.Meta) time.Duration {
+	if m == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(m.Config["ttl"])
+	return d
 }
 
 func verdictCode(v checker.Verdict) int {
@@ -185,6 +228,7 @@ func writeSummary(w io.Writer, path string, res checker.Result, took time.Durati
 	}
 	printAnomalies("anomalies", res.Anomalies, res.AnomaliesOmitted)
 	printAnomalies("findings (shown, not failing)", res.Findings, 0)
+	writeLiveness(w, res.Liveness)
 
 	fmt.Fprintln(w, "\noperations (ok/fail/info, latency of ok p50/p99/max ms):")
 	fs := make([]string, 0, len(res.Stats.ByF))

@@ -48,6 +48,14 @@ func TestCheckExitCodes(t *testing.T) {
 		line(`{"index":3,"time":30,"process":0,"type":"ok","f":"reg-cas","key":"k","value":{"expect":1,"new":2}}`)
 	staleRead := register + line(`{"index":4,"time":40,"process":1,"type":"invoke","f":"reg-read","key":"k"}`) +
 		line(`{"index":5,"time":50,"process":1,"type":"ok","f":"reg-read","key":"k","value":{"seen":1}}`)
+	// A holder killed with no lease at 20 ms, then a waiter in vain to 200
+	// ms, in a run whose TTL was 3 s.
+	killed := line(`{"index":0,"time":0,"process":-1,"type":"info","f":"meta","value":{"test":"t","config":{"ttl":"3s"}}}`) +
+		line(`{"index":1,"time":0,"process":0,"type":"invoke","f":"acquire","lock":"l"}`) +
+		line(`{"index":2,"time":10000000,"process":0,"type":"ok","f":"acquire","lock":"l"}`) +
+		line(`{"index":3,"time":20000000,"process":-1,"type":"info","f":"start-client-kill","value":{"client":0,"in_flight":"hold","lock":"l","process":0,"restart_ms":5}}`) +
+		line(`{"index":4,"time":30000000,"process":1,"type":"invoke","f":"acquire","lock":"l"}`) +
+		line(`{"index":5,"time":200000000,"process":1,"type":"fail","f":"acquire","lock":"l"}`)
 	tests := []struct {
 		name   string
 		args   func(path string) []string
@@ -67,6 +75,12 @@ func TestCheckExitCodes(t *testing.T) {
 		{"no argument", func(p string) []string { return nil }, valid, exitError, "", "usage"},
 		{"flags after the file", func(p string) []string { return []string{p, "--timeout", "1m"} }, valid, exitValid, "VALID", ""},
 		{"out of time", func(p string) []string { return []string{"--timeout", "1ns", p} }, valid, exitUnknown, "not decided in time", ""},
+		{"liveness: availability, not failing", func(p string) []string {
+			return []string{"--acquire-timeout", "10ms", "--stuck-bound", "3s", p}
+		}, killed, exitValid, "l: available 20.0% (160ms unavailable), 1 grants", ""},
+		{"liveness: a stuck bound below the run.s TTL refused", func(p string) []string {
+			return []string{"--acquire-timeout", "10ms", "--stuck-bound", "100ms", p}
+		}, killed, exitError, "", "--stuck-bound 100ms is below the run's TTL 3s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

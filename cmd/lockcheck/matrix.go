@@ -316,12 +316,19 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 			res.firsts = append(res.firsts, d)
 		}
 		res.Tally.Saw(out.Result.Anomalies)
+		liveErr := res.Tally.Live(row, out.Result.Liveness)
 		line := fmt.Sprintf("lockcheck matrix: %s run %d/%d (seed %d): %s, %d ops, %d anomalies", row.Name, r+1, repeat, tc.Seed, v, out.Ops, len(out.Result.Anomalies))
 		if len(missing) > 0 {
 			line += fmt.Sprintf("; no %s fault injected", strings.Join(missing, ", "))
 		}
 		if out.Phases.Undealt > 0 {
 			line += fmt.Sprintf("; %d of the schedule's steps never dealt", out.Phases.Undealt)
+		}
+		if l := out.Result.Liveness; l != nil {
+			line += fmt.Sprintf("; availability %.1f%%", 100*l.Availability())
+		}
+		if liveErr != nil {
+			line += "; liveness: " + liveErr.Error()
 		}
 		if out.Dir != "" {
 			line += "; " + out.Dir
@@ -358,6 +365,7 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 		Def: row.Fingerprint(), Shard: res.shard,
 	}
 	rt.Anomalies, rt.Kinds = res.Tally.AnomalyRange()
+	rt.Availability, rt.Stuck = res.Tally.AvailabilityRange(), res.Tally.Stuck
 	if len(res.loads) > 0 {
 		rt.Load = fmt.Sprintf("%.0f-%.0f", slices.Min(res.loads), slices.Max(res.loads))
 	}
