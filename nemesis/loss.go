@@ -52,6 +52,18 @@ type lossDraw = history.LossStart
 func (*loss) draw(e *Env) (lossDraw, error) {
 	p := e.LossMin + e.Sched.Float64()*(e.LossMax-e.LossMin)
 	p = math.Round(p*100) / 100
+	mode, drops, err := drawLinks(e, Loss)
+	if err != nil {
+		return lossDraw{}, err
+	}
+	return lossDraw{Mode: mode, Probability: p, Drops: drops}, nil
+}
+
+// drawLinks draws the links a fault between nodes acts on, every choice
+// from e.Sched: a non-empty set of nodes and, by mode, each one's links to
+// the nodes not chosen ("nodes"; someone is always left) or to the clients
+// ("clients"). loss drops packets on them, the shaping kinds slow them.
+func drawLinks(e *Env, kind string) (mode string, links Grudge, err error) {
 	var modes []string
 	if len(e.Targets) > 1 {
 		modes = append(modes, "nodes")
@@ -60,30 +72,30 @@ func (*loss) draw(e *Env) (lossDraw, error) {
 		modes = append(modes, "clients")
 	}
 	if len(modes) == 0 {
-		return lossDraw{}, errors.New("nemesis: loss needs two nodes or a gateway")
+		return "", nil, fmt.Errorf("nemesis: %s needs two nodes or a gateway", kind)
 	}
-	mode := modes[e.Sched.IntN(len(modes))]
+	mode = modes[e.Sched.IntN(len(modes))]
 	perm := e.Sched.Perm(len(e.Targets))
 	k := 1 + e.Sched.IntN(len(e.Targets))
 	if mode == "nodes" {
-		k = min(k, len(e.Targets)-1) // someone must be left to lose packets from
+		k = min(k, len(e.Targets)-1)
 	}
-	d := lossDraw{Mode: mode, Probability: p, Drops: Grudge{}}
+	links = Grudge{}
 	chosen := perm[:k]
 	for _, i := range chosen {
 		me := e.Targets[i].Name
 		if mode == "clients" {
-			d.Drops[me] = []string{GatewayName}
+			links[me] = []string{GatewayName}
 			continue
 		}
 		for j, t := range e.Targets {
 			if !slices.Contains(chosen, j) {
-				d.Drops[me] = append(d.Drops[me], t.Name)
+				links[me] = append(links[me], t.Name)
 			}
 		}
-		slices.Sort(d.Drops[me])
+		slices.Sort(links[me])
 	}
-	return d, nil
+	return mode, links, nil
 }
 
 func (l *loss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {

@@ -160,38 +160,11 @@ func (s *shaper) draw(e *Env) (history.ShapeStart, error) {
 		}
 		return history.ShapeStart{Clients: groups[node], Links: Grudge{node: links}, Mode: "coord", Node: node, Shape: sh}, nil
 	}
-	var modes []string
-	if len(e.Targets) > 1 {
-		modes = append(modes, "nodes")
+	mode, links, err := drawLinks(e, s.kind)
+	if err != nil {
+		return history.ShapeStart{}, err
 	}
-	if e.Gateway != "" {
-		modes = append(modes, "clients")
-	}
-	if len(modes) == 0 {
-		return history.ShapeStart{}, fmt.Errorf("nemesis: %s needs two nodes or a gateway", s.kind)
-	}
-	mode := modes[e.Sched.IntN(len(modes))]
-	perm := e.Sched.Perm(len(e.Targets))
-	k := 1 + e.Sched.IntN(len(e.Targets))
-	if mode == "nodes" {
-		k = min(k, len(e.Targets)-1)
-	}
-	v := history.ShapeStart{Links: Grudge{}, Mode: mode, Shape: sh}
-	chosen := perm[:k]
-	for _, i := range chosen {
-		me := e.Targets[i].Name
-		if mode == "clients" {
-			v.Links[me] = []string{GatewayName}
-			continue
-		}
-		for j, t := range e.Targets {
-			if !slices.Contains(chosen, j) {
-				v.Links[me] = append(v.Links[me], t.Name)
-			}
-		}
-		slices.Sort(v.Links[me])
-	}
-	return v, nil
+	return history.ShapeStart{Links: links, Mode: mode, Shape: sh}, nil
 }
 
 // fromStep is the step's value when a schedule gives one that shapes
