@@ -36,8 +36,9 @@ build: cli
 # and the catalogue's Java locks (docs/locks.md): ShedLock's Cassandra
 # provider from Maven Central and the re-expressed Sidecar, Reaper and
 # Astyanax locks, one jar; and the locks inside tools (java-artifacts):
-# cassandra-migration's leader lock as released and Liquibase's Cassandra
-# lock service re-expressed, one module each with its tool's driver.
+# cassandra-migration's leader lock and JanusGraph's ConsistentKeyLocker as
+# released, Liquibase's Cassandra lock service re-expressed, one module each
+# with its tool's driver.
 PY_VENV := .cache/plugins/python-lease
 JAVA_LEASE := plugins/java-lease/target/java-lease-1.jar
 JAVA_LOCKS := plugins/java-locks/target/java-locks-1.jar

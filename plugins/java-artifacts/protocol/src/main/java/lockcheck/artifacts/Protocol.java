@@ -52,6 +52,7 @@ public final class Protocol {
         reply.put("type", "fail").put("error", e.getMessage());
       } catch (Exception e) {
         // Setup failed (nothing to undo), or an error that may have reached the cluster.
+        e.printStackTrace(System.err);
         reply.put("type", op.equals("setup") ? "fail" : "info").put("error", e.toString());
       }
       out.println(json.writeValueAsString(reply));
