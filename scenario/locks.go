@@ -234,7 +234,8 @@ var Catalogue = []Lock{
 			"name, its column one byte. JanusGraph 1.0.1 creates a missing table `WITH compression = " +
 			"{'sstable_compression': ...}`, which Cassandra 5 refuses, so the plug-in creates `edgestore_lock_` first with " +
 			"JanusGraph's columns and Cassandra's default compression. The application retries a transaction that lost " +
-			"the seniority check, as applications do.",
+			"the seniority check, as applications do. No coord-* rows: JanusGraph builds its own session, which takes no " +
+			"node filter, so a client cannot be kept to one coordinator (and the lock reads no server time).",
 	},
 	{
 		Name: "Liquibase's Cassandra lock service", Recipe: "liquibase",
@@ -267,7 +268,9 @@ var Catalogue = []Lock{
 			"Liquibase, driver 4.19.2), as Liquibase's executor sends them. Liquibase has one lock row (ID = 1) per " +
 			"keyspace; here each lock name is a row with an ID of its own, the counts carry `ID = <id> AND`, and a " +
 			"lock's initialisation inserts its row without Liquibase's TRUNCATE (which would wipe the other names' rows). " +
-			"The host address is the first non-loopback IPv4 address, as NetUtil picks it.",
+			"The host address is the first non-loopback IPv4 address, as NetUtil picks it. No coord-* rows: the JDBC " +
+			"wrapper takes no node filter, so a client cannot be kept to one coordinator (a coordinator ahead would stamp " +
+			"the take later than the next release, which is then shadowed: the lock stays held).",
 	},
 	{
 		Name: "jroimartin/caslock", Recipe: "caslock",
