@@ -227,7 +227,9 @@ var Catalogue = []Lock{
 			"makes its claims senior to claims already held, and two transactions both pass their locks. Do not rely on " +
 			"the locks alone for uniqueness across instances with unsynchronised clocks; JanusGraph's read-back of the " +
 			"locked values narrows, but does not close, the window. A holder that dies leaves its claim for 300 s " +
-			"(lockExpire): locks on that key fail until then.",
+			"(lockExpire): locks on that key fail until then. Size storage.lock.wait-time to a few QUORUM write times: on " +
+			"the loaded test cluster the default 100 ms was often shorter than one, and such transactions fail with " +
+			"\"Lock write retry count exceeded\".",
 		Missing: "Nothing of the lock: the released jars run, built by Backend's own recipe over the store " +
 			"`edgestore_lock_` and driven as ExpectedValueCheckingTransaction drives them (writeLock, checkLocks, deleteLocks " +
 			"on a transaction with the store's key-consistent configuration), without a graph; the lock's key is the lock " +

@@ -1350,7 +1350,8 @@ var toolRows = []Row{
 		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "A claim is named by its writer's clock and the earliest live claim wins: an instance whose clock is behind " +
 			"writes a claim older than the holder's, reads it first and takes the lock the holder still holds " +
-			"(lost-add, stale-holder-write). No LWT arbitrates.",
+			"(overlapping-holds). No LWT arbitrates. It takes a skewed client's take while another holds, so some runs " +
+			"miss it.",
 	},
 	{
 		Name: "janusgraph/client-pause", Recipe: "janusgraph", Command: janusgraph, Faults: []string{nemesis.ClientPause},

@@ -133,9 +133,15 @@ final class JanusGraphLocker implements Lock {
       }
       try {
         locker.writeLock(kc, tx);
+      } catch (TemporaryLockingException e) {
+        // Every try of the claim failed or took longer than lockWait ("Lock write retry count
+        // exceeded"): JanusGraph deleted its claims (best effort) and the transaction fails; it
+        // never acts on the lock, so this acquire did not grant it. A claim left behind only
+        // blocks the others until it expires.
+        rollback(tx);
+        throw new Failed("writeLock: " + e + ": " + e.getCause());
       } catch (Exception e) {
-        // The claim's writes failed or were slow: JanusGraph tried to delete them, but one may
-        // stand in the store; the transaction fails.
+        // A permanent storage error: JanusGraph tried to delete its claim and gave up.
         rollback(tx);
         throw new Unknown("writeLock: " + e);
       }
