@@ -1345,13 +1345,18 @@ var toolRows = []Row{
 		Mechanism: "With one clock for every client, the earliest claim column is the first one written: one holder at a time.",
 	},
 	{
-		Name: "janusgraph/client-clock", Recipe: "janusgraph", Command: janusgraph, Faults: []string{nemesis.ClientClock},
-		Time: 20 * s, Interval: 3 * s, Seed: 24961,
+		// The leader shape holds the lock for seconds, so a contender's take
+		// meets a live holder; its claim is then older than the holder's only
+		// when the skew exceeds the hold's age, hence skews of 10-30 s. The
+		// cycle shape (holds of milliseconds, skews of 1-30 s) was caught in
+		// 4 runs of 10 (not recorded: the plug-in then answered a slow claim
+		// unknown).
+		Name: "janusgraph/client-clock/leader", Recipe: "janusgraph", Command: janusgraph, Workload: workload.ShapeLeader,
+		Faults: []string{nemesis.ClientClock}, SkewMin: 10 * s, SkewMax: 30 * s, Time: 20 * s, Interval: 3 * s, Seed: 24961,
 		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "A claim is named by its writer's clock and the earliest live claim wins: an instance whose clock is behind " +
-			"writes a claim older than the holder's, reads it first and takes the lock the holder still holds " +
-			"(overlapping-holds). No LWT arbitrates. It takes a skewed client's take while another holds, so some runs " +
-			"miss it.",
+			"by more than the leader's hold writes a claim older than the leader's, reads it first and takes the lock the " +
+			"leader still holds (overlapping-holds). No LWT arbitrates.",
 	},
 	{
 		Name: "janusgraph/client-pause", Recipe: "janusgraph", Command: janusgraph, Faults: []string{nemesis.ClientPause},

@@ -121,7 +121,8 @@ final class JanusGraphLocker implements Lock {
 
   @Override
   public long acquire(String name, String owner, long deadline) throws Unknown, Failed {
-    if (held.containsKey(name)) throw new Failed("already held by this process");
+    // A leader's heartbeat (this plug-in has no renew): the transaction still holds its lock.
+    if (held.containsKey(name)) return NO_LEASE;
     KeyColumn kc = keyColumn(name);
     long poll = 5;
     while (true) {
