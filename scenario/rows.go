@@ -1357,7 +1357,7 @@ var toolRows = []Row{
 		Want: checker.Invalid, Unsafe: true, Tier: Quick,
 		Mechanism: "A claim is named by its writer's clock and the earliest live claim wins: an instance whose clock is behind " +
 			"by more than the leader's hold writes a claim older than the leader's, reads it first and takes the lock the " +
-			"leader still holds (overlapping-holds). No LWT arbitrates.",
+			"leader still holds (overlapping-holds, lost-add). No LWT arbitrates.",
 	},
 	{
 		Name: "janusgraph/client-pause", Recipe: "janusgraph", Command: janusgraph, Faults: []string{nemesis.ClientPause},
