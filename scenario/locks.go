@@ -223,8 +223,8 @@ var Catalogue = []Lock{
 			"after the lock, that the values read in the transaction are unchanged.",
 		Fix: "Take the claim with an LWT (`INSERT ... IF NOT EXISTS` on the lock key, with a TTL for expiry), or order " +
 			"claims by a server-assigned time rather than each writer's clock.",
-		Advice: "Keep every JanusGraph instance's clock synchronised well within lockWait (100 ms): a clock behind by more " +
-			"makes its claims senior to claims already held, and two transactions both pass their locks. Do not rely on " +
+		Advice: "Keep every JanusGraph instance's clock synchronised, well within lockWait (100 ms): a clock behind by more " +
+			"than a held claim's age makes its claim senior to it, and two transactions both pass their locks. Do not rely on " +
 			"the locks alone for uniqueness across instances with unsynchronised clocks; JanusGraph's read-back of the " +
 			"locked values narrows, but does not close, the window. A holder that dies leaves its claim for 300 s " +
 			"(lockExpire): locks on that key fail until then. Size storage.lock.wait-time to a few QUORUM write times: on " +
