@@ -1337,7 +1337,7 @@ var toolRows = []Row{
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "A leader stalled 310 s, past the lead row's TTL of 300 s, which is never renewed: the other instance's " +
 			"INSERT ... IF NOT EXISTS, retried, takes the lead and adds, then the stalled leader, which migrate() never " +
-			"tells that its lead ran out, writes over it (lost-add, stale-holder-write). A migration longer than 5 " +
+			"tells that its lead ran out, writes over it (overlapping-holds, lost-add). A migration longer than 5 " +
 			"minutes does the same without any pause.",
 	},
 	{
