@@ -37,12 +37,16 @@ build: cli
 # Java driver from Maven Central, compiled with its classpath written out;
 # and the catalogue's Java locks (docs/locks.md): ShedLock's Cassandra
 # provider from Maven Central and the re-expressed Sidecar, Reaper and
-# Astyanax locks, one jar.
+# Astyanax locks, one jar; and the locks inside tools (java-artifacts):
+# cassandra-migration's leader lock and JanusGraph's ConsistentKeyLocker as
+# released, Liquibase's Cassandra lock service re-expressed, one module each
+# with its tool's driver.
 PY_VENV := .cache/plugins/python-lease
 JAVA_LEASE := plugins/java-lease/target/java-lease-1.jar
 JAVA_LOCKS := plugins/java-locks/target/java-locks-1.jar
 JAVA_LOCKS_CDS := plugins/java-locks/target/app.jsa
-plugins: $(PY_VENV)/.installed $(JAVA_LEASE) $(JAVA_LOCKS) $(JAVA_LOCKS_CDS)
+JAVA_ARTIFACTS := plugins/java-artifacts/cassandra-migration/target/cassandra-migration-1.jar
+plugins: $(PY_VENV)/.installed $(JAVA_LEASE) $(JAVA_LOCKS) $(JAVA_LOCKS_CDS) $(JAVA_ARTIFACTS)
 
 $(PY_VENV)/.installed: plugins/python-lease/requirements.txt
 	rm -rf $(PY_VENV)
@@ -55,6 +59,12 @@ $(JAVA_LEASE): plugins/java-lease/pom.xml $(wildcard plugins/java-lease/src/main
 
 $(JAVA_LOCKS): plugins/java-locks/pom.xml $(wildcard plugins/java-locks/src/main/java/lockcheck/locks/*.java)
 	cd plugins/java-locks && mvn -q -B package
+
+# Every module's jar and classpath.txt in one reactor build (the modules share
+# the protocol module); the first jar stands for all.
+$(JAVA_ARTIFACTS): $(shell find plugins/java-artifacts -name pom.xml -o -name '*.java' -o -name '*.cql' 2>/dev/null)
+	cd plugins/java-artifacts && mvn -q -B package
+	touch $@
 
 # The driver's classes as a class-data archive, dumped from one setup against
 # a loopback port where nothing listens (about 15 s): the catalogue's JVMs,

@@ -171,6 +171,112 @@ var Catalogue = []Lock{
 			"application retries a busy lock with a new lock column (RunOnce allows the recipe none).",
 	},
 	{
+		Name: "cassandra-migration's leader lock", Recipe: "cassandra-migration",
+		Source: "github.com/patka/cassandra-migration", Commit: "a93693c2d1e9d976342d7c09652bad5a3254db64",
+		Paths: []string{
+			"cassandra-migration/src/main/java/org/cognitor/cassandra/migration/Database.java",
+			"cassandra-migration/src/main/java/org/cognitor/cassandra/migration/MigrationTask.java",
+		},
+		Artifact: "org.cognitor.cassandra:cassandra-migration:2.6.1_v4 (Maven Central)",
+		Language: "Java", Form: Artifact, Here: "plugins/java-artifacts (cassandra-migration: CassandraMigration, LockcheckDatabase)",
+		Promise: "With consensus on (`new MigrationTask(database, repository, true)`), one application instance migrates a " +
+			"keyspace at a time: take the lead with `INSERT INTO schema_migration_leader (keyspace_name, leader, took_lead_at, " +
+			"leader_hostname) VALUES (?, ?, toTimestamp(now()), ?) IF NOT EXISTS USING TTL 300` at QUORUM (serial: the " +
+			"driver's SERIAL), leader a random UUID per Database; when not applied, sleep 10 s and try again while the schema " +
+			"is behind the scripts; run every script; give the lead back with `DELETE FROM schema_migration_leader where " +
+			"keyspace_name = ? IF leader = ?` at QUORUM. The lead is never renewed and migrate() never looks at its age. " +
+			"Read from the 2.6.1_v4 sources jar and the tag: as believed, and two things more: the lead is taken only while " +
+			"the recorded version is behind the scripts (a read at QUORUM before each try), and a DELETE that did not apply " +
+			"is only logged.",
+		Fix: "Renew the lead while scripts run (an `UPDATE ... USING TTL 300 ... IF leader = ?` every minute, stopping the " +
+			"migration when one fails), or fence the migration's writes; at least make the TTL a setting longer than the " +
+			"longest migration.",
+		Advice: "Keep every migration well under 5 minutes, or run migrations from one job rather than from every instance " +
+			"at start-up: a script that runs longer (or an instance paused, swapped or slowed that long) lets a second " +
+			"instance take the lead and migrate at the same time. A migrating instance that dies holds the lead for up to " +
+			"300 s: the other instances of the deployment sleep in 10 s steps and start (or fail their health checks) only " +
+			"after the row expires; a contended LWT answered unknown (CASWriteUnknownException) makes migrate() throw, and if " +
+			"that LWT applied the lead is held by nobody for the same 300 s. Nothing else is needed to free it.",
+		Missing: "Nothing of the lock: the released jar runs, its TTL and wait are constants of the class. The application " +
+			"is lockcheck's plug-in: a subclass of Database in the library's package (execute takes a package-private type) " +
+			"whose one script is lockcheck's critical section and is never recorded, so every migrate() seeks the lead, and " +
+			"whose getKeyspaceName gives each lock name its own leader row in the run's keyspace. The grant has no lease " +
+			"(lockcheck's TTL plays no part), so a pause past the lead's 300 s takes a row over five minutes long. An " +
+			"acquire shorter than the 10 s wait tries once and gives up.",
+	},
+	{
+		Name: "JanusGraph's ConsistentKeyLocker", Recipe: "janusgraph",
+		Source: "github.com/JanusGraph/janusgraph", Commit: "30890c3959610e0a4687194d22f533dc71c2a766",
+		Paths: []string{
+			"janusgraph-core/src/main/java/org/janusgraph/diskstorage/locking/consistentkey/ConsistentKeyLocker.java",
+			"janusgraph-core/src/main/java/org/janusgraph/diskstorage/Backend.java",
+			"janusgraph-cql/src/main/java/org/janusgraph/diskstorage/cql/CQLKeyColumnValueStore.java",
+			"janusgraph-cql/src/main/java/org/janusgraph/diskstorage/cql/builder/CQLStoreFeaturesBuilder.java",
+		},
+		Artifact: "org.janusgraph:janusgraph-cql:1.0.1 (Maven Central)",
+		Language: "Java", Form: Artifact, Here: "plugins/java-artifacts (janusgraph: JanusGraphLocker)",
+		Promise: "A graph transaction that locks a (key, column) for a uniqueness or consistency constraint holds it alone " +
+			"(storage.lock.backend consistentkey, the default): write a claim column named by the client's clock " +
+			"(microseconds) and the instance id, `USING TIMESTAMP` of that clock, at QUORUM, retried up to 3 times when it " +
+			"fails or takes over lockWait (100 ms); at commit sleep until lockWait after the claim, read every claim of " +
+			"the key at QUORUM, drop those older than lockExpire (300 s) by the reader's clock, and hold the lock when the " +
+			"earliest remaining claim is its own; delete the claim at the commit's end. No LWT. Read from the 1.0.1 " +
+			"sources jars: as believed; the claim's expiry is judged by the reader's clock, and JanusGraph also checks, " +
+			"after the lock, that the values read in the transaction are unchanged.",
+		Fix: "Take the claim with an LWT (`INSERT ... IF NOT EXISTS` on the lock key, with a TTL for expiry), or order " +
+			"claims by a server-assigned time rather than each writer's clock.",
+		Advice: "Keep every JanusGraph instance's clock synchronised, well within lockWait (100 ms): a clock behind by more " +
+			"than a held claim's age makes its claim senior to it, and two transactions both pass their locks. Do not rely on " +
+			"the locks alone for uniqueness across instances with unsynchronised clocks; JanusGraph's read-back of the " +
+			"locked values narrows, but does not close, the window. A holder that dies leaves its claim for 300 s " +
+			"(lockExpire): locks on that key fail until then. Size storage.lock.wait-time to a few QUORUM write times: on " +
+			"the loaded test cluster the default 100 ms was often shorter than one, and such transactions fail with " +
+			"\"Lock write retry count exceeded\".",
+		Missing: "Nothing of the lock: the released jars run, built by Backend's own recipe over the store " +
+			"`edgestore_lock_` and driven as ExpectedValueCheckingTransaction drives them (writeLock, checkLocks, deleteLocks " +
+			"on a transaction with the store's key-consistent configuration), without a graph; the lock's key is the lock " +
+			"name, its column one byte. JanusGraph 1.0.1 creates a missing table `WITH compression = " +
+			"{'sstable_compression': ...}`, which Cassandra 5 refuses, so the plug-in creates `edgestore_lock_` first with " +
+			"JanusGraph's columns and Cassandra's default compression. The application retries a transaction that lost " +
+			"the seniority check, as applications do. No coord-* rows: JanusGraph builds its own session, which takes no " +
+			"node filter, so a client cannot be kept to one coordinator (and the lock reads no server time).",
+	},
+	{
+		Name: "Liquibase's Cassandra lock service", Recipe: "liquibase",
+		Source: "github.com/liquibase/liquibase-cassandra", Commit: "3dc5b2eca3dd1b7c8f505adf31b1fc4ac1c9d1cf",
+		Paths: []string{
+			"src/main/java/liquibase/ext/cassandra/lockservice/LockServiceCassandra.java",
+			"src/main/java/liquibase/ext/cassandra/sqlgenerator/LockDatabaseChangeLogGeneratorCassandra.java",
+			"src/main/java/liquibase/ext/cassandra/sqlgenerator/UnlockDatabaseChangeLogGeneratorCassandra.java",
+			"src/main/java/liquibase/ext/cassandra/sqlgenerator/InitializeDatabaseChangeLogLockTableGeneratorCassandra.java",
+		},
+		Language: "Java", Form: Reexpression, Here: "plugins/java-artifacts (liquibase: LiquibaseLock)",
+		Promise: "One Liquibase runs a changelog at a time: take with `UPDATE DATABASECHANGELOGLOCK SET LOCKED = TRUE, " +
+			"LOCKEDBY = '<host> (<address>)', LOCKGRANTED = <client millis> WHERE ID = 1 IF LOCKED = FALSE`, release with " +
+			"`UPDATE ... SET LOCKED = FALSE, LOCKEDBY = NULL WHERE ID = 1`, no condition, no TTL; polled every 10 s for up to " +
+			"5 minutes. Everything at the JDBC wrapper's default consistency, LOCAL_ONE (serial SERIAL). Checked against " +
+			"the upstream files: as believed, and more: the take's [applied] is never read (the wrapper's Liquibase mode " +
+			"answers -1 for every update), the grant is decided by counting rows `LOCKED = TRUE AND LOCKEDBY = '<me>' ALLOW " +
+			"FILTERING` at LOCAL_ONE after it, and the same count before it answers \"not acquired\" when this host already " +
+			"holds the lock.",
+		Fix: "Decide the grant by the LWT's [applied] column (or read it back at SERIAL), release with `... IF LOCKEDBY = " +
+			"'<me>'`, and name the holder by something unique per process (a UUID), not the host.",
+		Advice: "Run Liquibase against Cassandra from one place at a time (a single deployment job), never from several " +
+			"processes on one host or containers sharing a host name: they are one holder to it and migrate together. " +
+			"Setting liquibase.hostDescription does not help here: the Cassandra generator leaves it out. A run that dies " +
+			"holding the lock, or whose release is lost, leaves it held for good (no TTL): the next run waits 5 minutes " +
+			"and fails with \"Could not acquire change log lock\" until someone runs `liquibase releaseLocks`; and a run " +
+			"whose take applied but whose read-back missed it is told \"not acquired\" while the lock is its own.",
+		Missing: "liquibase-cassandra is not on Maven Central here, so its lock service is re-expressed; the statements " +
+			"go through the JDBC wrapper its pom names (com.ing.data:cassandra-jdbc-wrapper 4.16.3, compliancemode=" +
+			"Liquibase, driver 4.19.2), as Liquibase's executor sends them. Liquibase has one lock row (ID = 1) per " +
+			"keyspace; here each lock name is a row with an ID of its own, the counts carry `ID = <id> AND`, and a " +
+			"lock's initialisation inserts its row without Liquibase's TRUNCATE (which would wipe the other names' rows). " +
+			"The host address is the first non-loopback IPv4 address, as NetUtil picks it. No coord-* rows: the JDBC " +
+			"wrapper takes no node filter, so a client cannot be kept to one coordinator (a coordinator ahead would stamp " +
+			"the take later than the next release, which is then shadowed: the lock stays held).",
+	},
+	{
 		Name: "jroimartin/caslock", Recipe: "caslock",
 		Source: "github.com/jroimartin/caslock", Commit: "0024c8247b604e940224d5892a20839cc6e6c862",
 		Paths:    []string{"caslock.go"},

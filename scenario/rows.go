@@ -24,6 +24,7 @@ var Rows = slices.Concat(
 	releaseRows(),
 	Added,
 	slownessRows,
+	toolRows,
 )
 
 // javaRows are the Java locks' rows: each lock's expectations, then the
