@@ -212,7 +212,7 @@ var Added = []Row{
 	},
 	{
 		Name: "lease-fenced/coord-net-delay", Recipe: "lease-fenced", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 30 * s, Interval: 6 * s, Seed: 7102,
-		Net: slowCoordinator, Want: checker.Valid, Tier: Quick,
+		Net: slowCoordinator, Want: checker.Valid, Tier: Full,
 		Mechanism: "The same slow coordinator delivers the stale holder's write late, but its token is older than the next " +
 			"holder's and the resource refuses it: nothing is lost.",
 	},

@@ -13,7 +13,7 @@ import (
 var toolRows = []Row{
 	{
 		Name: "cassandra-migration/none", Recipe: "cassandra-migration", Command: migration, Time: 20 * s, Interval: 3 * s, Seed: 24950,
-		Want: checker.Valid, Tier: Quick,
+		Want: checker.Valid, Tier: Full,
 		Mechanism: "INSERT ... IF NOT EXISTS USING TTL 300 at QUORUM/SERIAL takes the lead, DELETE ... IF leader = ? gives it " +
 			"back: one leader at a time.",
 	},
