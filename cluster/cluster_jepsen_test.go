@@ -243,7 +243,10 @@ func jvmClock(ctx context.Context, n *cluster.Node) (time.Time, error) {
 	if _, err := n.Exec(ctx, "/opt/lockcheck/bin/nodetool", "setlogginglevel", probe, "INFO"); err != nil {
 		return time.Time{}, err
 	}
-	out, err := n.Exec(ctx, "grep", "-F", probe, "/var/log/cassandra/system.log")
+	// -a: a log that ever held bytes grep takes for binary (a client's
+	// non-UTF-8 lock name echoed in a warning) would answer "binary file
+	// matches" instead of the line.
+	out, err := n.Exec(ctx, "grep", "-a", "-F", probe, "/var/log/cassandra/system.log")
 	if err != nil {
 		return time.Time{}, err
 	}
