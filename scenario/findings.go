@@ -133,8 +133,8 @@ func pooledCell(rt Rate, batches int) string {
 	return s
 }
 
-// dateSpan is the first and last date of the pooled lines ("2026-11-24",
-// or "2026-11-24 to 2026-11-25").
+// dateSpan is the first and last date of the pooled lines (one date,
+// or "FIRST to LAST").
 func dateSpan(lines []Rate) string {
 	if len(lines) == 0 {
 		return "-"
