@@ -73,3 +73,23 @@ func (r *reserve) release() error {
 	r.allocated = r.written
 	return nil
 }
+
+// check asks the filesystem, once a flush, whether it can still take the
+// rest of a run: a store that other files filled up, or that turned
+// read-only, is found within a flush even while this file's lines still
+// land in the space set aside.
+func (r *reserve) check() {
+	if r.onFull == nil {
+		return
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(r.f.Fd()), &st); err != nil {
+		return
+	}
+	switch {
+	case st.Flags&unix.ST_RDONLY != 0:
+		r.onFull(fmt.Errorf("history: the store turned read-only: %w", unix.EROFS))
+	case r.chunk > 0 && int64(st.Bavail)*st.Bsize < r.chunk/2:
+		r.onFull(fmt.Errorf("history: the store is full (%d bytes left): %w", int64(st.Bavail)*st.Bsize, unix.ENOSPC))
+	}
+}

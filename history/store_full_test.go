@@ -148,7 +148,7 @@ func readOnlyLater(t *testing.T) (string, func()) {
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(img, 8<<20); err != nil {
+	if err := os.Truncate(img, 32<<20); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mkfs.ext4", "-q", img).CombinedOutput(); err != nil {

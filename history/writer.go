@@ -178,6 +178,9 @@ func (w *Writer) Append(op Op) (Op, error) {
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	wrote, err := w.writeLocked()
+	if w.store != nil && err == nil {
+		w.store.check()
+	}
 	w.mu.Unlock()
 	if err != nil || !wrote {
 		return err
