@@ -31,6 +31,16 @@ type Writer struct {
 	closed  bool
 	stop    chan struct{}
 	stopped chan struct{}
+	store   *reserve // nil: the sink is not a file Create made
+	onFull  func(error)
+	full1   sync.Once
+}
+
+// full tells the caller, once, that the store can take no more.
+func (w *Writer) full(err error) {
+	if w.onFull != nil {
+		w.full1.Do(func() { w.onFull(err) })
+	}
 }
 
 // WriterOption configures a Writer.
@@ -39,7 +49,26 @@ type WriterOption func(*writerConfig)
 type writerConfig struct {
 	start    time.Time
 	interval time.Duration
+	reserve  int64
+	onFull   func(error)
 }
+
+// DefaultReserve is the disk space Create sets aside ahead of the history's
+// end: lines land in space already allocated, so a filesystem that fills up
+// during a run costs no line, and the run hears of it (WithOnFull) while a
+// reserve is left for the lines of its stop and heal.
+const DefaultReserve = 4 << 20
+
+// WithReserve sets how much space Create allocates ahead of the history's
+// end (default DefaultReserve); zero or negative allocates nothing ahead.
+func WithReserve(n int64) WriterOption { return func(c *writerConfig) { c.reserve = n } }
+
+// WithOnFull calls f once, with the cause, when the store can take no more:
+// the space ahead cannot be grown (the filesystem is full), or a write or
+// sync failed (the filesystem turned read-only). Lines appended after it
+// still land while the space set aside lasts; the caller stops what
+// appends. f must not call the Writer.
+func WithOnFull(f func(error)) WriterOption { return func(c *writerConfig) { c.onFull = f } }
 
 // WithStart sets time 0 of the history (default: when the writer is made).
 // Pass a time.Now() reading so that times stay monotonic.
@@ -54,26 +83,44 @@ func WithFlushInterval(d time.Duration) WriterOption {
 
 // Create creates (truncates) the history file at path; time 0 is now.
 func Create(path string, opts ...WriterOption) (*Writer, error) {
+	cfg := newConfig(opts)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("history: create: %w", err)
 	}
-	w := NewWriter(f, opts...)
-	w.closer = f
+	r := &reserve{f: f, chunk: cfg.reserve}
+	if err := r.grow(0); err != nil && !errors.Is(err, errNoReserve) {
+		// Full before the first line: nothing to keep, nothing to run.
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("history: create %s: %w", path, err)
+	}
+	w := newWriter(r, cfg)
+	w.store, w.closer = r, f
+	r.onFull = w.full
 	return w, nil
 }
 
 // NewWriter writes a history to w. If w has a Sync() error method (an
 // *os.File), every flush also syncs it. NewWriter does not close w.
 func NewWriter(w io.Writer, opts ...WriterOption) *Writer {
-	cfg := writerConfig{start: time.Now(), interval: DefaultFlushInterval}
+	return newWriter(w, newConfig(opts))
+}
+
+func newConfig(opts []WriterOption) writerConfig {
+	cfg := writerConfig{start: time.Now(), interval: DefaultFlushInterval, reserve: DefaultReserve}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return cfg
+}
+
+func newWriter(w io.Writer, cfg writerConfig) *Writer {
 	hw := &Writer{
-		bw:    bufio.NewWriterSize(w, 64<<10),
-		sink:  w,
-		start: cfg.start,
+		bw:     bufio.NewWriterSize(w, 64<<10),
+		sink:   w,
+		start:  cfg.start,
+		onFull: cfg.onFull,
 	}
 	if cfg.interval > 0 {
 		hw.stop = make(chan struct{})
@@ -116,6 +163,7 @@ func (w *Writer) Append(op Op) (Op, error) {
 	line = append(line, '\n')
 	if _, err := w.bw.Write(line); err != nil {
 		w.err = fmt.Errorf("history: write: %w", err)
+		w.full(w.err)
 		return op, w.err
 	}
 	w.next++
@@ -130,6 +178,9 @@ func (w *Writer) Append(op Op) (Op, error) {
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	wrote, err := w.writeLocked()
+	if w.store != nil && err == nil {
+		w.store.check()
+	}
 	w.mu.Unlock()
 	if err != nil || !wrote {
 		return err
@@ -147,6 +198,7 @@ func (w *Writer) writeLocked() (bool, error) {
 	}
 	if err := w.bw.Flush(); err != nil {
 		w.err = fmt.Errorf("history: flush: %w", err)
+		w.full(w.err)
 		return false, w.err
 	}
 	w.dirty = false
@@ -164,6 +216,7 @@ func (w *Writer) sync() error {
 		if w.err == nil {
 			w.err = fmt.Errorf("history: sync: %w", err)
 		}
+		w.full(w.err)
 		return w.err
 	}
 	return nil
@@ -203,6 +256,11 @@ func (w *Writer) Close() error {
 	w.mu.Unlock()
 	if err == nil {
 		err = w.sync()
+	}
+	if w.store != nil {
+		if rerr := w.store.release(); rerr != nil && err == nil {
+			err = rerr
+		}
 	}
 	if w.closer != nil {
 		if cerr := w.closer.Close(); cerr != nil && err == nil {

@@ -19,7 +19,8 @@ type recorder interface {
 // release's invocation or the lease's end). The checkers decide the verdict;
 // this count only tells the operator early that something is wrong.
 type monitor struct {
-	next recorder
+	next  recorder
+	store *storeFailure
 
 	ops, ok, fail, info, overlaps atomic.Int64
 
@@ -32,7 +33,7 @@ type monitor struct {
 type hold struct{ end int64 } // 0: until released
 
 func newMonitor(next recorder) *monitor {
-	return &monitor{next: next, invoked: map[int]int64{}, holds: map[string]map[int]hold{}, nemStart: map[string]int{}}
+	return &monitor{next: next, store: &storeFailure{done: make(chan struct{})}, invoked: map[int]int64{}, holds: map[string]map[int]hold{}, nemStart: map[string]int{}}
 }
 
 func (m *monitor) Append(op history.Op) (history.Op, error) {

@@ -203,11 +203,13 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	// by it.
 	log.Info("run started", "dir", dir)
 
-	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
+	sf := &storeFailure{done: make(chan struct{})}
+	w, err := history.Create(filepath.Join(dir, "history.jsonl"), history.WithOnFull(sf.set))
 	if err != nil {
-		return out, fmt.Errorf("runner: %w", err)
+		return out, &StoreError{Dir: dir, Err: err}
 	}
 	mon := newMonitor(w)
+	mon.store = sf
 	meta, err := t.meta()
 	if err != nil {
 		w.Close()
@@ -272,6 +274,12 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		runErr = errors.Join(runErr, fmt.Errorf("runner: close history: %w", err))
 	}
 	out.Ops = mon.ops.Load()
+	if err := sf.cause(); err != nil {
+		// The clients and faults stopped and the cluster healed; what the
+		// history holds is checked as any run's, and the caller says the
+		// store failed rather than vouching for a verdict.
+		runErr = &StoreError{Dir: dir, Ops: out.Ops, Err: errors.Join(err, runErr)}
+	}
 
 	// Check and report even after an error or an interrupt: what ran counts.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
@@ -355,9 +363,8 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	runCtx, cancel := context.WithTimeout(ctx, t.Time)
 	defer cancel()
 	context.AfterFunc(runCtx, func() { close(timeUp) })
-	nemCtx := runCtx
+	nemCtx, nemCancel := runCtx, cancel
 	if inFull {
-		var nemCancel context.CancelFunc
 		nemCtx, nemCancel = context.WithTimeout(ctx, t.Time+nemesis.FollowWait)
 		defer nemCancel()
 	}
@@ -379,7 +386,15 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		close(progDone)
 	}
 
-	<-runCtx.Done()
+	select {
+	case <-runCtx.Done():
+	case <-mon.store.done:
+		// A store that can take no more stops the run at once: the space
+		// set aside holds the lines of the stop and the heal.
+		log.Error("the store can take no more: stopping the clients and faults", "err", mon.store.cause())
+		cancel()
+		nemCancel()
+	}
 	deadline := time.Now()
 	openAtDeadline := nem.Active()
 	// A drawn run's windows open at the time end with it; a schedule's
@@ -412,7 +427,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	}
 	hcancel()
 	healEnd := time.Now()
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && mon.store.cause() == nil {
 		log.Info("quiet phase", "for", t.Quiet)
 		sleepCtx(ctx, t.Quiet)
 	}

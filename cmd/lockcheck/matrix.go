@@ -304,6 +304,11 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 		}
 		tc.Store, tc.Log = store, log
 		out, err := runner.Run(ctx, env, runner.ReportStore{}, tc)
+		if se := (*runner.StoreError)(nil); errors.As(err, &se) {
+			// A full or read-only store fails every run after this one
+			// too: the matrix stops, and this run counts for nothing.
+			return res, fmt.Errorf("run %d: %w", r+1, se)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("run %d: %w", r+1, err))
 		}

@@ -163,6 +163,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil && res.Dir == "" {
 		return bad(err)
 	}
+	if se := (*runner.StoreError)(nil); errors.As(err, &se) {
+		return bad(se)
+	}
 	return printResult(ctx, res, err, stdout, stderr)
 }
 
