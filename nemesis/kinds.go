@@ -201,7 +201,7 @@ func needPins(e *Env) error {
 // capability it needs, an aimed kind without pins. Each reason is one line.
 func (k *Kind) check(e *Env) error {
 	switch {
-	case k.Scope == ScopeClient && e.Clients == nil:
+	case k.Scope == ScopeClient && e.Clients == nil && !e.clientsLater:
 		return fmt.Errorf("nemesis: %s needs the workload's clients", k.Name)
 	case k.Scope == ScopeNode && len(e.Targets) == 0:
 		return fmt.Errorf("nemesis: %s needs nodes", k.Name)
