@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -200,26 +201,24 @@ func explainPower(w faultView, a checker.Anomaly) (string, bool) {
 		"saw the lock as it had been before them", strings.Join(nodes, ", "), float64(w.Start)/1e9, w.Kind, lost), true
 }
 
-// decode reads a fault line's value into its history type; ok is false
-// when it does not decode or lacks one of the fields required (a field
-// whose zero value means something: client 0, process 0).
+// decode reads a fault line's value into its history type
+// (faultkind.Decode).
 func decode[T any](raw json.RawMessage, required ...string) (T, bool) {
-	var v T
-	if json.Unmarshal(raw, &v) != nil {
-		return v, false
+	return faultkind.Decode[T](raw, required...)
+}
+
+// rules are the fault kinds' causes: those the kinds declare
+// (nemesis.Kind.Cause, registered in package faultkind), in table order,
+// then the reports' own (causeRules).
+func rules() []causeRule {
+	var out []causeRule
+	for _, r := range faultkind.Causes() {
+		out = append(out, causeRule{fault: r.Kind, anomalies: r.Anomalies, lasting: r.Lasting,
+			explain: func(w faultView, a checker.Anomaly) (string, bool) {
+				return r.Explain(w.FaultWindow, faultkind.Anomaly{Kind: a.Kind, Processes: a.Processes})
+			}})
 	}
-	if len(required) > 0 {
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(raw, &fields) != nil {
-			return v, false
-		}
-		for _, f := range required {
-			if _, ok := fields[f]; !ok {
-				return v, false
-			}
-		}
-	}
-	return v, true
+	return append(out, causeRules...)
 }
 
 // likelyCause is the sentence for a, derived from the timeline (tl: the
@@ -267,7 +266,7 @@ func faultCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string
 	if overwritten && certain {
 		causes = append(causes, overwrite)
 	}
-	for _, r := range causeRules {
+	for _, r := range rules() {
 		if !slices.Contains(r.anomalies, a.Kind) {
 			continue
 		}
@@ -303,35 +302,14 @@ func faultCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) string
 func jsonInts(raw json.RawMessage, v any) error { return json.Unmarshal(raw, v) }
 
 // clientList says "client 1" or "clients 1, 4".
-func clientList(cs []int) string {
-	if len(cs) == 1 {
-		return fmt.Sprintf("client %d", cs[0])
-	}
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = fmt.Sprint(c)
-	}
-	if len(parts) == 0 {
-		return "no client"
-	}
-	return "clients " + strings.Join(parts, ", ")
-}
+func clientList(cs []int) string { return faultkind.ClientList(cs) }
 
 // secondsText writes a Go duration such as "+4.512s" as "4.5 s".
-func secondsText(d string) string {
-	v, ok := offsetOf(d)
-	if !ok {
-		return d
-	}
-	return fmt.Sprintf("%.1f s", v.Seconds())
-}
+func secondsText(d string) string { return faultkind.SecondsText(d) }
 
 // offsetOf reads a recorded clock offset, a Go duration with an optional
 // sign ("+4.512s").
-func offsetOf(d string) (time.Duration, bool) {
-	v, err := time.ParseDuration(strings.TrimPrefix(d, "+"))
-	return v, err == nil
-}
+func offsetOf(d string) (time.Duration, bool) { return faultkind.Offset(d) }
 
 // clientClockBears says whether a client-clock window can have caused a:
 // a skew acts through its client's own requests, so the window must have
