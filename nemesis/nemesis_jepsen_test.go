@@ -320,7 +320,7 @@ func TestCutsReachPausedNodes(t *testing.T) {
 		}
 		return out
 	}
-	var start history.PartitionStart
+	var start nemesis.PartitionStart
 	if err := json.Unmarshal(rec.All()[0].Value, &start); err != nil || len(start.Grudge) == 0 {
 		t.Fatalf("start line %s: %v", rec.All()[0].Value, err)
 	}
