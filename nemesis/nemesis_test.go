@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultcap"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/netshape"
 )
@@ -286,13 +287,12 @@ func (f *fakeNode) PowerOff(ctx context.Context) error {
 // Capabilities are a Docker node's: power only on a lazy filesystem,
 // less what a test takes away.
 func (f *fakeNode) Capabilities() []Capability {
-	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart, CapNetDelay, CapNetRate, CapCPU, CapStall}
-	if f.lazy {
-		caps = append(caps, CapPower, CapDiskLatency)
-	}
-	if f.ring != nil {
-		caps = append(caps, CapMembership)
-	}
+	// Every capability there is (a new kind's too: its action is a method
+	// of the fake's), but for a lazy filesystem's and a spare's, which the
+	// fake has only when set up with them.
+	caps := slices.DeleteFunc(faultcap.All(), func(c Capability) bool {
+		return !f.lazy && (c == CapPower || c == CapDiskLatency) || f.ring == nil && c == CapMembership
+	})
 	return slices.DeleteFunc(caps, func(c Capability) bool { return slices.Contains(f.lacks, c) })
 }
 func (f *fakeNode) Unsynced(ctx context.Context) (int64, int, error) {
