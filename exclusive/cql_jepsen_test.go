@@ -6,10 +6,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/exclusive"
@@ -41,9 +44,24 @@ func TestCQLLease(t *testing.T) {
 	if _, h, err := st.TryTake(ctx, other); err != nil || !h.Same(exclusive.Self()) {
 		t.Fatalf("second holder: holder %+v, err %v; want this process", h, err)
 	}
-	time.Sleep(15 * time.Second) // 2.5 TTLs: renewals keep it
-	if h, ok, err := st.Holder(ctx); err != nil || !ok || !h.Same(exclusive.Self()) {
-		t.Fatalf("after 2.5 TTLs: %+v, %v, %v; want still held by this process", h, ok, err)
+	// Renewals keep it: wait until the row, still this process's, was
+	// last written 2.5 TTLs after the take (the cluster's own write times,
+	// so a slow renewal on a loaded machine only makes the wait longer),
+	// and fail as soon as it is gone or someone else's.
+	taken := writeTime(ctx, t, st)
+	for {
+		h, ok, err := st.Holder(ctx)
+		if err != nil || !ok || !h.Same(exclusive.Self()) {
+			t.Fatalf("while renewed: %+v, %v, %v; want held by this process", h, ok, err)
+		}
+		if w := writeTime(ctx, t, st); w.Sub(taken) >= 5*st.TTL/2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no renewal 2.5 TTLs after the take before the test's deadline: %v", ctx.Err())
+		case <-time.After(st.TTL / 10): // a renewal's period
+		}
 	}
 	l.Release()
 	if _, ok, err := st.Holder(ctx); err != nil || ok {
@@ -78,4 +96,21 @@ func TestCQLLease(t *testing.T) {
 	if _, err := exclusive.Take(ctx, st, exclusive.NoWait(true)); !errors.Is(err, exclusive.ErrBusy) {
 		t.Fatalf("take while held elsewhere: %v; want ErrBusy", err)
 	}
+}
+
+// writeTime is when the lease row was last written, by the cluster's clock
+// (WRITETIME of its holder).
+func writeTime(ctx context.Context, t *testing.T, st exclusive.CQL) time.Time {
+	t.Helper()
+	s, err := st.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var us int64
+	if err := s.Query(fmt.Sprintf(`SELECT WRITETIME(holder) FROM %s.%s WHERE name = 'cluster'`, st.Keyspace, exclusive.CQLTable)).
+		Consistency(gocql.Quorum).WithContext(ctx).Scan(&us); err != nil {
+		t.Fatalf("lease row's write time: %v", err)
+	}
+	return time.UnixMicro(us)
 }

@@ -175,12 +175,10 @@ func addNodes(nodes []string, list string) []string {
 // field's `doc` tag is its entry in the generated fault reference
 // (docs/faults.md).
 
-// The kinds whose values the reports read by name.
+// The kinds whose values other packages than the nemesis read by name (the
+// reports, the checker, the workload). A kind nothing else reads declares
+// its name and its values in its own file of package nemesis.
 const (
-	KindPartition      = "partition"
-	KindLoss           = "loss"
-	KindPause          = "pause"
-	KindKill           = "kill"
 	KindClock          = "clock"
 	KindClientPause    = "client-pause"
 	KindClientClock    = "client-clock"
@@ -206,17 +204,6 @@ const (
 // mode and data centres) stays as drawn.
 type Grudge map[string][]string
 
-// PartitionStart is the value of a start-partition line.
-type PartitionStart struct {
-	Grudge Grudge `json:"grudge" doc:"per node, the nodes it drops packets from (\"clients\": the harness's gateway)"`
-	Kind   string `json:"kind" doc:"isolate, halves, ring, bridge or clients"`
-}
-
-// PartitionStop is the value of a stop-partition line.
-type PartitionStop struct {
-	Kind string `json:"kind" doc:"as at the start"`
-}
-
 // DCPartitionStart is the value of a start-dc-partition line.
 type DCPartitionStart struct {
 	DCs    map[string][]string `json:"dcs" doc:"the two data centres cut apart, each with its nodes"`
@@ -226,18 +213,6 @@ type DCPartitionStart struct {
 
 // DCPartitionStop is the value of a stop-dc-partition line.
 type DCPartitionStop struct {
-	Mode string `json:"mode" doc:"as at the start"`
-}
-
-// LossStart is the value of a start-loss line.
-type LossStart struct {
-	Mode        string  `json:"mode" doc:"nodes (chosen nodes lose packets from the others) or clients (from the harness)"`
-	Probability float64 `json:"probability" doc:"the share of packets dropped (0.05..0.5 by default)"`
-	Drops       Grudge  `json:"drops" doc:"per node, the sources whose packets it drops at random"`
-}
-
-// LossStop is the value of a stop-loss line.
-type LossStop struct {
 	Mode string `json:"mode" doc:"as at the start"`
 }
 
@@ -263,16 +238,6 @@ type ShapeStart struct {
 // ShapeStop is the value of the stop line of a shaping kind.
 type ShapeStop struct {
 	Mode string `json:"mode" doc:"as at the start"`
-}
-
-// PauseValue is the value of the start-pause and stop-pause lines.
-type PauseValue struct {
-	How string `json:"how" doc:"docker (the container frozen) or jvm (the JVM SIGSTOPped, SIGCONT at the stop)"`
-}
-
-// KillValue is the value of the start-kill and stop-kill lines.
-type KillValue struct {
-	How string `json:"how" doc:"kill -9 at the start, restart at the stop"`
 }
 
 // PowerStart is the value of a start line of a power kind (power-loss,

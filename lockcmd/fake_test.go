@@ -113,6 +113,9 @@ func fakePlugin(mode string) int {
 			case "wrongid":
 				r = map[string]any{"id": req.ID + 1, "type": "ok"}
 			case "silent":
+				// Said on stderr, so that a test knows the request is in
+				// flight (read, never answered).
+				fmt.Fprintln(os.Stderr, "fake: silent request read")
 				continue
 			case "exit":
 				fmt.Fprintln(os.Stderr, "fake: exiting on purpose")

@@ -397,7 +397,8 @@ func (b *syncBuffer) String() string {
 // unknown, and RestartProcess starts a fresh process, which knows nothing
 // of what the killed one held.
 func TestKillProcess(t *testing.T) {
-	l := start(t, "ok")
+	var buf syncBuffer
+	l := start(t, "ok", WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
 	if _, err := l.Acquire(ctxFor(t, 5*time.Second), "a", "o1"); err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +409,15 @@ func TestKillProcess(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := l.Acquire(ctxFor(t, 30*time.Second), "silent", "o1"); done <- err }()
-	time.Sleep(100 * time.Millisecond) // the request sent
+	// The kill lands once the plug-in has read the request (it says so on
+	// stderr): an acquire in flight, not one not yet sent.
+	for inFlight := ctxFor(t, 30*time.Second); !strings.Contains(buf.String(), "fake: silent request read"); {
+		select {
+		case <-inFlight.Done():
+			t.Fatal("the plug-in never read the acquire")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if err := l.KillProcess(); err != nil {
 		t.Fatal(err)
 	}

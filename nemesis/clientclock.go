@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -19,6 +21,22 @@ var clientClockKind = Kind{
 	Doc: "Sets one contender's clock behind (1 s to 30 s by default, run --skew-min and --skew-max; ahead with run --skew-ahead), stepped between two of its operations; a lock " +
 		"with its own process gets the step too (workload.ClockSetter).",
 	StartValue: history.ClientClockStart{Client: 3, Offset: "-5.658s"}, StopValue: history.ClientClockStop{Client: 3},
+	Cause: &faultkind.Cause{Anomalies: []string{faultkind.Overlap, faultkind.NonLinearizable, faultkind.LostAdd, faultkind.StaleWrite},
+		Explain: func(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+			v, ok := faultkind.Decode[history.ClientClockStart](w.Value, "client")
+			if !ok || v.Offset == "" {
+				return "", false
+			}
+			if strings.HasPrefix(v.Offset, "+") {
+				return fmt.Sprintf("client %d's clock ran %s ahead (client-clock, --skew-ahead): a lock whose expiry is an instant "+
+					"of the client's clock (ShedLock's lockUntil, Astyanax's lock column) found the holder's lock expired and took it "+
+					"while the holder was inside", v.Client, strings.TrimPrefix(v.Offset, "+")), true
+			}
+			return fmt.Sprintf("client %d's clock was %s off (client-clock): a lock that orders requests by client time "+
+				"(time-UUID refs, client write timestamps) can sort a later request first and grant it while the holder is inside; "+
+				"one that writes its expiry as an instant of the client's clock (Astyanax's lock column) makes claims the others "+
+				"count expired as soon as they are written", v.Client, strings.TrimPrefix(v.Offset, "+")), true
+		}},
 	New: func() Injector { return &clientClock{} },
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/spec"
 )
@@ -52,7 +53,28 @@ var clientKillKind = Kind{
 	StartValue: history.ClientKillStart{Client: 2, InFlight: KillTargetHold, Lock: "l0", Process: 7, RestartMS: 2000},
 	StopValue:  history.ClientKillStop{Client: 2, DownMS: 2004, Process: 12},
 	Check:      checkClientKill,
-	New:        func() Injector { return &clientKill{} },
+	// A killed process never releases what it held: lasting.
+	Cause: &faultkind.Cause{Lasting: true, Anomalies: []string{faultkind.StuckLock, faultkind.Overlap, faultkind.NonLinearizable, faultkind.StaleWrite},
+		Explain: func(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+			v, ok := faultkind.Decode[history.ClientKillStart](w.Value, "process")
+			if !ok {
+				return "", false
+			}
+			if len(a.Processes) > 0 && !slices.Contains(a.Processes, v.Process) && a.Kind == faultkind.StuckLock {
+				return "", false
+			}
+			what := "holding the lock"
+			if v.InFlight != "" && v.InFlight != "hold" {
+				what = "with its " + v.InFlight + " in flight"
+			}
+			s := fmt.Sprintf("client %d's process %d was killed %s at %s (client-kill) and never released %s; a fresh process of the client started %.1f s later as a new owner",
+				v.Client, v.Process, what, faultkind.Secs(w.Start), v.Lock, float64(v.RestartMS)/1000)
+			if a.Kind == faultkind.StuckLock {
+				return s + ": a lock with no TTL stays held by the dead process until someone frees it by hand", true
+			}
+			return s + ": a request the dead process sent can still land after the lock was handed over", true
+		}},
+	New: func() Injector { return &clientKill{} },
 }
 
 // CheckClientKill refuses a restart delay or target that makes no sense:

@@ -3,8 +3,10 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -18,7 +20,31 @@ var clientPauseKind = Kind{
 		"the pause extra (--pause-extra), as a GC pause would: its write lands after the lease expired.",
 	StartValue: history.ClientPauseStart{Client: 3, Lock: "l0", MS: 4700, Process: 12},
 	StopValue:  history.ClientPauseStop{Client: 3, Process: 12, StalledMS: 4702},
-	New:        func() Injector { return &clientPause{} },
+	Cause: &faultkind.Cause{Anomalies: []string{faultkind.StaleWrite, faultkind.Overlap, faultkind.NonLinearizable},
+		Explain: func(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+			v, ok := faultkind.Decode[history.ClientPauseStart](w.Value, "process")
+			if !ok {
+				return "", false
+			}
+			if len(a.Processes) > 0 && !slices.Contains(a.Processes, v.Process) {
+				return "", false
+			}
+			stalled := float64(v.MS) / 1000
+			if w.End > w.Start && w.Starts == 1 {
+				stalled = float64(w.End-w.Start) / 1e9 // the stall's own times, start to resume
+			}
+			who := fmt.Sprintf("stalled holder: process %d stood still %.1f s in its critical section (client-pause, %s – %s), past its lease",
+				v.Process, stalled, faultkind.Secs(w.Start), faultkind.Secs(w.End))
+			switch a.Kind {
+			case faultkind.Overlap:
+				return who + "; another client acquired the lock while it still believed it held it", true
+			case faultkind.NonLinearizable:
+				return who + "; another client acquired the expired lease, and the stalled holder's late write leaves the lock's operations no legal order", true
+			default:
+				return who + "; its write landed after another client had acquired the expired lease", true
+			}
+		}},
+	New: func() Injector { return &clientPause{} },
 }
 
 type clientPause struct{}

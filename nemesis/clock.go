@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -22,7 +24,21 @@ var clockKind = Kind{
 	Needs:      []Capability{CapClock},
 	StartValue: history.ClockStart{Kind: "strobe", Offsets: map[string]string{"n1": "-1.5s", "n3": "27ms"}, Period: "120ms"},
 	StopValue:  history.ClockStop{Kind: "strobe"},
-	New:        func() Injector { return &clock{} },
+	Cause: &faultkind.Cause{Anomalies: []string{faultkind.Overlap, faultkind.StaleWrite, faultkind.LostAdd, faultkind.NonLinearizable},
+		Explain: func(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+			v, ok := faultkind.Decode[history.ClockStart](w.Value)
+			if !ok || len(v.Offsets) == 0 {
+				return "", false
+			}
+			var parts []string
+			for n, o := range v.Offsets {
+				parts = append(parts, n+" "+o)
+			}
+			slices.Sort(parts)
+			return "node clocks were moved (" + strings.Join(parts, ", ") + "): a coordinator whose clock runs ahead " +
+				"expires a TTL lease on the server before the holder's deadline, and one behind stamps writes in the past", true
+		}},
+	New: func() Injector { return &clock{} },
 }
 
 // clock keeps the strobe it runs, which its stop and its reset end.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -27,7 +28,17 @@ var coordClockKind = Kind{
 	Pins:       true,
 	StartValue: history.CoordClockStart{Clients: []int{2}, Holders: []int{0}, Lease: "3s", Node: "n3", Offset: "+4.997s"},
 	StopValue:  history.CoordClockStop{Node: "n3"},
-	New:        func() Injector { return &coordClock{} },
+	Cause: &faultkind.Cause{Anomalies: []string{faultkind.Overlap, faultkind.StaleWrite, faultkind.LostAdd, faultkind.NonLinearizable},
+		Explain: func(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+			v, ok := faultkind.Decode[history.CoordClockStart](w.Value)
+			if !ok || v.Node == "" || v.Offset == "" {
+				return "", false
+			}
+			return fmt.Sprintf("the lease expired on the server before the holder's deadline: node %s, the coordinator of %s, "+
+				"ran %s ahead (coord-clock), more than a %s lease has left, so a conditional write through it (IF NOT EXISTS, IF col = null) "+
+				"found the holder's row or cell already expired and granted the lock again", v.Node, faultkind.ClientList(v.Clients), faultkind.SecondsText(v.Offset), v.Lease), true
+		}},
+	New: func() Injector { return &coordClock{} },
 }
 
 type coordClock struct{}

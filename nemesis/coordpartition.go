@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -32,7 +34,28 @@ var coordPartitionKind = Kind{
 	StartValue: history.CoordPartitionStart{AtRest: true, Clients: []int{1, 4}, Grudge: Grudge{"n1": {"n2"}, "n3": {"n2"}},
 		Node: "n2", Others: map[string][]int{"n1": {0, 3}, "n3": {2}}, Port: InternodePort},
 	StopValue: history.CoordPartitionStop{Node: "n2"},
-	New:       func() Injector { return &coordPartition{} },
+	// The writes the cut kept from the other nodes stay missing there after
+	// it, until hints or a read repair bring them: lasting. Only the
+	// anomalies of two grants: a stale write or a lost add is also what a
+	// write slowed by the cut past its lease shows, at any consistency
+	// (the timeline's late write says that), and a lock at QUORUM or
+	// SERIAL gets no second grant from the cut itself.
+	Cause: &faultkind.Cause{Lasting: true, Anomalies: []string{faultkind.Overlap, faultkind.NonLinearizable, faultkind.Duplicate, faultkind.TokenOrder},
+		Explain: func(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+			v, ok := faultkind.Decode[history.CoordPartitionStart](w.Value)
+			if !ok || v.Node == "" {
+				return "", false
+			}
+			var others []string
+			for n, cs := range v.Others {
+				others = append(others, fmt.Sprintf("%s (%s)", n, faultkind.ClientList(cs)))
+			}
+			slices.Sort(others)
+			return fmt.Sprintf("node %s, the coordinator of %s, could not reach %s (coord-partition): a lock that writes or reads "+
+				"at a weak consistency level (ONE) through it misses what the other side wrote (during the cut, and after it until "+
+				"hints or a repair delivered it), so both sides can take the lock", v.Node, faultkind.ClientList(v.Clients), strings.Join(others, ", ")), true
+		}},
+	New: func() Injector { return &coordPartition{} },
 }
 
 // InternodePort is Cassandra's storage_port, where a node's own outbound

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -27,7 +30,29 @@ var dcPartitionKind = Kind{
 	Check:      needDCs,
 	StartValue: history.DCPartitionStart{Mode: "both", DCs: map[string][]string{"dc1": {"n1", "n2"}, "dc2": {"n3", "n4"}}, Grudge: Grudge{"n1": {"n3", "n4"}, "n2": {"n3", "n4"}, "n3": {"n1", "n2"}, "n4": {"n1", "n2"}}},
 	StopValue:  history.DCPartitionStop{Mode: "both"},
-	New:        func() Injector { return &dcPartition{} },
+	// A grant one side made during the cut reaches the other side's
+	// replicas only after it (hints, repair): lasting. Only the anomalies
+	// of two grants: a stale write or a lost add is also what a write
+	// slowed by the cut past its lease shows, at any consistency.
+	Cause: &faultkind.Cause{Lasting: true, Anomalies: []string{faultkind.Overlap, faultkind.NonLinearizable, faultkind.Duplicate, faultkind.TokenOrder},
+		Explain: func(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+			v, ok := faultkind.Decode[history.DCPartitionStart](w.Value)
+			if !ok || len(v.DCs) < 2 {
+				return "", false
+			}
+			var sides []string
+			for _, dc := range slices.Sorted(maps.Keys(v.DCs)) {
+				sides = append(sides, fmt.Sprintf("%s (%s)", dc, strings.Join(v.DCs[dc], ", ")))
+			}
+			how := "both ways"
+			if v.Mode == "one-way" {
+				how = "one way"
+			}
+			return fmt.Sprintf("data centres %s were cut apart (dc-partition, %s): an LWT at LOCAL_SERIAL runs its Paxos round "+
+				"among its own data centre's replicas only, so a client in each data centre was granted the lock without "+
+				"seeing the other's grant (SERIAL would have needed replicas across the cut)", strings.Join(sides, " and "), how), true
+		}},
+	New: func() Injector { return &dcPartition{} },
 }
 
 // dcsOf groups the targets by data centre, in the order they first appear.

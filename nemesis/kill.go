@@ -10,15 +10,20 @@ import (
 )
 
 // Kill kills one node's Cassandra with SIGKILL and restarts it.
-const Kill = history.KindKill
+const Kill = "kill"
 
 var killKind = Kind{
 	Name: Kill, Scope: ScopeNode, Color: "#b07aa1",
 	Doc:        "Kills one node's Cassandra with SIGKILL; the stop starts it again.",
 	Needs:      []Capability{CapRestart},
 	Restarts:   true,
-	StartValue: history.KillValue{How: "kill -9"}, StopValue: history.KillValue{How: "restart"},
+	StartValue: KillValue{How: "kill -9"}, StopValue: KillValue{How: "restart"},
 	New: func() Injector { return &kill{} },
+}
+
+// KillValue is the value of the start-kill and stop-kill lines.
+type KillValue struct {
+	How string `json:"how" doc:"kill -9 at the start, restart at the stop"`
 }
 
 type kill struct{}
@@ -33,12 +38,12 @@ func (*kill) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
 	if err := t.Node.Kill(ctx); err != nil {
 		return nil, fmt.Errorf("nemesis: kill %s: %w", t.Name, err)
 	}
-	if err := e.Record(history.StartF(Kill), history.KillValue{How: "kill -9"}, []string{t.Name}); err != nil {
+	if err := e.Record(history.StartF(Kill), KillValue{How: "kill -9"}, []string{t.Name}); err != nil {
 		return nil, errors.Join(err, t.Node.Restart(context.WithoutCancel(ctx)))
 	}
 	return func(ctx context.Context) error {
 		err := t.Node.Restart(ctx)
-		return errors.Join(err, e.Record(history.StopF(Kill), history.KillValue{How: "restart"}, []string{t.Name}))
+		return errors.Join(err, e.Record(history.StopF(Kill), KillValue{How: "restart"}, []string{t.Name}))
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -69,6 +70,12 @@ type Kind struct {
 	// New makes the kind's injector for one nemesis (it keeps the state
 	// its heal needs).
 	New func() Injector
+	// Cause, when set, is the sentence that explains the kind's windows as
+	// the likely cause of an anomaly, and the anomalies it may explain:
+	// the table registers it with package faultkind, where the reports
+	// read it (a kind without one is named beside an anomaly, never as
+	// its mechanism).
+	Cause *faultkind.Cause
 }
 
 // Injector injects and undoes the faults of one kind for one nemesis.
@@ -118,6 +125,15 @@ var table = []*Kind{
 	&coordGCStallKind,
 	&clientGCStallKind,
 	&slowDiskKind,
+}
+
+// The table's causes, registered in table order for the reports.
+func init() {
+	for _, k := range table {
+		if k.Cause != nil {
+			faultkind.Register(k.Name, *k.Cause)
+		}
+	}
 }
 
 // Table is every fault kind's descriptor, in table order (a copy: the
@@ -201,7 +217,7 @@ func needPins(e *Env) error {
 // capability it needs, an aimed kind without pins. Each reason is one line.
 func (k *Kind) check(e *Env) error {
 	switch {
-	case k.Scope == ScopeClient && e.Clients == nil:
+	case k.Scope == ScopeClient && e.Clients == nil && !e.clientsLater:
 		return fmt.Errorf("nemesis: %s needs the workload's clients", k.Name)
 	case k.Scope == ScopeNode && len(e.Targets) == 0:
 		return fmt.Errorf("nemesis: %s needs nodes", k.Name)

@@ -28,23 +28,35 @@ import (
 // It is in `all`: at the default interval a loss window costs what a
 // partition does, and the matrix's node-fault rows list their kinds
 // explicitly, so their timing is unchanged.
-const Loss = history.KindLoss
+const Loss = "loss"
 
 var lossKind = Kind{
 	Name: Loss, Scope: ScopeNode, Color: "#e15759",
 	Doc: "Drops a random share of packets (iptables' statistic match) between chosen nodes and the others, or between " +
 		"the harness's clients and chosen nodes: messages are late and retried rather than cut.",
 	Needs:      []Capability{CapIPTables},
-	StartValue: history.LossStart{Mode: "nodes", Probability: 0.15, Drops: Grudge{"n1": {"n2", "n3"}}},
-	StopValue:  history.LossStop{Mode: "nodes"},
+	StartValue: LossStart{Mode: "nodes", Probability: 0.15, Drops: Grudge{"n1": {"n2", "n3"}}},
+	StopValue:  LossStop{Mode: "nodes"},
 	New:        func() Injector { return &loss{} },
+}
+
+// LossStart is the value of a start-loss line.
+type LossStart struct {
+	Mode        string  `json:"mode" doc:"nodes (chosen nodes lose packets from the others) or clients (from the harness)"`
+	Probability float64 `json:"probability" doc:"the share of packets dropped (0.05..0.5 by default)"`
+	Drops       Grudge  `json:"drops" doc:"per node, the sources whose packets it drops at random"`
+}
+
+// LossStop is the value of a stop-loss line.
+type LossStop struct {
+	Mode string `json:"mode" doc:"as at the start"`
 }
 
 type loss struct{}
 
 // lossDraw is one loss fault: the drop probability and who drops packets
 // from whom (its start line's value).
-type lossDraw = history.LossStart
+type lossDraw = LossStart
 
 // draw takes every random choice of one loss fault from e.Sched: a non-empty
 // set of nodes that lose packets from the other nodes ("nodes"), or from the
@@ -103,7 +115,7 @@ func (l *loss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error)
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := given[history.LossStart](e); ok && len(v.Drops) > 0 && v.Probability > 0 {
+	if v, ok := given[LossStart](e); ok && len(v.Drops) > 0 && v.Probability > 0 {
 		d = v
 	}
 	c := chainOf(Loss)
@@ -121,7 +133,7 @@ func (l *loss) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error)
 		if err != nil {
 			err = fmt.Errorf("nemesis: heal loss: %w", err)
 		}
-		return errors.Join(err, e.Record(history.StopF(Loss), history.LossStop{Mode: d.Mode}, nodes))
+		return errors.Join(err, e.Record(history.StopF(Loss), LossStop{Mode: d.Mode}, nodes))
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -78,8 +79,25 @@ func memberKind(name, color, doc string, start history.MemberStart, newInj func(
 		StartValue: start,
 		StopValue: history.MemberStop{Moved: map[string]string{"n1": "UN", "n2": "UN", "n3": "UN", "n4": "UN", "n5": "UN"}, MS: 61000,
 			Node: start.Node, Ring: start.Ring, StreamedMS: 24000},
-		New: newInj,
+		Cause: &movementCause,
+		New:   newInj,
 	}
+}
+
+// movementCause: a replica set that changes under an LWT can lose a
+// Paxos state, which shows as two grants.
+var movementCause = faultkind.Cause{Anomalies: faultkind.TwoGrants, Explain: explainMovement}
+
+// explainMovement names the range movement of a membership window.
+func explainMovement(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+	v, ok := faultkind.Decode[history.MemberStart](w.Value)
+	if !ok || v.Node == "" {
+		return "", false
+	}
+	return fmt.Sprintf("ranges moved while the lock was taken: %s (%s, %s): a replica set that changes under an LWT can "+
+		"miss a proposal accepted by the replicas it no longer holds (CEP-14: LWTs have never guaranteed linearizability "+
+		"across range movements; Paxos v2 repairs Paxos state on topology changes unless skip_paxos_repair_on_topology_change)",
+		v.Node, w.Kind, v.How), true
 }
 
 var (

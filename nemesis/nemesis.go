@@ -130,6 +130,9 @@ type Env struct {
 
 	Log *slog.Logger
 	rec Recorder
+	// clientsLater: the clients come with Attach (WithClientsLater), so
+	// New's checks take the client kinds as served.
+	clientsLater bool
 	// step is the schedule's step being dealt (nil: the fault is drawn):
 	// a kind takes its parameters from it (given, givenTargets).
 	step *Step
@@ -200,6 +203,11 @@ func WithInterval(d time.Duration) Option { return func(n *Nemesis) { n.interval
 
 // WithClients gives the nemesis the workload's clients (client faults need it).
 func WithClients(c Clients) Option { return func(n *Nemesis) { n.env.Clients = c } }
+
+// WithClientsLater says the workload's clients are given by Attach, once
+// the run has them: New, called before the run has a directory so that its
+// refusals come first, then takes the client kinds as served.
+func WithClientsLater() Option { return func(n *Nemesis) { n.env.clientsLater = true } }
 
 // WithGateway is the address the harness's clients appear from on the
 // cluster network (cluster.GatewayIP): partition and loss cut clients off
@@ -291,7 +299,9 @@ type Nemesis struct {
 	undealt int
 }
 
-// New makes a nemesis over targets that records to rec.
+// New makes a nemesis over targets that records to rec, and refuses, one
+// line each, what it cannot serve. A nemesis built before its run has a
+// history passes a nil rec and gets it from Attach.
 func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	n := &Nemesis{seed: 1, interval: DefaultInterval, env: Env{
 		Targets: targets, rec: rec, PauseExtra: DefaultClientPauseExtra,
@@ -300,9 +310,6 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	}}
 	for _, o := range opts {
 		o(n)
-	}
-	if rec == nil {
-		return nil, errors.New("nemesis: a recorder is required")
 	}
 	if n.schedule != nil {
 		if err := n.schedule.Validate(); err != nil {
@@ -359,6 +366,30 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 	e.Sched = rand.New(rand.NewPCG(uint64(n.seed), 0x6e656d))
 	e.Pick = rand.New(rand.NewPCG(uint64(n.seed), 0x7069636b))
 	return n, nil
+}
+
+// Attach gives a nemesis that New built before its run what exists only
+// once the run has begun: the history's recorder, the workload's clients
+// (nil: a workload without them, which a client kind refuses) and the
+// run's logger (nil: keep New's).
+func (n *Nemesis) Attach(rec Recorder, c Clients, log *slog.Logger) error {
+	if rec == nil {
+		return errors.New("nemesis: a recorder is required")
+	}
+	n.env.rec = rec
+	if c != nil {
+		n.env.Clients = c
+	}
+	n.env.clientsLater = false
+	if log != nil {
+		n.env.Log = log
+	}
+	for _, k := range n.kinds {
+		if k.Scope == ScopeClient && n.env.Clients == nil {
+			return fmt.Errorf("nemesis: %s needs the workload's clients", k.Name)
+		}
+	}
+	return nil
 }
 
 // Active are the faults in effect now.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultcap"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/netshape"
 )
@@ -286,13 +287,12 @@ func (f *fakeNode) PowerOff(ctx context.Context) error {
 // Capabilities are a Docker node's: power only on a lazy filesystem,
 // less what a test takes away.
 func (f *fakeNode) Capabilities() []Capability {
-	caps := []Capability{CapIPTables, CapClock, CapSignals, CapRestart, CapNetDelay, CapNetRate, CapCPU, CapStall}
-	if f.lazy {
-		caps = append(caps, CapPower, CapDiskLatency)
-	}
-	if f.ring != nil {
-		caps = append(caps, CapMembership)
-	}
+	// Every capability there is (a new kind's too: its action is a method
+	// of the fake's), but for a lazy filesystem's and a spare's, which the
+	// fake has only when set up with them.
+	caps := slices.DeleteFunc(faultcap.All(), func(c Capability) bool {
+		return !f.lazy && (c == CapPower || c == CapDiskLatency) || f.ring == nil && c == CapMembership
+	})
 	return slices.DeleteFunc(caps, func(c Capability) bool { return slices.Contains(f.lacks, c) })
 }
 func (f *fakeNode) Unsynced(ctx context.Context) (int64, int, error) {
@@ -1143,5 +1143,54 @@ func TestPauseFallsBackToTheJVMWhenTheFreezerFails(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A nemesis built before its run (no recorder, clients to come) refuses
+// what the cluster cannot serve at once and runs the same faults once
+// Attach gave it the run's recorder and clients; Attach without clients
+// refuses a client kind, and Run refuses to deal without a recorder.
+func TestBuiltOnceThenAttached(t *testing.T) {
+	ts, _ := fakeCluster(3)
+	opts := []Option{WithKinds(ClientPause, Kill), WithSeed(3), WithInterval(10 * time.Millisecond), WithClientPauseExtra(time.Millisecond)}
+	if _, err := New(ts, nil, opts...); err == nil || !strings.Contains(err.Error(), "client-pause needs the workload's clients") {
+		t.Fatalf("no clients, none to come: %v", err)
+	}
+	n, err := New(ts, nil, append(opts, WithClientsLater())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "recorder") {
+		t.Errorf("Run before Attach: %v", err)
+	}
+	if err := n.Attach(&memRec{}, nil, nil); err == nil || !strings.Contains(err.Error(), "client-pause needs the workload's clients") {
+		t.Errorf("Attach without clients: %v", err)
+	}
+	rec := &memRec{}
+	cl := &fakeClients{n: 4, clocks: map[int]time.Duration{}}
+	if err := n.Attach(rec, cl, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	// Run until both kinds were dealt: what is asserted, not a time.
+	for seen := map[string]bool{}; !seen[ClientPause] || !seen[Kill]; {
+		for _, op := range rec.all() {
+			if k, start, ok := history.FaultEvent(op.F); ok && start {
+				seen[k] = true
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // a poll: the condition above is what ends the loop
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if cl.pauses == 0 {
+		t.Error("the attached clients saw no pause")
 	}
 }

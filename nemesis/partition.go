@@ -13,16 +13,27 @@ import (
 
 // Partition cuts nodes off from each other, or the harness's clients off
 // from nodes, with iptables drops (grudges as in Jepsen).
-const Partition = history.KindPartition
+const Partition = "partition"
 
 var partitionKind = Kind{
 	Name: Partition, Scope: ScopeNode, Color: "#f28e2b",
 	Doc: "Cuts nodes off from each other, or the harness's clients off from a minority of nodes, with iptables drops " +
 		"(Jepsen's grudges: isolate one node, halves, a majorities ring, a bridge, clients).",
 	Needs:      []Capability{CapIPTables},
-	StartValue: history.PartitionStart{Kind: "isolate", Grudge: Grudge{"n1": {"n2", "n3"}, "n2": {"n1"}, "n3": {"n1"}}},
-	StopValue:  history.PartitionStop{Kind: "isolate"},
+	StartValue: PartitionStart{Kind: "isolate", Grudge: Grudge{"n1": {"n2", "n3"}, "n2": {"n1"}, "n3": {"n1"}}},
+	StopValue:  PartitionStop{Kind: "isolate"},
 	New:        func() Injector { return &partition{} },
+}
+
+// PartitionStart is the value of a start-partition line.
+type PartitionStart struct {
+	Grudge Grudge `json:"grudge" doc:"per node, the nodes it drops packets from (\"clients\": the harness's gateway)"`
+	Kind   string `json:"kind" doc:"isolate, halves, ring, bridge or clients"`
+}
+
+// PartitionStop is the value of a stop-partition line.
+type PartitionStop struct {
+	Kind string `json:"kind" doc:"as at the start"`
 }
 
 type partition struct{}
@@ -103,7 +114,7 @@ func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, e
 		names[i] = t.Name
 	}
 	kind, g := partitionGrudge(e.Sched, names, e.Gateway != "")
-	if v, ok := given[history.PartitionStart](e); ok && v.Grudge != nil {
+	if v, ok := given[PartitionStart](e); ok && v.Grudge != nil {
 		kind, g = v.Kind, v.Grudge
 	}
 	c := chainOf(Partition)
@@ -111,7 +122,7 @@ func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, e
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: partition: %w", err), removeChain(context.WithoutCancel(ctx), e, c))
 	}
-	if err := e.Record(history.StartF(Partition), history.PartitionStart{Kind: kind, Grudge: g}, nodes); err != nil {
+	if err := e.Record(history.StartF(Partition), PartitionStart{Kind: kind, Grudge: g}, nodes); err != nil {
 		return nil, errors.Join(err, removeChain(context.WithoutCancel(ctx), e, c))
 	}
 	return func(ctx context.Context) error {
@@ -119,7 +130,7 @@ func (p *partition) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, e
 		if err != nil {
 			err = fmt.Errorf("nemesis: heal partition: %w", err)
 		}
-		return errors.Join(err, e.Record(history.StopF(Partition), history.PartitionStop{Kind: kind}, nodes))
+		return errors.Join(err, e.Record(history.StopF(Partition), PartitionStop{Kind: kind}, nodes))
 	}, nil
 }
 

@@ -12,14 +12,19 @@ import (
 
 // Pause freezes one node: the whole container (docker pause) or only its
 // JVM (SIGSTOP, like a long GC pause), drawn at random.
-const Pause = history.KindPause
+const Pause = "pause"
 
 var pauseKind = Kind{
 	Name: Pause, Scope: ScopeNode, Color: "#4e79a7",
 	Doc:        "Freezes one node: the whole container (docker pause) or only its JVM (SIGSTOP, like a long GC pause), drawn at random; a container pause the cgroup freezer refuses (it can on a busy machine) stops the JVM instead.",
 	Needs:      []Capability{CapSignals},
-	StartValue: history.PauseValue{How: "jvm"}, StopValue: history.PauseValue{How: "jvm"},
+	StartValue: PauseValue{How: "jvm"}, StopValue: PauseValue{How: "jvm"},
 	New: func() Injector { return &pause{} },
+}
+
+// PauseValue is the value of the start-pause and stop-pause lines.
+type PauseValue struct {
+	How string `json:"how" doc:"docker (the container frozen) or jvm (the JVM SIGSTOPped, SIGCONT at the stop)"`
 }
 
 type pause struct{}
@@ -32,7 +37,7 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 	} else if len(ts) > 0 {
 		t = ts[0]
 	}
-	v, chosen := given[history.PauseValue](e)
+	v, chosen := given[PauseValue](e)
 	chosen = chosen && v.How != ""
 	if chosen {
 		jvm = v.How == "jvm"
@@ -100,11 +105,11 @@ func (*pause) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) 
 	if err != nil {
 		return nil, fmt.Errorf("nemesis: pause %s (%s): %w", t.Name, how(), err)
 	}
-	if err := e.Record(history.StartF(Pause), history.PauseValue{How: how()}, []string{t.Name}); err != nil {
+	if err := e.Record(history.StartF(Pause), PauseValue{How: how()}, []string{t.Name}); err != nil {
 		return nil, errors.Join(err, resume(context.WithoutCancel(ctx)))
 	}
 	return func(ctx context.Context) error {
-		return errors.Join(resume(ctx), e.Record(history.StopF(Pause), history.PauseValue{How: how()}, []string{t.Name}))
+		return errors.Join(resume(ctx), e.Record(history.StopF(Pause), PauseValue{How: how()}, []string{t.Name}))
 	}, nil
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -29,7 +32,33 @@ var powerLossKind = Kind{
 	Restarts:   true,
 	StartValue: history.PowerStart{How: "power off", UnsyncedBytes: map[string]int64{"n2": 4096}, UnsyncedFiles: map[string]int{"n2": 2}},
 	StopValue:  history.PowerStop{How: "power on"},
+	Cause:      &powerCause,
 	New:        func() Injector { return &powerLoss{} },
+}
+
+// powerCause is the power kinds' (power-loss, rack-power-loss): forgotten
+// acknowledged writes show as a lock row or fencing counter gone (a second
+// holder, an old token again) and the resource's own rows gone (a lost
+// add, a stale token accepted). What the loss threw away stays lost after
+// the node is back: lasting.
+var powerCause = faultkind.Cause{Lasting: true, Anomalies: []string{faultkind.Overlap, faultkind.StaleWrite, faultkind.LostAdd,
+	faultkind.NonLinearizable, faultkind.Duplicate, faultkind.TokenOrder}, Explain: explainPower}
+
+func explainPower(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
+	v, ok := faultkind.Decode[history.PowerStart](w.Value)
+	if !ok {
+		return "", false
+	}
+	var nodes []string
+	var lost int64
+	for n, b := range v.UnsyncedBytes {
+		nodes = append(nodes, n)
+		lost += max(b, 0)
+	}
+	slices.Sort(nodes)
+	return fmt.Sprintf("%s lost power at %.1f s (%s) holding %d bytes written and not yet fsynced: writes they had "+
+		"acknowledged (lock rows, fencing counters, Paxos state, the resource's rows) were lost, so later operations "+
+		"saw the lock as it had been before them", strings.Join(nodes, ", "), float64(w.Start)/1e9, w.Kind, lost), true
 }
 
 // PowerNode is a node whose power a fault can cut (cluster.Node implements

@@ -22,6 +22,7 @@ var rackPowerLossKind = Kind{
 	StartValue: history.PowerStart{How: "power off", UnsyncedBytes: map[string]int64{"n1": 4096, "n2": 0, "n3": -1},
 		UnsyncedFiles: map[string]int{"n1": 2, "n2": 0, "n3": -1}},
 	StopValue: history.PowerStop{How: "power on"},
+	Cause:     &powerCause,
 	New:       func() Injector { return &rackPowerLoss{} },
 }
 

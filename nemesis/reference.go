@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"reflect"
 	"strings"
 
@@ -56,7 +57,9 @@ func Reference() []byte {
 			if err != nil {
 				ex = []byte(err.Error())
 			}
-			p("\n`%s` value (`history.%s`), e.g. `%s`:\n\n| field | type | meaning |\n| --- | --- | --- |\n", v.line, t.Name(), ex)
+			// The type's package: history for the values others read, the
+			// nemesis for those a kind declares in its own file.
+			p("\n`%s` value (`%s.%s`), e.g. `%s`:\n\n| field | type | meaning |\n| --- | --- | --- |\n", v.line, path.Base(t.PkgPath()), t.Name(), ex)
 			for i := range t.NumField() {
 				f := t.Field(i)
 				name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")

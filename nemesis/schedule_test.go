@@ -324,7 +324,7 @@ func TestOverlapsOnOneNode(t *testing.T) {
 				if _, _, ok := history.FaultEvent(op.F); ok {
 					lines = append(lines, op.F+" "+op.Node)
 					if op.F == history.StartF(Partition) {
-						var v history.PartitionStart
+						var v PartitionStart
 						if err := json.Unmarshal(op.Value, &v); err != nil || len(v.Grudge["n1"]) != 2 {
 							t.Errorf("the paused n1 took no rule: %s", op.Value)
 						}

@@ -21,6 +21,9 @@ func (n *Nemesis) jitter() time.Duration {
 // waits for ctx. Heal afterwards to undo anything a failed stop left. With a
 // schedule (WithSchedule) Run deals its steps instead of drawing.
 func (n *Nemesis) Run(ctx context.Context) error {
+	if n.env.rec == nil {
+		return errors.New("nemesis: a recorder is required (New's or Attach's)")
+	}
 	if n.schedule != nil {
 		return n.runSchedule(ctx)
 	}

@@ -279,7 +279,7 @@ func TestCauseFromTimeline(t *testing.T) {
 	stale := func(addAt float64) checker.Anomaly {
 		return checker.Anomaly{Kind: checker.KindStaleWrite, Lock: "l", Processes: []int{1, 2}, Start: ms(3000), End: ms(4200), Ops: staleOps(addAt)}
 	}
-	cut := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: ms(2000), End: ms(5000)}}
+	cut := faultView{FaultWindow: history.FaultWindow{Kind: "partition", Start: ms(2000), End: ms(5000)}}
 	slowN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindNetDelay, Start: ms(2000), End: ms(5000),
 		Value: json.RawMessage(`{"links":{"n2":["n1","n3"]},"mode":"nodes","shape":{"delay_ms":1500,"jitter_ms":40}}`)}}
 	// Aimed at n1's clients (0 and 3): not client 1's nor client 2's.

@@ -393,9 +393,9 @@ func TestFaultRows(t *testing.T) {
 		Value:  json.RawMessage(`{"how":"bootstrap, then decommission","node":"n5","ring":{"n2":"UN","n1":"UN"}}`),
 		Closed: true, Stop: json.RawMessage(`{"moved":{"n1":"UN","n2":"UN","n5":"UN"},"ms":61000,"node":"n5","ring":{"n1":"UN","n2":"UN"},"streamed_ms":38200,` +
 			`"resumed":["nodetool bootstrap resume"],"waited_ms":7000}`)}}
-	pause := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPause, Start: 70 * s, End: 75 * s, Nodes: []string{"n1"},
+	pause := faultView{FaultWindow: history.FaultWindow{Kind: "pause", Start: 70 * s, End: 75 * s, Nodes: []string{"n1"},
 		Closed: true, Stop: json.RawMessage(`{"frozen":"jvm"}`)}, value: `{"how":"sigstop"}`}
-	open := faultView{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: 80 * s, End: 90 * s}, value: `{"cut":"n2"}`}
+	open := faultView{FaultWindow: history.FaultWindow{Kind: "partition", Start: 80 * s, End: 90 * s}, value: `{"cut":"n2"}`}
 
 	rows, more := faultRows([]faultView{join, pause, open})
 	if more != 0 || len(rows) != 3 {

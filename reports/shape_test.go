@@ -14,7 +14,7 @@ func TestShapedLatency(t *testing.T) {
 	faults := []faultView{
 		{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: 1e9, End: 4e9,
 			Value: json.RawMessage(`{"clients":[1],"links":{"n2":["clients","n1","n3"]},"mode":"coord","node":"n2","shape":{"delay_ms":800,"jitter_ms":20}}`)}},
-		{FaultWindow: history.FaultWindow{Kind: history.KindPartition, Start: 5e9, End: 6e9}},
+		{FaultWindow: history.FaultWindow{Kind: "partition", Start: 5e9, End: 6e9}},
 		{FaultWindow: history.FaultWindow{Kind: history.KindNetRate, Start: 7e9, End: 9e9,
 			Value: json.RawMessage(`{"links":{"n1":["clients"]},"mode":"clients","shape":{"rate_kbit":128}}`)}},
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/faultkind"
 	"github.com/lockcheck/lockcheck/history"
 )
 
@@ -104,9 +105,7 @@ func slownessText(w faultView) (string, bool) {
 }
 
 // percent is a share of a core as the causes say it: "5 %".
-func percent(share float64) string {
-	return fmt.Sprintf("%.3g %%", share*100)
-}
+func percent(share float64) string { return faultkind.Percent(share) }
 
 // slownessNamed says whether a cause already names slowness window w (the
 // late write's account lists the windows open while it was in flight, in

@@ -171,9 +171,13 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	} else if env != nil {
 		t.dcs = PlaceInDCs(env.DCs(), t.Clients)
 	}
-	// A kind the cluster cannot serve (a schedule's above all: it names
-	// kinds and nodes) is refused before the run has a directory.
-	if err := checkFaults(env, &t); err != nil {
+	// The run's one nemesis, made now from the Spec: a kind the cluster
+	// cannot serve (a schedule's above all: it names kinds and nodes) is
+	// refused before the run has a directory. Its recorder, clients and
+	// logger come once the run has them (run: Attach).
+	timeUp := make(chan struct{})
+	nem, inFull, err := t.newNemesis(env, timeUp)
+	if err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	// The cluster is this run's alone from before it heals what an
@@ -248,7 +252,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return out, fmt.Errorf("runner: %w", err)
 	}
 
-	runErr := run(ctx, env, &t, mon, log, &out)
+	runErr := run(ctx, env, &t, runNemesis{nem, inFull, timeUp}, mon, log, &out)
 	// Healed and healthy (or given up on): the next run may have it while
 	// this one checks.
 	lease.Release()
@@ -300,8 +304,17 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	return out, runErr
 }
 
+// runNemesis is the run's nemesis (Test.newNemesis) as run needs it.
+type runNemesis struct {
+	*nemesis.Nemesis
+	// inFull: the run goes on past its time until the schedule, or a first
+	// round of range movements, is dealt; closing timeUp says the time is up.
+	inFull bool
+	timeUp chan struct{}
+}
+
 // run is the body of Run between the meta line and the check.
-func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
+func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, log *slog.Logger, out *Outcome) error {
 	var targets, spares []nemesis.Target
 	if env != nil {
 		targets, spares = env.Targets(), env.Spares()
@@ -317,7 +330,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		}
 	}
 	var wl clients
-	var clientsOpt []nemesis.Option
+	var control nemesis.Clients // nil: a workload without clients (register)
 	if t.Workload == workload.ShapeRegister {
 		newReg, finalReg, closeFn, err := setupRegister(ctx, env, t)
 		if err != nil {
@@ -346,18 +359,16 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			return fmt.Errorf("runner: %w", err)
 		}
 		wl = lw
-		clientsOpt = append(clientsOpt, nemesis.WithClients(lw.Control()))
+		control = lw.Control()
 	}
 	// A schedule whose steps follow windows or wait for range movements
 	// runs on past Time until it is dealt (Test.Schedule), and a drawn run
 	// of range movements until each of its kinds was dealt once, within
 	// the same cap.
-	timeUp := make(chan struct{})
-	nemOpts, inFull := t.nemesisOptions(env, timeUp)
-	nem, err := nemesis.New(targets, mon, append(nemOpts, append(clientsOpt, nemesis.WithLogger(log))...)...)
-	if err != nil {
+	if err := nem.Attach(mon, control, log); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
+	timeUp, inFull := nem.timeUp, nem.inFull
 
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, t.Time)
@@ -381,7 +392,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 	progDone := make(chan struct{})
 	progStop := make(chan struct{})
 	if t.Progress != nil {
-		go func() { defer close(progDone); progress(t.Progress, start, mon, nem, progStop) }()
+		go func() { defer close(progDone); progress(t.Progress, start, mon, nem.Nemesis, progStop) }()
 	} else {
 		close(progDone)
 	}
@@ -574,18 +585,21 @@ func (h teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
 
-// nemesisOptions are the options of the run's nemesis, made from t's Spec
-// and schedule and env's nodes in this one place: checkFaults builds the
-// nemesis with them over no clients before the run, run builds it with
-// them for real. inFull: the run goes on past its time until the schedule,
-// or a first round of range movements, is dealt (closing timeUp says the
-// time is up).
-func (t *Test) nemesisOptions(env Env, timeUp <-chan struct{}) (opts []nemesis.Option, inFull bool) {
-	var spares []nemesis.Target
+// newNemesis makes the run's one nemesis from t's Spec and schedule and
+// env's nodes: the refusals of nemesis.New (a kind a node cannot serve, a
+// schedule's node the cluster lacks, an aimed kind without pins, a
+// membership kind without a spare, dc-partition on one data centre, a skew
+// out of bounds) come before the run. The run attaches its recorder,
+// clients and logger (Nemesis.Attach). inFull: the run goes on past its
+// time until the schedule, or a first round of range movements, is dealt
+// (closing timeUp says the time is up).
+func (t *Test) newNemesis(env Env, timeUp <-chan struct{}) (nem *nemesis.Nemesis, inFull bool, err error) {
+	var targets, spares []nemesis.Target
 	gateway := ""
 	if env != nil {
-		spares, gateway = env.Spares(), env.GatewayIP()
+		targets, spares, gateway = env.Targets(), env.Spares(), env.GatewayIP()
 	}
+	var opts []nemesis.Option
 	if t.Schedule != nil {
 		opts, inFull = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}, t.Schedule.DealtInFull()
 	} else {
@@ -593,6 +607,11 @@ func (t *Test) nemesisOptions(env Env, timeUp <-chan struct{}) (opts []nemesis.O
 		if inFull {
 			opts = append(opts, nemesis.WithFirstRound(timeUp))
 		}
+	}
+	// The register workload has no clients for the client kinds: they
+	// are refused now.
+	if t.Workload != workload.ShapeRegister {
+		opts = append(opts, nemesis.WithClientsLater())
 	}
 	if t.SkewMax > 0 {
 		opts = append(opts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
@@ -603,9 +622,11 @@ func (t *Test) nemesisOptions(env Env, timeUp <-chan struct{}) (opts []nemesis.O
 	if s, err := t.slowness(); err == nil && s != (nemesis.Slowness{}) {
 		opts = append(opts, nemesis.WithSlowness(s))
 	}
-	return append(opts, nemesis.WithSeed(t.Seed), nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
+	opts = append(opts, nemesis.WithSeed(t.Seed), nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
 		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientKill(t.KillRestart, t.KillTarget), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins),
-		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares)), inFull
+		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares))
+	nem, err = nemesis.New(targets, nil, opts...)
+	return nem, inFull, err
 }
 
 // netBounds are the shaping kinds' bounds the Spec sets (set: any of
@@ -622,48 +643,4 @@ func (t *Test) netBounds() (b nemesis.NetBounds, set bool, err error) {
 // nemesis's defaults).
 func (t *Test) slowness() (nemesis.Slowness, error) {
 	return nemesis.ParseSlowness(t.SlowCPU, t.Stall, t.StallEvery, t.DiskLatency)
-}
-
-// checkFaults makes the run's nemesis over env's nodes without running it:
-// the refusals of nemesis.New (a kind a node cannot serve, a schedule's
-// node the cluster lacks, an aimed kind without pins, a membership kind
-// without a spare, dc-partition on one data centre, a skew out of bounds)
-// come before the run.
-func checkFaults(env Env, t *Test) error {
-	if len(t.Nemesis) == 0 {
-		return nil
-	}
-	var targets []nemesis.Target
-	if env != nil {
-		targets = env.Targets()
-	}
-	opts, _ := t.nemesisOptions(env, nil)
-	_, err := nemesis.New(targets, discard{}, append(opts, nemesis.WithClients(noClients{t.Clients}))...)
-	return err
-}
-
-// discard is a nemesis recorder that keeps nothing (checkFaults).
-type discard struct{}
-
-func (discard) Append(op history.Op) (history.Op, error) { return op, nil }
-
-// noClients stands for the clients in checkFaults: only their number is
-// asked there.
-type noClients struct{ n int }
-
-var errNoClients = errors.New("runner: no clients yet")
-
-func (c noClients) Clients() int { return c.n }
-func (noClients) Holders() []int { return nil }
-func (noClients) PauseHolder(context.Context, time.Duration, time.Duration, func()) (history.ClientPauseStart, <-chan struct{}, error) {
-	return history.ClientPauseStart{}, nil, errNoClients
-}
-func (noClients) SetClientClock(int, time.Duration) error { return errNoClients }
-func (noClients) SetClientClockAtRest(int, time.Duration, func()) error {
-	return errNoClients
-}
-func (noClients) HoldAtRest(context.Context, []int) (func(), error) { return nil, errNoClients }
-func (noClients) KillClient(context.Context, int, string, time.Duration, time.Duration, func(history.ClientKillStart) error,
-	func(history.ClientKillStop)) (history.ClientKillStart, <-chan struct{}, error) {
-	return history.ClientKillStart{}, nil, errNoClients
 }

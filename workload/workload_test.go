@@ -623,12 +623,21 @@ func TestHoldAtRestKeepsClientsBetweenOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond)
-	hctx, hcancel := context.WithTimeout(ctx, time.Second)
+	// ran counts the operations each process recorded after the first n
+	// lines.
+	ran := func(n int) map[int]int {
+		out := map[int]int{}
+		for _, op := range h.all()[n:] {
+			out[op.Process]++
+		}
+		return out
+	}
+	waitFor(ctx, t, "every client running", func() bool { r := ran(0); return r[0] > 0 && r[1] > 0 && r[2] > 0 })
+	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
 	release, err := w.Control().HoldAtRest(hctx, []int{0, 2})
 	hcancel()
 	if err != nil {
@@ -638,26 +647,15 @@ func TestHoldAtRestKeepsClientsBetweenOperations(t *testing.T) {
 		t.Errorf("held clients hold %v", hs)
 	}
 	before := len(h.all())
-	time.Sleep(100 * time.Millisecond)
-	var moved []int
-	for _, op := range h.all()[before:] {
-		if op.Process == 0 || op.Process == 2 {
-			moved = append(moved, op.Process)
-		}
-	}
-	if len(moved) > 0 {
-		t.Errorf("held clients ran operations: %v", moved)
+	// Held while the free client runs on: its operations, not a time,
+	// say the held ones had their chance to move.
+	waitFor(ctx, t, "client 1 running on", func() bool { return ran(before)[1] >= 20 })
+	if r := ran(before); r[0] > 0 || r[2] > 0 {
+		t.Errorf("held clients ran operations: %v", r)
 	}
 	release()
 	release() // harmless twice
-	time.Sleep(100 * time.Millisecond)
-	ran := map[int]bool{}
-	for _, op := range h.all()[before:] {
-		ran[op.Process] = true
-	}
-	if !ran[0] || !ran[2] || !ran[1] {
-		t.Errorf("after the release, clients that ran: %v", ran)
-	}
+	waitFor(ctx, t, "the released clients running", func() bool { r := ran(before); return r[0] > 0 && r[2] > 0 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -685,5 +683,18 @@ func stallWindow(t *testing.T, ops []history.Op, proc int) {
 	after := slices.IndexFunc(ops[stop:], func(op history.Op) bool { return op.Process == proc && op.F == history.FAdd })
 	if after < 0 {
 		t.Errorf("the stalled add of process %d did not complete after the resume", proc)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test with what when ctx
+// ends first.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 }
