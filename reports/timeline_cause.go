@@ -500,7 +500,11 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 	if !ok || other.OK.Time <= g.OK.Time || other.OK.Time >= ret.Time {
 		return "", false
 	}
-	if slow := slowedBy(faults, "add", inv.Time, ret.Time); slow != "" {
+	slow := slowedBy(faults, "add", inv.Time, ret.Time)
+	if slow == "" {
+		slow = heldBy(faults, "add", inv.Time, ret.Time, p, tl)
+	}
+	if slow != "" {
 		// The slowness is the cause: say it first, with the link.
 		return fmt.Sprintf("a write outlived its lease: %s, inside process %d's lease (to %s), and applied after the next grant "+
 			"(process %d's, at %s): it was acknowledged at %s, %s past the lease; the lock hands the resource no token to refuse "+
