@@ -497,10 +497,13 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 			for _, r := range lrows {
 				line := fmt.Sprintf("- `%s`: %s", r.Name, r.Mechanism)
 				n, runs := contradicted(r, byRow[r.Name])
-				if n > 0 {
+				switch {
+				case r.Load != nil:
+					line = fmt.Sprintf("- `%s`: %s %s", r.Name, loadWords(r, byRow[r.Name]), r.Mechanism)
+				case n > 0:
 					line = fmt.Sprintf("- `%s`: asserted valid, yet invalid in %d of %d measured runs. %s", r.Name, n, runs, r.Mechanism)
 				}
-				if r.Unsafe || n > 0 {
+				if r.Unsafe || n > 0 || r.Load != nil {
 					broke = append(broke, line)
 				} else {
 					held = append(held, line)
@@ -537,7 +540,7 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 // the page must not list a lock as holding where a measurement saw it
 // break, whatever the row asserts.
 func contradicted(r Row, rates []Rate) (invalid, runs int) {
-	if r.Unsafe {
+	if r.Unsafe || r.Load != nil {
 		return 0, 0
 	}
 	rt, _, ok := Measured(r, rates)
@@ -545,6 +548,24 @@ func contradicted(r Row, rates []Rate) (invalid, runs int) {
 		return 0, 0
 	}
 	return rt.Invalid, rt.Runs
+}
+
+// loadWords says what a row whose verdict hinges on the load asserts and
+// what its measured runs showed: valid where no request is slowed past
+// its lease, invalid on a loaded machine only by its mechanism's kinds,
+// which its slowness row deals on demand.
+func loadWords(r Row, rates []Rate) string {
+	s := fmt.Sprintf("valid where nothing slows a request past its lease; a loaded machine's slowness can, and then shows only %s, "+
+		"as `%s` makes certain.", strings.Join(r.Load.Kinds, ", "), r.Load.Row)
+	rt, _, ok := Measured(r, rates)
+	if !ok || rt.Invalid == 0 {
+		return s
+	}
+	load := ""
+	if rt.Load != "" {
+		load = " at load " + rt.Load
+	}
+	return s + fmt.Sprintf(" Invalid in %d of %d measured runs%s.", rt.Invalid, rt.Runs, load)
 }
 
 func faultsWords(r Row) string {

@@ -17,6 +17,10 @@ import (
 var (
 	// longStalls are stalls past the 3 s TTL, a window apart.
 	longStalls = nemesis.Slowness{StallMin: 3500 * time.Millisecond, StallMax: 4500 * time.Millisecond, StallEvery: 2 * s}
+	// rowTTLStalls are stalls past caslock's row TTL, twice its timeout (the
+	// run's 3 s TTL: a 6 s row), and inside the clients' 10 s request
+	// time-out, so that the held add is acknowledged, late.
+	rowTTLStalls = nemesis.Slowness{StallMin: 7 * time.Second, StallMax: 8 * time.Second, StallEvery: 2 * s}
 	// starved is a coordinator at 1-5 % of a core: its requests take
 	// seconds, some past their lease and some past the clients' timeouts.
 	starved = nemesis.Slowness{CPUMin: 0.01, CPUMax: 0.05}
@@ -30,6 +34,20 @@ var (
 	lateCoordinator = nemesis.NetBounds{DelayMin: 2500 * time.Millisecond, DelayMax: 3500 * time.Millisecond, Jitter: 50 * time.Millisecond,
 		RateMin: nemesis.DefaultNetBounds.RateMin, RateMax: nemesis.DefaultNetBounds.RateMax}
 )
+
+// What a loaded machine's slowness shows in the catalogue's rows whose
+// verdict hinges on the load (Row.Load): a write sent inside the lease that
+// lands after the next grant (the lock holds, but fences nothing: no two
+// holders), or a renewal that timed out while the holder kept its own
+// reckoning (two holders). The resource's set then misses an element, so its
+// history is not linearizable either.
+var (
+	lateWrites   = []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable}
+	lateRenewals = []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable}
+)
+
+// loadBound is a safe row's load bound: its slowness row and kinds.
+func loadBound(row string, kinds []string) *LoadBound { return &LoadBound{Row: row, Kinds: kinds} }
 
 // The Java locks' plug-in commands of the slowness rows.
 const (
@@ -103,13 +121,15 @@ var slownessRows = []Row{
 	// leaves the holder trusting its own reckoning past the row's
 	// whole-second expiry (Sidecar, Reaper).
 	{
-		Name: "caslock/coord-gc-stall", Recipe: "caslock", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: longStalls,
-		Time: 20 * s, Interval: 6 * s, Seed: 4820,
+		Name: "caslock/coord-gc-stall", Recipe: "caslock", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: rowTTLStalls,
+		Time: 30 * s, Interval: 10 * s, Seed: 4820,
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "caslock/partition's late write on demand: the JVM of the next holder's coordinator stops for 3.5-4.5 s, past " +
-			"the row's TTL, between the holder's read and its write; the add waits in it, the row expires, a client pinned " +
-			"elsewhere takes the lock, and the add lands after that grant (stale-holder-write, lost-add). caslock fences " +
-			"nothing, so nothing refuses it.",
+		Mechanism: "caslock/partition's late write on demand: the JVM of the next holder's coordinator stops for 7-8 s, past " +
+			"the lock cell's TTL (twice caslock's timeout, 6 s here), between the holder's read and its write; the add waits in " +
+			"it, the cell expires, a client pinned elsewhere takes the lock, and the add lands after that grant " +
+			"(stale-holder-write, lost-add). caslock fences nothing, so nothing refuses it. A stall shorter than the cell's " +
+			"TTL delays the add past the lease lockcheck credits (the timeout) but not past the lock itself: nobody else can " +
+			"take it meanwhile.",
 	},
 	{
 		Name: "shedlock/coord-gc-stall", Recipe: "shedlock", Command: shedlockCmd, Faults: []string{nemesis.CoordGCStall}, Pin: true,
