@@ -240,6 +240,12 @@ func TestCauseFromTimeline(t *testing.T) {
 		Value: json.RawMessage(`{"node":"n1","clients":[0,3],"others":{"n2":[1,4],"n3":[2]},"grudge":{}}`)}}
 	cutN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordPartition, Start: ms(500), End: ms(3000),
 		Value: json.RawMessage(`{"node":"n2","clients":[1,4],"others":{"n1":[0,3],"n3":[2]},"grudge":{}}`)}}
+	// Everything n2 (clients 1, 4) sends is 2.8 s late; n3 (client 2) in
+	// the other.
+	lateN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: ms(500), End: ms(4000),
+		Value: json.RawMessage(`{"clients":[1,4],"links":{"n2":["clients","n1","n3"]},"mode":"coord","node":"n2","shape":{"delay_ms":2800,"jitter_ms":40}}`)}}
+	lateN3 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: ms(500), End: ms(4000),
+		Value: json.RawMessage(`{"clients":[2],"links":{"n3":["clients","n1","n2"]},"mode":"coord","node":"n3","shape":{"delay_ms":2800}}`)}}
 	clockN1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(500), End: ms(3000),
 		Value: json.RawMessage(`{"node":"n1","clients":[0,3],"offset":"+4s","lease":"3s"}`)}}
 	pause1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(500), End: ms(6000), Starts: 1,
@@ -289,6 +295,8 @@ func TestCauseFromTimeline(t *testing.T) {
 	// to 6.4 s; and one of n3's, which coordinates neither writer.
 	stallN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordGCStall, Start: ms(2600), End: ms(6400), Nodes: []string{"n2"},
 		Value: json.RawMessage(`{"clients":[1,4],"ms":3800}`)}}
+	stallN2Early := stallN2
+	stallN2Early.Start, stallN2Early.End = ms(1000), ms(4800)
 	stallN3 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordGCStall, Start: ms(2600), End: ms(6400), Nodes: []string{"n3"},
 		Value: json.RawMessage(`{"clients":[2],"ms":3800}`)}}
 	starvedN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordSlowNode, Start: ms(2000), End: ms(6000), Nodes: []string{"n2"},
@@ -363,6 +371,13 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"before its own deadline", noFault}, []string{"cut coordinator"}},
 		{"a coordinator cut elsewhere, a replacement process: possible", overlap, []faultView{cutN1}, newCauseTimeline(overlap.Ops, numbered(2, ""), nil),
 			[]string{"cut coordinator: node n1"}, []string{noFault}},
+		{"the holder's coordinator slowed past its renewals", overlap, []faultView{lateN2}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
+			[]string{"slowed coordinator: everything n2, the coordinator of clients 1, 4, sent was 2800 ms ±40 ms late (coord-net-delay, 0.500s – 4.000s)",
+				"its own reckoning"}, []string{noFault}},
+		{"a coordinator slowed for others is not the holder's", overlap, []faultView{lateN3}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
+			[]string{noFault}, []string{"slowed coordinator"}},
+		{"the holder's coordinator stalled", overlap, []faultView{stallN2Early}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
+			[]string{"slowed coordinator: node n2, the coordinator of clients 1, 4, stood still 3800 ms"}, []string{noFault}},
 		{"the cut coordinator of one of them", overlap, []faultView{cutN2}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{"cut coordinator: node n2"}, []string{noFault}},
 		{"the skewed coordinator of one of them", overlap, []faultView{coordClock}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),

@@ -156,3 +156,38 @@ func heldBy(faults []faultView, f string, inv, ret int64, p int, tl *causeTimeli
 	}
 	return ""
 }
+
+// slowCoordinator says how a slowness window aimed at process p's own
+// coordinator (coord-net-delay, coord-slow-node, coord-gc-stall: p's client
+// pinned there) can have let the server expire p's lease before the
+// lease p counted: the lock's extend or renew through that node came back
+// late or timed out, and a lock that keeps its lease by its own reckoning
+// (from the last reply, or from a send) then outlives the row, which
+// Cassandra expires in whole seconds from its last write. "" when w is not
+// such a window or p's client is not known to be pinned there.
+func slowCoordinator(w faultView, p int, tl *causeTimeline) string {
+	c, known := tl.clientOf(p)
+	if !known {
+		return ""
+	}
+	const reckoning = ": a renewal through it came back late or timed out, and a lock that keeps its lease by its own reckoning " +
+		"(from its last confirmed renewal) outlives the row, which Cassandra expires in whole seconds from its last write"
+	when := fmt.Sprintf("%s – %s", secs(w.Start), secs(w.End))
+	if v, ok := shapingOf(w); ok && w.Kind == history.KindCoordNetDelay {
+		if !slices.Contains(v.Clients, c) || v.Node == "" {
+			return ""
+		}
+		return fmt.Sprintf("slowed coordinator: everything %s, the coordinator of %s, sent was %s (coord-net-delay, %s)",
+			v.Node, clientList(v.Clients), strings.TrimPrefix(added(v.Shape), "+")+" late", when) + reckoning
+	}
+	if aimed, ok := pinnedTo(w); !ok || !slices.Contains(aimed, c) {
+		return ""
+	}
+	switch w.Kind {
+	case history.KindCoordSlowNode, history.KindCoordGCStall:
+		if s, ok := slownessText(w); ok {
+			return "slowed coordinator: " + s + reckoning
+		}
+	}
+	return ""
+}

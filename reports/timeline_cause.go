@@ -280,6 +280,13 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 		if m := serverMechanism(w, a.Start); m != "" && !slices.Contains(why, m) {
 			why = append(why, m)
 		}
+		// A coordinator slowed while the first holder renewed through it:
+		// open at some time of the lease it counted.
+		if w.End >= g.Invoke.Time-g.leaseMS()*1e6 {
+			if m := slowCoordinator(w, first, tl); m != "" && !slices.Contains(why, m) {
+				why = append(why, m)
+			}
+		}
 	}
 	if hb := failedHeartbeat(tl, first, g, a.End); hb != "" {
 		why = append(why, hb)
