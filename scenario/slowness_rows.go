@@ -162,6 +162,7 @@ var slownessRows = []Row{
 			"the driver's and the node's 2 s time-outs, so the leader's renew times out and is never applied. The lead's " +
 			"row, whose TTL Cassandra counts in whole seconds from the last renew's write, expires up to a second before " +
 			"the lease credited from that renew's send, and a contender pinned to a fast coordinator takes the lead inside " +
-			"it (overlapping-holds).",
+			"it (overlapping-holds). A window misses when the contenders' takes fall after that second; a 40 s run deals " +
+			"several.",
 	},
 }
