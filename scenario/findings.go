@@ -164,7 +164,7 @@ func asserted(r Row) string {
 		return fmt.Sprintf("**invalid**, caught >= %d/10", r.CatchBar())
 	}
 	if r.Load != nil {
-		return "**valid**, or on a loaded machine only " + strings.Join(r.Load.Kinds, ", ")
+		return "**valid**, or where a request is slowed past its lease only " + strings.Join(r.Load.Kinds, ", ")
 	}
 	return "**valid** every run"
 }

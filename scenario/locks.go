@@ -572,8 +572,12 @@ func contradicted(r Row, rates []Rate) (invalid, runs int) {
 // its lease, invalid on a loaded machine only by its mechanism's kinds,
 // which its slowness row deals on demand.
 func loadWords(r Row, rates []Rate) string {
-	s := fmt.Sprintf("valid where nothing slows a request past its lease; a loaded machine's slowness can, and then shows only %s, "+
-		"as `%s` makes certain.", strings.Join(r.Load.Kinds, ", "), r.Load.Row)
+	by := "the machine's load"
+	if len(r.Faults) > 0 {
+		by += ", or the fault itself"
+	}
+	s := fmt.Sprintf("valid where nothing slows a request past its lease; where something does (%s), it shows only %s, "+
+		"as `%s` makes certain.", by, strings.Join(r.Load.Kinds, ", "), r.Load.Row)
 	rt, _, ok := Measured(r, rates)
 	if !ok || rt.Invalid == 0 {
 		return s
@@ -699,7 +703,8 @@ func slownessParagraph(rows []Row, byRow map[string][]Rate) string {
 		s = fmt.Sprintf("With the rows' %g s TTL, it %s.", spec.DefaultTTL.Seconds(), strings.Join(parts, "; it "))
 	}
 	if len(loaded) > 0 {
-		s += " On a loaded machine with no slowness fault, " + strings.Join(loaded, ", ") + ": the load slowed a request as much."
+		s += " Its rows without a slowness fault, measured on a loaded machine: " + strings.Join(loaded, ", ") +
+			", where a request was slowed as much."
 	}
 	return s
 }

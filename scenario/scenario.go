@@ -335,7 +335,7 @@ func (r Row) Expected() string {
 		e = fmt.Sprintf("invalid >= %d/10", r.CatchBar())
 	}
 	if r.Load != nil {
-		e = "valid, or under load only " + strings.Join(r.Load.Kinds, ", ")
+		e = "valid, or slowed only " + strings.Join(r.Load.Kinds, ", ")
 	}
 	if w := r.liveWords(); w != "" {
 		e += ", " + w
