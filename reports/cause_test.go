@@ -240,6 +240,12 @@ func TestCauseFromTimeline(t *testing.T) {
 		Value: json.RawMessage(`{"node":"n1","clients":[0,3],"others":{"n2":[1,4],"n3":[2]},"grudge":{}}`)}}
 	cutN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordPartition, Start: ms(500), End: ms(3000),
 		Value: json.RawMessage(`{"node":"n2","clients":[1,4],"others":{"n1":[0,3],"n3":[2]},"grudge":{}}`)}}
+	// Everything n2 (clients 1, 4) sends is 2.8 s late; n3 (client 2) in
+	// the other.
+	lateN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: ms(500), End: ms(4000),
+		Value: json.RawMessage(`{"clients":[1,4],"links":{"n2":["clients","n1","n3"]},"mode":"coord","node":"n2","shape":{"delay_ms":2800,"jitter_ms":40}}`)}}
+	lateN3 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: ms(500), End: ms(4000),
+		Value: json.RawMessage(`{"clients":[2],"links":{"n3":["clients","n1","n2"]},"mode":"coord","node":"n3","shape":{"delay_ms":2800}}`)}}
 	clockN1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordClock, Start: ms(500), End: ms(3000),
 		Value: json.RawMessage(`{"node":"n1","clients":[0,3],"offset":"+4s","lease":"3s"}`)}}
 	pause1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientPause, Start: ms(500), End: ms(6000), Starts: 1,
@@ -285,6 +291,16 @@ func TestCauseFromTimeline(t *testing.T) {
 	// Aimed at n1's clients (0 and 3): not client 1's nor client 2's.
 	slowCoordN1 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordNetDelay, Start: ms(2000), End: ms(5000),
 		Value: json.RawMessage(`{"clients":[0,3],"links":{"n1":["clients","n2","n3"]},"mode":"coord","node":"n1","shape":{"delay_ms":1500}}`)}}
+	// A stall of n2's JVM, which coordinates clients 1 and 4, from 2.6 s
+	// to 6.4 s; and one of n3's, which coordinates neither writer.
+	stallN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordGCStall, Start: ms(2600), End: ms(6400), Nodes: []string{"n2"},
+		Value: json.RawMessage(`{"clients":[1,4],"ms":3800}`)}}
+	stallN2Early := stallN2
+	stallN2Early.Start, stallN2Early.End = ms(1000), ms(4800)
+	stallN3 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordGCStall, Start: ms(2600), End: ms(6400), Nodes: []string{"n3"},
+		Value: json.RawMessage(`{"clients":[2],"ms":3800}`)}}
+	starvedN2 := faultView{FaultWindow: history.FaultWindow{Kind: history.KindCoordSlowNode, Start: ms(2000), End: ms(6000), Nodes: []string{"n2"},
+		Value: json.RawMessage(`{"clients":[1,4],"cpu":0.02,"node":"n2"}`)}}
 	skew := func(client int, offset string, from float64) faultView {
 		return faultView{FaultWindow: history.FaultWindow{Kind: history.KindClientClock, Start: ms(from), End: ms(9000),
 			Value: json.RawMessage(fmt.Sprintf(`{"client":%d,"offset":%q}`, client, offset))}}
@@ -355,6 +371,13 @@ func TestCauseFromTimeline(t *testing.T) {
 			[]string{"before its own deadline", noFault}, []string{"cut coordinator"}},
 		{"a coordinator cut elsewhere, a replacement process: possible", overlap, []faultView{cutN1}, newCauseTimeline(overlap.Ops, numbered(2, ""), nil),
 			[]string{"cut coordinator: node n1"}, []string{noFault}},
+		{"the holder's coordinator slowed past its renewals", overlap, []faultView{lateN2}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
+			[]string{"slowed coordinator: everything n2, the coordinator of clients 1, 4, sent was 2800 ms ±40 ms late (coord-net-delay, 0.500s – 4.000s)",
+				"its own reckoning"}, []string{noFault}},
+		{"a coordinator slowed for others is not the holder's", overlap, []faultView{lateN3}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
+			[]string{noFault}, []string{"slowed coordinator"}},
+		{"the holder's coordinator stalled", overlap, []faultView{stallN2Early}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
+			[]string{"slowed coordinator: node n2, the coordinator of clients 1, 4, stood still 3800 ms"}, []string{noFault}},
 		{"the cut coordinator of one of them", overlap, []faultView{cutN2}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
 			[]string{"cut coordinator: node n2"}, []string{noFault}},
 		{"the skewed coordinator of one of them", overlap, []faultView{coordClock}, newCauseTimeline(overlap.Ops, numbered(5, ""), nil),
@@ -390,6 +413,16 @@ func TestCauseFromTimeline(t *testing.T) {
 		// others' coordinators wait as well.
 		{"a coordinator slowed for other clients slows their quorums too", stale(2500), []faultView{slowCoordN1}, newCauseTimeline(stale(2500).Ops, numbered(5, ""), nil),
 			[]string{"the add sent at 2.500s was delayed 1500 ms on n1's links to the clients, n2, n3 (coord-net-delay"}, []string{noFault}},
+		{"a write held in its coordinator's stalled JVM", stale(2500), []faultView{stallN2}, newCauseTimeline(stale(2500).Ops, numbered(5, ""), nil),
+			[]string{"a write outlived its lease: the add sent at 2.500s was held 3800 ms in n2's stalled JVM (n2 coordinates clients 1, 4; " +
+				"coord-gc-stall, 2.600s – 6.400s), inside process 1's lease (to 3.000s), and applied after the next grant (process 2's, at 3.500s)"},
+			[]string{noFault}},
+		{"a write through its starved coordinator", stale(2500), []faultView{starvedN2}, newCauseTimeline(stale(2500).Ops, numbered(5, ""), nil),
+			[]string{"the add sent at 2.500s went through n2, starved to 2 % of a core (n2 coordinates clients 1, 4; coord-slow-node"}, []string{noFault}},
+		{"a stall of another client's coordinator does not lead", stale(2500), []faultView{stallN3}, newCauseTimeline(stale(2500).Ops, numbered(5, ""), nil),
+			[]string{"process 1's add was invoked at 2.500s"}, []string{"held 3800 ms"}},
+		{"a stall whose writer's client is unknown does not lead", stale(2500), []faultView{stallN2}, nil,
+			[]string{"process 1's add was invoked at 2.500s"}, []string{"held 3800 ms"}},
 		{"a write outlived its lease, no window", stale(2500), nil, nil,
 			[]string{"a write outlived its lease", "no fault window open (a slow request)"}, []string{noFault}},
 		{"a write sent after the lease did not outlive it", stale(3100), []faultView{cut}, nil,

@@ -114,3 +114,79 @@ func slownessNamed(causes []string, w faultView) bool {
 	text, ok := slownessText(w)
 	return ok && slices.ContainsFunc(causes, func(c string) bool { return strings.Contains(c, text) })
 }
+
+// heldBy is the sentence of a slowness window aimed at process p's own
+// coordinator (coord-gc-stall, coord-slow-node: p's client pinned there)
+// that was open while p's request, sent at inv and answered at ret, was in
+// flight: with pinned clients the request went through that node, so the
+// window is what held it. "the add sent at 3.200s was held 3800 ms in n2's
+// stalled JVM (n2 coordinates clients 1, 4; coord-gc-stall, 3.4s – 7.2s)";
+// "" when no such window was open or p's client is not known.
+func heldBy(faults []faultView, f string, inv, ret int64, p int, tl *causeTimeline) string {
+	c, known := tl.clientOf(p)
+	if !known {
+		return ""
+	}
+	for _, w := range faults {
+		if w.Start > ret || effectEnd(w) < inv {
+			continue
+		}
+		aimed, ok := pinnedTo(w)
+		if !ok || !slices.Contains(aimed, c) {
+			continue
+		}
+		when := fmt.Sprintf("%s – %s", secs(w.Start), secs(w.End))
+		switch w.Kind {
+		case history.KindCoordGCStall:
+			v, ok := decode[history.GCStallStart](w.Value, "ms")
+			if !ok || len(w.Nodes) == 0 {
+				continue
+			}
+			return fmt.Sprintf("the %s sent at %s was held %d ms in %s's stalled JVM (%s coordinates %s; coord-gc-stall, %s)",
+				f, secs(inv), v.MS, w.Nodes[0], w.Nodes[0], clientList(v.Clients), when)
+		case history.KindCoordSlowNode:
+			v, ok := decode[history.CoordSlowNodeStart](w.Value, "cpu")
+			if !ok || v.Node == "" {
+				continue
+			}
+			return fmt.Sprintf("the %s sent at %s went through %s, starved to %s of a core (%s coordinates %s; coord-slow-node, %s)",
+				f, secs(inv), v.Node, percent(v.CPU), v.Node, clientList(v.Clients), when)
+		}
+	}
+	return ""
+}
+
+// slowCoordinator says how a slowness window aimed at process p's own
+// coordinator (coord-net-delay, coord-slow-node, coord-gc-stall: p's client
+// pinned there) can have let the server expire p's lease before the
+// lease p counted: the lock's extend or renew through that node came back
+// late or timed out, and a lock that keeps its lease by its own reckoning
+// (from the last reply, or from a send) then outlives the row, which
+// Cassandra expires in whole seconds from its last write. "" when w is not
+// such a window or p's client is not known to be pinned there.
+func slowCoordinator(w faultView, p int, tl *causeTimeline) string {
+	c, known := tl.clientOf(p)
+	if !known {
+		return ""
+	}
+	const reckoning = ": a renewal through it came back late or timed out, and a lock that keeps its lease by its own reckoning " +
+		"(from its last confirmed renewal) outlives the row, which Cassandra expires in whole seconds from its last write"
+	when := fmt.Sprintf("%s – %s", secs(w.Start), secs(w.End))
+	if v, ok := shapingOf(w); ok && w.Kind == history.KindCoordNetDelay {
+		if !slices.Contains(v.Clients, c) || v.Node == "" {
+			return ""
+		}
+		return fmt.Sprintf("slowed coordinator: everything %s, the coordinator of %s, sent was %s (coord-net-delay, %s)",
+			v.Node, clientList(v.Clients), strings.TrimPrefix(added(v.Shape), "+")+" late", when) + reckoning
+	}
+	if aimed, ok := pinnedTo(w); !ok || !slices.Contains(aimed, c) {
+		return ""
+	}
+	switch w.Kind {
+	case history.KindCoordSlowNode, history.KindCoordGCStall:
+		if s, ok := slownessText(w); ok {
+			return "slowed coordinator: " + s + reckoning
+		}
+	}
+	return ""
+}

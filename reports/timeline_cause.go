@@ -280,6 +280,13 @@ func earlyExpiry(a checker.Anomaly, faults []faultView, tl *causeTimeline) (stri
 		if m := serverMechanism(w, a.Start); m != "" && !slices.Contains(why, m) {
 			why = append(why, m)
 		}
+		// A coordinator slowed while the first holder renewed through it:
+		// open at some time of the lease it counted.
+		if w.End >= g.Invoke.Time-g.leaseMS()*1e6 {
+			if m := slowCoordinator(w, first, tl); m != "" && !slices.Contains(why, m) {
+				why = append(why, m)
+			}
+		}
 	}
 	if hb := failedHeartbeat(tl, first, g, a.End); hb != "" {
 		why = append(why, hb)
@@ -500,7 +507,11 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 	if !ok || other.OK.Time <= g.OK.Time || other.OK.Time >= ret.Time {
 		return "", false
 	}
-	if slow := slowedBy(faults, "add", inv.Time, ret.Time); slow != "" {
+	slow := slowedBy(faults, "add", inv.Time, ret.Time)
+	if slow == "" {
+		slow = heldBy(faults, "add", inv.Time, ret.Time, p, tl)
+	}
+	if slow != "" {
 		// The slowness is the cause: say it first, with the link.
 		return fmt.Sprintf("a write outlived its lease: %s, inside process %d's lease (to %s), and applied after the next grant "+
 			"(process %d's, at %s): it was acknowledged at %s, %s past the lease; the lock hands the resource no token to refuse "+

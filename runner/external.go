@@ -67,6 +67,20 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			s, res, err = cassandraResource(ctx, env, nil)
 			if err == nil {
 				closeRes = s.Close
+			}
+			if err == nil && t.pins != nil {
+				// The critical sections go through each client's
+				// coordinator, as its plug-in's queries do (LOCKCHECK_PIN).
+				var pinned map[string]*gocql.Session
+				var closePinned func()
+				if pinned, closePinned, err = nodeSessions(ctx, env, t.pins); err == nil {
+					closeRes = func() { closePinned(); s.Close() }
+					res, err = pinResource(res, pinned, t.pins, func(ps *gocql.Session) (workload.Resource, error) {
+						return workload.NewCassandraResource(ps, env.Keyspace()), nil
+					})
+				}
+			}
+			if err == nil {
 				if penv.DC, err = localDC(ctx, env, s); err == nil {
 					// A keyspace of its own (pluginks.go).
 					penv.Keyspace, err = createPluginKeyspace(ctx, s, env.Keyspace(), t.Recipe.Name)

@@ -8,6 +8,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // PinRoundRobin pins client i to node i mod len(targets).
@@ -86,4 +87,32 @@ func nodeSessions(ctx context.Context, env Env, pins map[int]string) (map[string
 		out[n] = s
 	}
 	return out, closeAll, nil
+}
+
+// pinnedResource is the resource whose critical sections go through each
+// client's pinned coordinator (workload.ClientResource): a fault aimed at
+// a holder's coordinator then delays the write its lease protects, as it
+// would an application's. The final reads keep the shared session.
+type pinnedResource struct {
+	workload.Resource
+	byNode map[string]workload.Resource
+	pins   map[int]string
+}
+
+// Client is the resource through client i's coordinator.
+func (r pinnedResource) Client(i int) workload.Resource { return r.byNode[r.pins[i]] }
+
+// pinResource makes shared's per-client resource over the pinned sessions,
+// each resource made by mk over its node's session.
+func pinResource(shared workload.Resource, sessions map[string]*gocql.Session, pins map[int]string,
+	mk func(*gocql.Session) (workload.Resource, error)) (workload.Resource, error) {
+	r := pinnedResource{Resource: shared, byNode: map[string]workload.Resource{}, pins: pins}
+	for node, s := range sessions {
+		res, err := mk(s)
+		if err != nil {
+			return nil, fmt.Errorf("resource through %s: %w", node, err)
+		}
+		r.byNode[node] = res
+	}
+	return r, nil
 }

@@ -55,8 +55,9 @@ func FromEntry(e recipe.Entry) Recipe {
 		closeFn := s.Close
 		sessionOf := func(int) *gocql.Session { return s }
 		if t.pins != nil {
-			// Each client's lock queries through its own coordinator; the
-			// schema and the resource keep the shared session.
+			// Each client's lock queries and critical sections through its
+			// own coordinator; the schema and the final reads keep the
+			// shared session.
 			pinned, closePinned, err := nodeSessions(ctx, env, t.pins)
 			if err != nil {
 				s.Close()
@@ -64,6 +65,16 @@ func FromEntry(e recipe.Entry) Recipe {
 			}
 			closeFn = func() { closePinned(); s.Close() }
 			sessionOf = func(client int) *gocql.Session { return pinned[t.pins[client]] }
+			res, err = pinResource(res, pinned, t.pins, func(ps *gocql.Session) (workload.Resource, error) {
+				if e.NewResource != nil {
+					return e.NewResource(ps, ks)
+				}
+				return workload.NewCassandraResource(ps, ks, e.Resource...), nil
+			})
+			if err != nil {
+				closeFn()
+				return nil, nil, nil, fmt.Errorf("recipe %s: %w", e.Name, err)
+			}
 		} else if t.dcs != nil {
 			// Each client's lock queries its own data centre, as an
 			// application deployed in both would.

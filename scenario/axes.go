@@ -184,6 +184,9 @@ type Expect struct {
 	Catch     int
 	Tier      Tier
 	Mechanism string
+	// Load: a safe combination whose verdict hinges on the machine's load
+	// (Row.Load).
+	Load *LoadBound
 
 	Time, Interval   time.Duration
 	Clients          int
@@ -202,6 +205,7 @@ func (e Expect) Row() Row {
 		SkewAhead: f.SkewAhead, SkewMin: cmp.Or(e.SkewMin, f.SkewMin), SkewMax: cmp.Or(e.SkewMax, f.SkewMax),
 		RetireStuck: e.RetireStuck,
 		Seed:        e.Seed, Want: e.Want, Unsafe: e.Want == checker.Invalid, Catch: e.Catch, Tier: e.Tier, Mechanism: e.Mechanism,
+		Load: e.Load,
 	}
 	if e.Lock == workload.ShapeRegister {
 		r.Workload = workload.ShapeRegister

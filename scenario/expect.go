@@ -380,13 +380,15 @@ var catalogueExpect = []Expect{
 		Mechanism: "The client clock makes only the lock id (a time UUID, compared for equality): with one row, no decision reads it.",
 	},
 	{
-		// Asserted valid; its measured runs include an invalid one, an add the
-		// cut held for seconds (findings.md, docs/locks.md).
+		// Valid, but for the load: its measured runs include an invalid one,
+		// an add a loaded machine held for seconds (findings.md,
+		// docs/locks.md); caslock/coord-gc-stall holds one on demand.
 		Lock: "caslock", Faults: partitionFault, Seed: 6403, Want: checker.Valid, Tier: Full,
+		Load: loadBound("caslock/coord-gc-stall", lateWrites),
 		Mechanism: "A cut node costs LWT time-outs: caslock returns the error after an attempted release, recorded as unknown; the row's " +
-			"TTL frees it. The lock holds, but nothing fences the protected writes: a write sent inside the lease that the cut slows " +
-			"past it lands after the next holder took the row (stale-holder-write: \"a write outlived its lease\"), in the runs " +
-			"where a cut catches a write.",
+			"TTL frees it. The lock holds, but nothing fences the protected writes: a write sent inside the lease that the cut or " +
+			"the machine's load slows past it lands after the next holder took the row (stale-holder-write: \"a write outlived " +
+			"its lease\"), in the runs where that slowness catches a write.",
 	},
 	{
 		Lock: "caslock", Faults: killFault, Seed: 6404, Want: checker.Valid, Tier: Full,
@@ -496,23 +498,28 @@ var JavaLocks = []JavaLock{
 					"(overlapping-holds, stale-holder-write).",
 			},
 			{
-				// Asserted valid; its measured runs include invalid ones, each a write
-				// of the cycle's critical section that the cut held for seconds
-				// (findings.md, docs/locks.md).
+				// Valid, but for the load: its measured runs include invalid ones,
+				// each a write of the cycle's critical section held for seconds on
+				// a loaded machine (findings.md, docs/locks.md);
+				// shedlock/coord-gc-stall holds one on demand.
 				Faults: partitionFault, Seed: 6504, Want: checker.Valid, Tier: Full,
+				Load: loadBound("shedlock/coord-gc-stall", lateWrites),
 				Mechanism: "Cut nodes make LWTs time out: ShedLock logs an insert's or update's server error and answers not locked (a " +
 					"lock it may have taken stays unused until lockAtMostFor), and lets client time-outs through (unknown). The lock " +
-					"itself holds, but it fences nothing: a critical section's write sent inside lockAtMostFor that the cut slows past " +
-					"it lands after the next instance took the lock (stale-holder-write, lost-add: the report's \"a write outlived " +
-					"its lease\"), in the runs where a cut catches a write.",
+					"itself holds, but it fences nothing: a critical section's write sent inside lockAtMostFor that the cut or the " +
+					"machine's load slows past it lands after the next instance took the lock (stale-holder-write, lost-add: the " +
+					"report's \"a write outlived its lease\"), in the runs where that slowness catches a write.",
 			},
 			{
-				// Asserted valid; its measured runs include an invalid one, a write the
-				// kill slowed for seconds (findings.md, docs/locks.md).
+				// Valid, but for the load: its measured runs include an invalid
+				// one, a write slowed for seconds on a loaded machine (findings.md,
+				// docs/locks.md); shedlock/coord-gc-stall holds one on demand.
 				Faults: killFault, Seed: 6505, Want: checker.Valid, Tier: Full,
+				Load: loadBound("shedlock/coord-gc-stall", lateWrites),
 				Mechanism: "A killed replica leaves a quorum: attempts in flight time out (not locked, or unknown) and the rest go on. " +
-					"As under partitions, the lock holds but fences nothing: a critical section's write slowed by the kill past " +
-					"lockAtMostFor lands after the next instance took the lock (stale-holder-write: \"a write outlived its lease\").",
+					"As under partitions, the lock holds but fences nothing: a critical section's write slowed by the kill or the " +
+					"machine's load past lockAtMostFor lands after the next instance took the lock (stale-holder-write: \"a write " +
+					"outlived its lease\").",
 			},
 			{
 				Faults: coordClock, Seed: 6506, Want: checker.Valid, Tier: Full,
@@ -525,10 +532,12 @@ var JavaLocks = []JavaLock{
 		Expect: []Expect{
 			{
 				Faults: noFault, Seed: 6510, Want: checker.Valid, Tier: Full,
+				Load: loadBound("sidecar/coord-net-delay", lateRenewals),
 				Mechanism: "One LWT per claim decides; the holder's extend (UPDATE ... USING TTL IF owner = ?) keeps it; Sidecar has no " +
 					"release, so the next holder waits out the TTL. Not on an overloaded machine, with no fault: an extend that times out " +
 					"leaves the holder keeping its lease by its own reckoning past the row's whole-second expiry while another instance " +
-					"claims it, which sidecar/coord-partition makes certain. The time-out comes from the load, not from contention.",
+					"claims it, which sidecar/coord-partition and sidecar/coord-net-delay make certain. The time-out comes from the " +
+					"load, not from contention.",
 			},
 			{
 				// Found from an invalid run of sidecar/none: its report named the
@@ -652,10 +661,11 @@ var JavaLocks = []JavaLock{
 				// says so), others two clients. Runs before the plug-in gave each owner
 				// a Reaper instance of its own are not recorded.
 				Faults: noFault, Workload: workload.ShapeLeader, Seed: 6526, Want: checker.Valid, Tier: Full,
+				Load: loadBound("reaper/coord-net-delay/leader", lateRenewals),
 				Mechanism: "The leader renews (UPDATE ... USING TTL IF reaper_instance_id = ?) at a third of the TTL; contenders' takes " +
 					"fail. On an overloaded machine renews time out, and the row, whose TTL Cassandra counts in whole seconds from " +
 					"the write, expires up to a second before the lease lockcheck credits (the TTL from the send): a contender takes " +
-					"it while the leader's reckoning still runs (overlapping-holds).",
+					"it while the leader's reckoning still runs (overlapping-holds), as reaper/coord-net-delay/leader makes certain.",
 			},
 			{
 				Faults: clientPause, Workload: workload.ShapeLeader, Seed: 6527, Want: checker.Invalid, Tier: Full,

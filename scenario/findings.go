@@ -163,6 +163,9 @@ func asserted(r Row) string {
 	if r.Unsafe {
 		return fmt.Sprintf("**invalid**, caught >= %d/10", r.CatchBar())
 	}
+	if r.Load != nil {
+		return "**valid**, or where a request is slowed past its lease only " + strings.Join(r.Load.Kinds, ", ")
+	}
 	return "**valid** every run"
 }
 

@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/spec"
 )
 
 // Form says how a catalogue lock is tested.
@@ -71,7 +73,10 @@ var Catalogue = []Lock{
 		Advice: "Keep every scheduler node's clock synchronised (NTP, with alarms on offset) and lockAtMostFor well above " +
 			"both the task's length and the worst clock offset, with the task's writes bounded well inside it (a write a " +
 			"partition slows past lockAtMostFor lands in the next holder's term, shedlock/partition); never rely on it for " +
-			"work that must not overlap. Give " +
+			"work that must not overlap. It tolerates a slow write only while the task's start plus that write's latency " +
+			"stays under lockAtMostFor: a coordinator paused 0.5 s past it lands the write after the next take " +
+			"(shedlock/coord-gc-stall), so bound the task plus the worst GC pause or coordinator stall you expect well " +
+			"inside lockAtMostFor. Give " +
 			"every instance a host name of its own: lockedBy is InetAddress.getLocalHost's name, and instances that share " +
 			"one (several JVMs on a host, host networking) extend and unlock each other's locks.",
 		Missing: "Nothing of the lock: the released jar runs. The application around it is lockcheck's plug-in " +
@@ -99,7 +104,11 @@ var Catalogue = []Lock{
 		Fix: "Count the lease from before the claim or extend was sent, less a second for Cassandra's whole-second expiry, " +
 			"and step down at once when an extend's outcome is unknown; to be safe, fence the cluster-wide work with a " +
 			"token bumped with each claim.",
-		Advice: "Treat the lease as a scheduling hint: make the tasks it guards idempotent and safe to run twice, as its javadoc asks.",
+		Advice: "Treat the lease as a scheduling hint: make the tasks it guards idempotent and safe to run twice, as its javadoc asks. " +
+			"It tolerates no extend slower than the driver's request time-out (2 s by default): one that times out leaves the " +
+			"holder on its own reckoning, up to a second past the row's expiry (sidecar/coord-net-delay: a coordinator 2.5 s " +
+			"late); if it must hold, count the lease a second short of the TTL from the extend's send, and give it up on the " +
+			"first extend that throws.",
 		Missing: "Sidecar's driver 3 is replaced by the DataStax Java driver 4 (the statements, consistency levels and error " +
 			"handling are Sidecar's). SidecarLeaseSchema is followed at 5a98c3faf33f and SidecarLeaseDatabaseAccessor at " +
 			"2ee05f276c5c (the versions stored; at those the extend carries `USING TTL`). The run's TTL replaces 120 s and " +
@@ -126,7 +135,9 @@ var Catalogue = []Lock{
 			"renew was sent) and fence the segment's writes with a token bumped with each lead.",
 		Advice: "A paused Reaper, or one whose requests a partition or a killed node slows past the lead's TTL, can repair a " +
 			"segment another instance also repairs: harmless for repair itself (it is idempotent), but do not reuse this " +
-			"pattern for work that is not.",
+			"pattern for work that is not. A renew that times out (the driver's 2 s request time-out: a coordinator 2.5 s late, " +
+			"reaper/coord-net-delay/leader) leaves the row to expire up to a second before the lead counted from the last " +
+			"renew's send: count the lead a second short and stop leading at the first renew that fails.",
 		Missing: "The run's TTL (whole seconds) replaces LEAD_DURATION 90 s; leader_id, a timeuuid, is a version-1 UUID " +
 			"made from the lock name; Reaper renews as its repair goes on, here at lockcheck's heartbeat. The paths are " +
 			"at the commits their header names (the DAO at b0c172a9bb03, the schema at 575145837044, the retry " +
@@ -288,7 +299,10 @@ var Catalogue = []Lock{
 			"writes conditional on it.",
 		Advice: "Finish the work well within `timeout` and never across a stall you cannot bound (GC, swap, a VM " +
 			"paused, a write a partition holds up: caslock/partition); where a late write would do harm, fence it. Keep the nodes' clocks in step: a coordinator ahead by " +
-			"more than twice the timeout, less the hold's age, grants a held row again.",
+			"more than twice the timeout, less the hold's age, grants a held row again. The lock cell lasts twice the " +
+			"timeout, so a write held up to that long (twice the timeout, less the time since the take) still lands before " +
+			"anyone else can take the lock; one held past it (caslock/coord-gc-stall: 7-8 s against a 6 s cell) lands after " +
+			"the next take.",
 		Missing: "Not on the Go module proxy, so re-expressed, not imported; one row per lock (caslock can lock " +
 			"several at once), and the caller's deadline ends the retry loop, where caslock retries without end.",
 	},
@@ -497,10 +511,13 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 			for _, r := range lrows {
 				line := fmt.Sprintf("- `%s`: %s", r.Name, r.Mechanism)
 				n, runs := contradicted(r, byRow[r.Name])
-				if n > 0 {
+				switch {
+				case r.Load != nil:
+					line = fmt.Sprintf("- `%s`: %s %s", r.Name, loadWords(r, byRow[r.Name]), r.Mechanism)
+				case n > 0:
 					line = fmt.Sprintf("- `%s`: asserted valid, yet invalid in %d of %d measured runs. %s", r.Name, n, runs, r.Mechanism)
 				}
-				if r.Unsafe || n > 0 {
+				if r.Unsafe || n > 0 || r.Load != nil {
 					broke = append(broke, line)
 				} else {
 					held = append(held, line)
@@ -518,6 +535,9 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 			fix = "None needed where it was tried."
 		}
 		fmt.Fprintf(&b, "\n**Smallest fix.** %s\n\n**What to do.** %s\n", fix, l.Advice)
+		if sp := slownessParagraph(lrows, byRow); sp != "" {
+			fmt.Fprintf(&b, "\n**Slowness it tolerates.** %s\n", sp)
+		}
 		if l.Missing != "" {
 			fmt.Fprintf(&b, "\n**Not kept.** %s\n", l.Missing)
 		}
@@ -537,7 +557,7 @@ func WriteCatalogue(w io.Writer, locks []Lock, rows []Row, rates []Rate) error {
 // the page must not list a lock as holding where a measurement saw it
 // break, whatever the row asserts.
 func contradicted(r Row, rates []Rate) (invalid, runs int) {
-	if r.Unsafe {
+	if r.Unsafe || r.Load != nil {
 		return 0, 0
 	}
 	rt, _, ok := Measured(r, rates)
@@ -545,6 +565,28 @@ func contradicted(r Row, rates []Rate) (invalid, runs int) {
 		return 0, 0
 	}
 	return rt.Invalid, rt.Runs
+}
+
+// loadWords says what a row whose verdict hinges on the load asserts and
+// what its measured runs showed: valid where no request is slowed past
+// its lease, invalid on a loaded machine only by its mechanism's kinds,
+// which its slowness row deals on demand.
+func loadWords(r Row, rates []Rate) string {
+	by := "the machine's load"
+	if len(r.Faults) > 0 {
+		by += ", or the fault itself"
+	}
+	s := fmt.Sprintf("valid where nothing slows a request past its lease; where something does (%s), it shows only %s, "+
+		"as `%s` makes certain.", by, strings.Join(r.Load.Kinds, ", "), r.Load.Row)
+	rt, _, ok := Measured(r, rates)
+	if !ok || rt.Invalid == 0 {
+		return s
+	}
+	load := ""
+	if rt.Load != "" {
+		load = " at load " + rt.Load
+	}
+	return s + fmt.Sprintf(" Invalid in %d of %d measured runs%s.", rt.Invalid, rt.Runs, load)
 }
 
 func faultsWords(r Row) string {
@@ -580,4 +622,89 @@ func codeList(paths []string) string {
 		q[i] = "`" + p + "`"
 	}
 	return strings.Join(q, ", ")
+}
+
+// slownessKinds are the fault kinds that make a request slow (issue 48).
+var slownessKinds = []string{nemesis.NetDelay, nemesis.CoordNetDelay, nemesis.NetRate, nemesis.SlowNode, nemesis.CoordSlowNode,
+	nemesis.GCStall, nemesis.CoordGCStall, nemesis.ClientGCStall, nemesis.SlowDisk}
+
+// slowness is what a slowness row does to a request, with its bounds
+// ("its coordinator's JVM stopped 3.5-4.5 s between a holder's read and its
+// write"), or "" for a row of no slowness kind.
+func slowness(r Row) string {
+	if len(r.Faults) != 1 || !slices.Contains(slownessKinds, r.Faults[0]) {
+		return ""
+	}
+	sl := r.Slow.WithDefaults()
+	nb := r.Net
+	if nb == (nemesis.NetBounds{}) {
+		nb = nemesis.DefaultNetBounds
+	}
+	span := func(a, b time.Duration) string { return fmt.Sprintf("%g-%g s", a.Seconds(), b.Seconds()) }
+	share := func(a, b float64) string { return fmt.Sprintf("%g-%g %% of a core", a*100, b*100) }
+	switch r.Faults[0] {
+	case nemesis.CoordGCStall:
+		return "its coordinator's JVM stops for " + span(sl.StallMin, sl.StallMax) + " between a holder's read and its write"
+	case nemesis.GCStall:
+		return "a node's JVM stops for " + span(sl.StallMin, sl.StallMax) + " at a time"
+	case nemesis.ClientGCStall:
+		return "the client stalls for " + span(sl.StallMin, sl.StallMax) + " between its read and its write"
+	case nemesis.CoordNetDelay:
+		return "everything its coordinator sends is " + span(nb.DelayMin, nb.DelayMax) + " late"
+	case nemesis.NetDelay:
+		return "links are delayed " + span(nb.DelayMin, nb.DelayMax)
+	case nemesis.NetRate:
+		return fmt.Sprintf("links are held to %d-%d kbit/s", nb.RateMin, nb.RateMax)
+	case nemesis.CoordSlowNode:
+		return "its coordinator is starved to " + share(sl.CPUMin, sl.CPUMax)
+	case nemesis.SlowNode:
+		return "a node is starved to " + share(sl.CPUMin, sl.CPUMax)
+	case nemesis.SlowDisk:
+		return "every write and fsync of a node is " + span(sl.DiskMin, sl.DiskMax) + " slow"
+	}
+	return ""
+}
+
+// slownessParagraph is a lock's tolerance of slowness as its rows measured
+// it: each slowness row's bounds against the run's TTL and what it showed,
+// and the rows a loaded machine broke with no slowness fault. "" for a lock
+// with neither.
+func slownessParagraph(rows []Row, byRow map[string][]Rate) string {
+	var parts []string
+	for _, r := range rows {
+		what := slowness(r)
+		if what == "" {
+			continue
+		}
+		verdict := "holds when "
+		if r.Unsafe {
+			verdict = "breaks when "
+		}
+		measured := "not measured"
+		if rt, _, ok := Measured(r, byRow[r.Name]); ok {
+			measured = fmt.Sprintf("invalid in %d of %d measured runs", rt.Invalid, rt.Runs)
+		}
+		parts = append(parts, fmt.Sprintf("%s%s (`%s`, %s)", verdict, what, r.Name, measured))
+	}
+	var loaded []string
+	for _, r := range rows {
+		if r.Load == nil {
+			continue
+		}
+		if rt, _, ok := Measured(r, byRow[r.Name]); ok && rt.Invalid > 0 {
+			loaded = append(loaded, fmt.Sprintf("`%s` broke in %d of %d runs", r.Name, rt.Invalid, rt.Runs))
+		}
+	}
+	if len(parts) == 0 && len(loaded) == 0 {
+		return ""
+	}
+	s := "No slowness row yet."
+	if len(parts) > 0 {
+		s = fmt.Sprintf("With the rows' %g s TTL, it %s.", spec.DefaultTTL.Seconds(), strings.Join(parts, "; it "))
+	}
+	if len(loaded) > 0 {
+		s += " Its rows without a slowness fault, measured on a loaded machine: " + strings.Join(loaded, ", ") +
+			", where a request was slowed as much."
+	}
+	return s
 }

@@ -320,5 +320,10 @@ func (t Tally) Met(row Row) bool {
 	if row.Unsafe {
 		return row.Caught(t.Invalid, t.Runs)
 	}
+	if row.Load != nil && t.Invalid > 0 && t.Valid+t.Invalid == t.Runs {
+		// Invalid runs are the load's only when every run's anomalies
+		// were seen and are of the bound's kinds.
+		return len(t.Anomalies) == t.Runs && row.LoadAllows(slices.Collect(maps.Keys(t.Kinds)))
+	}
 	return t.Valid == t.Runs
 }

@@ -227,11 +227,34 @@ type Row struct {
 	// judged apart from the verdict (liveness.go).
 	FreesWithin time.Duration
 	StaysStuck  bool
+	// Load, when set, marks a safe row whose verdict hinges on the
+	// machine's load (LoadBound): valid where the load slows no request past
+	// its lease, and on a loaded machine invalid only by the anomaly kinds
+	// of its mechanism, which a slowness row deals on demand.
+	Load *LoadBound `json:",omitempty"`
 	// KillTarget is client-kill's target (run --kill-target; "": any).
 	KillTarget string
 	Tier       Tier
 	// Mechanism says in a sentence or two why the lock fails or holds here.
 	Mechanism string
+}
+
+// LoadBound is what a safe row's verdict may become on a loaded machine:
+// a request slowed past its lease by the load alone (a write that lands
+// after the next grant, an extend that times out) shows as Kinds, and Row,
+// a slowness row of the same lock, deals that slowness on demand and is
+// caught there. Such a row asserts its verdict (valid) or, in a run the load
+// broke, that every anomaly is of Kinds: a verdict the catalogue states as
+// load-dependent, never one a loaded machine contradicts.
+type LoadBound struct {
+	Row   string
+	Kinds []string
+}
+
+// LoadAllows says whether a run's anomaly kinds are all ones the row's
+// load bound allows (false for a row without one).
+func (r Row) LoadAllows(kinds []string) bool {
+	return r.Load != nil && len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k string) bool { return !slices.Contains(r.Load.Kinds, k) })
 }
 
 // Shape is the row's workload shape with its default.
@@ -311,6 +334,9 @@ func (r Row) Expected() string {
 	if r.Unsafe {
 		e = fmt.Sprintf("invalid >= %d/10", r.CatchBar())
 	}
+	if r.Load != nil {
+		e = "valid, or slowed only " + strings.Join(r.Load.Kinds, ", ")
+	}
 	if w := r.liveWords(); w != "" {
 		e += ", " + w
 	}
@@ -376,6 +402,10 @@ func (r Row) Check() error {
 		bad("catch %d on a safe row: only a known-unsafe row has a catch rate", r.Catch)
 	case !r.Unsafe && r.Want == checker.Invalid:
 		bad("want invalid but not unsafe: a row that asserts invalid is known-unsafe and asserts its catch rate")
+	case r.Load != nil && r.Unsafe:
+		bad("a load bound on a known-unsafe row: only a safe row's verdict can hinge on the load")
+	case r.Load != nil && (r.Load.Row == "" || len(r.Load.Kinds) == 0):
+		bad("a load bound without its slowness row or its anomaly kinds")
 	}
 	if r.Command == "" && r.Promise != "" {
 		bad("promise %q without a command: a recipe has its own", r.Promise)

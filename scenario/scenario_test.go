@@ -81,6 +81,9 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"catch bar above 9", func(r *Row) { r.Catch = 10 }, "1 to 9 runs of 10"},
 		{"negative catch bar", func(r *Row) { r.Catch = -1 }, "1 to 9 runs of 10"},
 		{"catch bar on a safe row", func(r *Row) { r.Want, r.Unsafe, r.Catch = checker.Valid, false, 4 }, "only a known-unsafe row"},
+		{"load bound on an unsafe row", func(r *Row) { r.Load = &LoadBound{Row: "x/y", Kinds: lateWrites} }, "only a safe row's verdict"},
+		{"load bound without kinds", func(r *Row) { r.Want, r.Unsafe, r.Load = checker.Valid, false, &LoadBound{Row: "x/y"} }, "without its slowness row"},
+		{"load bound without its row", func(r *Row) { r.Want, r.Unsafe, r.Load = checker.Valid, false, &LoadBound{Kinds: lateWrites} }, "without its slowness row"},
 		{"plug-in with an unknown promise", func(r *Row) { r.Command, r.Promise = "plugins/x/run", "linear" }, `promise "linear"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,6 +161,23 @@ func TestTallyMet(t *testing.T) {
 		return t
 	}
 	rep := func(v checker.Verdict, n int) []checker.Verdict { return slices.Repeat([]checker.Verdict{v}, n) }
+	// A row bound by the load: its late writes are the load's, two holders
+	// are not.
+	loaded := safe
+	loaded.Load = &LoadBound{Row: "lease/coord-gc-stall", Kinds: lateWrites}
+	// seen tells t of runs' anomalies: the kinds in the last run, none in
+	// the others.
+	seen := func(t Tally, runs int, kinds ...string) Tally {
+		for range runs - 1 {
+			t.Saw(nil)
+		}
+		var as []checker.Anomaly
+		for _, k := range kinds {
+			as = append(as, checker.Anomaly{Kind: k})
+		}
+		t.Saw(as)
+		return t
+	}
 	for _, tc := range []struct {
 		name string
 		row  Row
@@ -176,6 +196,11 @@ func TestTallyMet(t *testing.T) {
 		{"safe, 20 valid", safe, tally(safe, rep(checker.Valid, 20)...), true},
 		{"safe, one invalid in 20", safe, tally(safe, append(rep(checker.Valid, 19), checker.Invalid)...), false},
 		{"safe, one unknown", safe, tally(safe, checker.Valid, checker.Unknown), false},
+		{"load-bound, all valid", loaded, seen(tally(loaded, rep(checker.Valid, 3)...), 3), true},
+		{"load-bound, a late write", loaded, seen(tally(loaded, checker.Valid, checker.Invalid), 2, checker.KindStaleWrite, checker.KindLostAdd), true},
+		{"load-bound, two holders", loaded, seen(tally(loaded, checker.Valid, checker.Invalid), 2, checker.KindStaleWrite, checker.KindOverlap), false},
+		{"load-bound, kinds not seen", loaded, tally(loaded, checker.Valid, checker.Invalid), false},
+		{"load-bound, one unknown", loaded, seen(tally(loaded, checker.Invalid, checker.Unknown), 2, checker.KindStaleWrite), false},
 	} {
 		if got := tc.t.Met(tc.row); got != tc.want {
 			t.Errorf("%s: Met(%+v) = %v, want %v", tc.name, tc.t, got, tc.want)
@@ -441,3 +466,31 @@ func TestGroups(t *testing.T) {
 }
 
 var pauseSchedule = nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientPause, At: nemesis.Duration(2 * s), For: nemesis.Duration(5 * s)}}}
+
+// A row bound by the load names a slowness row of the same lock that is
+// asserted unsafe: the on-demand form of what the load did.
+func TestLoadBoundsNameTheirSlownessRow(t *testing.T) {
+	byName := map[string]Row{}
+	for _, r := range Rows {
+		byName[r.Name] = r
+	}
+	n := 0
+	for _, r := range Rows {
+		if r.Load == nil {
+			continue
+		}
+		n++
+		s, ok := byName[r.Load.Row]
+		switch {
+		case !ok:
+			t.Errorf("%s: its slowness row %q is no row", r.Name, r.Load.Row)
+		case !s.Unsafe:
+			t.Errorf("%s: its slowness row %s is not asserted unsafe", r.Name, s.Name)
+		case s.Recipe != r.Recipe:
+			t.Errorf("%s: its slowness row %s is of lock %s", r.Name, s.Name, s.Recipe)
+		}
+	}
+	if n == 0 {
+		t.Error("no row is bound by the load")
+	}
+}

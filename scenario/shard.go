@@ -147,7 +147,7 @@ func Estimate(rows []Row) time.Duration {
 // fingerprint was measured on that definition of the row, so that `matrix
 // merge` refuses shards that ran another revision's rows.
 func (r Row) Fingerprint() string {
-	r.Want, r.Unsafe, r.Catch, r.Tier, r.Mechanism = "", false, 0, "", ""
+	r.Want, r.Unsafe, r.Catch, r.Tier, r.Mechanism, r.Load = "", false, 0, "", "", nil
 	b, err := json.Marshal(r)
 	if err != nil {
 		// A Row is plain data; a field JSON cannot encode is a programming

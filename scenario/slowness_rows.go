@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workload"
 )
 
 // The slowness rows (issue 48): a request made slow on demand, so that a
@@ -16,23 +17,55 @@ import (
 var (
 	// longStalls are stalls past the 3 s TTL, a window apart.
 	longStalls = nemesis.Slowness{StallMin: 3500 * time.Millisecond, StallMax: 4500 * time.Millisecond, StallEvery: 2 * s}
+	// rowTTLStalls are stalls past caslock's row TTL, twice its timeout (the
+	// run's 3 s TTL: a 6 s row), and inside the clients' 10 s request
+	// time-out, so that the held add is acknowledged, late.
+	rowTTLStalls = nemesis.Slowness{StallMin: 7 * time.Second, StallMax: 8 * time.Second, StallEvery: 2 * s}
 	// starved is a coordinator at 1-5 % of a core: its requests take
 	// seconds, some past their lease and some past the clients' timeouts.
 	starved = nemesis.Slowness{CPUMin: 0.01, CPUMax: 0.05}
 	// slowSync is a disk whose every sync takes most of a lease.
 	slowSync = nemesis.Slowness{DiskMin: 500 * time.Millisecond, DiskMax: 1500 * time.Millisecond}
+	// lateCoordinator delays everything a holder's coordinator sends by
+	// more than the Java driver's request time-out (2 s) and the node's
+	// write time-out (2 s): a renew or extend through it times out at the
+	// client and its Paxos round fails at the coordinator, so nothing of it
+	// lands later to extend the row again.
+	lateCoordinator = nemesis.NetBounds{DelayMin: 2500 * time.Millisecond, DelayMax: 3500 * time.Millisecond, Jitter: 50 * time.Millisecond,
+		RateMin: nemesis.DefaultNetBounds.RateMin, RateMax: nemesis.DefaultNetBounds.RateMax}
+)
+
+// What a loaded machine's slowness shows in the catalogue's rows whose
+// verdict hinges on the load (Row.Load): a write sent inside the lease that
+// lands after the next grant (the lock holds, but fences nothing: no two
+// holders), or a renewal that timed out while the holder kept its own
+// reckoning (two holders). The resource's set then misses an element, so its
+// history is not linearizable either.
+var (
+	lateWrites   = []string{checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable}
+	lateRenewals = []string{checker.KindOverlap, checker.KindStaleWrite, checker.KindLostAdd, checker.KindNonLinearizable}
+)
+
+// loadBound is a safe row's load bound: its slowness row and kinds.
+func loadBound(row string, kinds []string) *LoadBound { return &LoadBound{Row: row, Kinds: kinds} }
+
+// The Java locks' plug-in commands of the slowness rows.
+const (
+	shedlockCmd = "plugins/java-locks/run shedlock"
+	sidecarCmd  = "plugins/java-locks/run sidecar"
+	reaperCmd   = "plugins/java-locks/run reaper"
 )
 
 var slownessRows = []Row{
 	{
 		Name: "lease/coord-gc-stall", Recipe: "lease", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: longStalls,
 		Time: 20 * s, Interval: 6 * s, Seed: 4810,
-		Want: checker.Invalid, Unsafe: true, Catch: 1, Tier: Full,
-		Mechanism: "A stop-the-world stall past the TTL (3.5-4.5 s) of the JVM that coordinates the next holder's lock queries " +
-			"(clients pinned), stopped between its read and its write: when that node also coordinates the resource's " +
-			"partition (the resource keeps the shared, token-aware session), the add waits in the stalled JVM, the lease runs " +
-			"out, a client pinned elsewhere is granted the lock and the add lands when the JVM resumes (stale-holder-write). " +
-			"When it does not, the add goes through another node and only the holder's release is late (refused: not held).",
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "A stop-the-world stall past the TTL (3.5-4.5 s) of the JVM that coordinates the next holder (clients " +
+			"pinned; a client's lock queries and critical section go through its coordinator), stopped between its read " +
+			"and its write: the add waits in the stalled JVM, the lease runs out, a client pinned elsewhere is granted the " +
+			"lock, and the add lands when the JVM resumes, after that grant (stale-holder-write, lost-add: the report's " +
+			"\"the add sent at t was held in n2's stalled JVM ... and applied after the next grant\").",
 	},
 	{
 		Name: "lease-fenced/coord-gc-stall", Recipe: "lease-fenced", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: longStalls,
@@ -78,5 +111,58 @@ var slownessRows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "With commitlog_sync batch every write a node acknowledges waits for its sync: a disk 0.5-1.5 s slow per sync delays " +
 			"that node's Paxos rounds and writes, and the tokens refuse any add that lands late.",
+	},
+
+	// The load-only findings of the catalogue (docs/locks.md) on demand:
+	// each row below is the slowness that broke its lock on a loaded
+	// machine, dealt by a fault. Mechanism A: a critical section's write
+	// sent inside the lease lands after the next grant (caslock and
+	// ShedLock fence nothing). Mechanism B: a renew or extend that times out
+	// leaves the holder trusting its own reckoning past the row's
+	// whole-second expiry (Sidecar, Reaper).
+	{
+		Name: "caslock/coord-gc-stall", Recipe: "caslock", Faults: []string{nemesis.CoordGCStall}, Pin: true, Slow: rowTTLStalls,
+		Time: 30 * s, Interval: 10 * s, Seed: 4820,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "caslock/partition's late write on demand: the JVM of the next holder's coordinator stops for 7-8 s, past " +
+			"the lock cell's TTL (twice caslock's timeout, 6 s here), between the holder's read and its write; the add waits in " +
+			"it, the cell expires, a client pinned elsewhere takes the lock, and the add lands after that grant " +
+			"(stale-holder-write, lost-add). caslock fences nothing, so nothing refuses it. A stall shorter than the cell's " +
+			"TTL delays the add past the lease lockcheck credits (the timeout) but not past the lock itself: nobody else can " +
+			"take it meanwhile.",
+	},
+	{
+		Name: "shedlock/coord-gc-stall", Recipe: "shedlock", Command: shedlockCmd, Faults: []string{nemesis.CoordGCStall}, Pin: true,
+		Slow: longStalls, Time: 20 * s, Interval: 6 * s, Seed: 4821,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "shedlock/partition's and shedlock/kill's late write on demand: the JVM of the next holder's coordinator " +
+			"stops for 3.5-4.5 s, past lockAtMostFor (the TTL), between the instance's read and its write; the add waits in " +
+			"it, lockUntil passes, an instance pinned elsewhere takes the lock, and the add lands after that grant " +
+			"(stale-holder-write, lost-add). ShedLock fences nothing.",
+	},
+	{
+		// A longer run than the stall rows': each window catches the
+		// holder only when the row's expiry falls early enough in its
+		// second for a contender to claim it inside the holder's reckoning.
+		Name: "sidecar/coord-net-delay", Recipe: "sidecar", Command: sidecarCmd, Faults: []string{nemesis.CoordNetDelay}, Pin: true,
+		Net: lateCoordinator, Time: 40 * s, Interval: 6 * s, Seed: 4822,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "sidecar/none's overlap on demand: everything the holder's coordinator sends waits 2.5-3.5 s, past the " +
+			"driver's 2 s request time-out, so the holder's extend throws and Sidecar keeps the lease until its own " +
+			"reckoning (the last reply's instant plus the TTL) runs out. Cassandra expires the row in whole seconds from " +
+			"the replica's write, up to a second and the reply's latency sooner, so an instance pinned to a fast " +
+			"coordinator claims it while the holder still writes (overlapping-holds, stale-holder-write).",
+	},
+	{
+		Name: "reaper/coord-net-delay/leader", Recipe: "reaper", Command: reaperCmd, Workload: workload.ShapeLeader,
+		Faults: []string{nemesis.CoordNetDelay}, Pin: true,
+		Net: lateCoordinator, Time: 40 * s, Interval: 6 * s, Seed: 4823,
+		Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "reaper/none/leader's overlap on demand: everything the leader's coordinator sends waits 2.5-3.5 s, past " +
+			"the driver's and the node's 2 s time-outs, so the leader's renew times out and is never applied. The lead's " +
+			"row, whose TTL Cassandra counts in whole seconds from the last renew's write, expires up to a second before " +
+			"the lease credited from that renew's send, and a contender pinned to a fast coordinator takes the lead inside " +
+			"it (overlapping-holds). A window misses when the contenders' takes fall after that second; a 40 s run deals " +
+			"several.",
 	},
 }

@@ -199,7 +199,7 @@ var Fields = []Field{
 		check: func(s *Spec) error { return positive(s.HealTimeout) }},
 	{Flag: "no-wait", Help: "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free",
 		ptr: func(s *Spec) any { return &s.NoWait }},
-	{Flag: "pin-clients", Help: "send client i's queries through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it",
+	{Flag: "pin-clients", Help: "send client i's queries, its lock's and its critical section's writes, through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it",
 		ptr: func(s *Spec) any { return &s.PinClients }},
 	{Flag: "retire-stuck", Help: "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end",
 		ptr: func(s *Spec) any { return &s.RetireStuck }},

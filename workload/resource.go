@@ -27,6 +27,19 @@ type Resource interface {
 	Add(ctx context.Context, lock string, elem int64, token int64, beforeWrite func(context.Context) error) error
 }
 
+// ClientResource is a Resource that a client may write through a
+// connection of its own: with clients pinned to coordinators (run
+// --pin-clients), a client's critical section goes through its coordinator
+// as an application's writes go through the node it is connected to, so a
+// fault aimed at that coordinator (a stall, a slow link) delays the write
+// the lease protects, not only the lock's own queries. The workload reads
+// the final sets through the Resource itself.
+type ClientResource interface {
+	Resource
+	// Client is the resource as client i writes it.
+	Client(i int) Resource
+}
+
 // CassandraResource keeps the sets in one table, a row per lock:
 // resource(name text PRIMARY KEY, elems set<bigint>, fence bigint).
 type CassandraResource struct {

@@ -350,7 +350,7 @@ func (w *Workload) add(ctx context.Context, i, proc int, lock Lock, g Grant) (hi
 	if fw, ok := lock.(FencedWriter); ok {
 		aerr = fw.WriteFenced(actx, g, elem, hook)
 	} else {
-		aerr = w.res.Add(actx, g.Lock, elem, g.Token, hook)
+		aerr = w.resourceOf(i).Add(actx, g.Lock, elem, g.Token, hook)
 	}
 	cancel()
 	if req != nil && !stalled.Load() {
@@ -360,6 +360,17 @@ func (w *Workload) add(ctx context.Context, i, proc int, lock Lock, g Grant) (hi
 		return w.complete(i, inv, aerr, nil)
 	}
 	return history.OK, w.record(history.Op{Process: proc, Type: history.OK, F: history.FAdd, Lock: g.Lock, Value: mustJSON(elem)})
+}
+
+// resourceOf is the resource client i writes through: its own when the
+// resource has one per client (ClientResource).
+func (w *Workload) resourceOf(i int) Resource {
+	if cr, ok := w.res.(ClientResource); ok {
+		if r := cr.Client(i); r != nil {
+			return r
+		}
+	}
+	return w.res
 }
 
 func (w *Workload) release(ctx context.Context, i int, lock Lock, g Grant) error {

@@ -698,3 +698,59 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// perClientSet is one set written through a connection per client: it
+// counts which client's connection each add took.
+type perClientSet struct {
+	*fakeSet
+	mu   sync.Mutex
+	adds map[int]int // client -> adds through its own connection
+}
+
+type clientConn struct {
+	*perClientSet
+	client int
+}
+
+func (c clientConn) Add(ctx context.Context, lock string, elem, token int64, beforeWrite func(context.Context) error) error {
+	c.mu.Lock()
+	c.adds[c.client]++
+	c.mu.Unlock()
+	return c.fakeSet.Add(ctx, lock, elem, token, beforeWrite)
+}
+
+func (p *perClientSet) Client(i int) Resource { return clientConn{perClientSet: p, client: i} }
+
+func (p *perClientSet) Add(ctx context.Context, lock string, elem, token int64, beforeWrite func(context.Context) error) error {
+	return errors.New("an add through the shared connection")
+}
+
+// A ClientResource's critical sections go through each client's own
+// connection (its pinned coordinator), never the shared one; the final
+// reads through the shared one.
+func TestClientResourceCarriesEachClientsAdds(t *testing.T) {
+	h := &memHistory{start: time.Now()}
+	res := &perClientSet{fakeSet: newFakeSet(), adds: map[int]int{}}
+	w := newFake(t, newFakeLocks(time.Second, false), res, h, WithClients(3), WithSeed(3),
+		WithHold(2*time.Millisecond), WithThink(time.Millisecond), WithAcquireTimeout(time.Second))
+	run(t, w, 400*time.Millisecond)
+	ops := h.all()
+	checkWellFormed(t, ops)
+	if n := count(ops, history.FAdd, history.Fail) + count(ops, history.FAdd, history.Info); n > 0 {
+		t.Errorf("%d adds failed: some went through the shared connection", n)
+	}
+	ok := count(ops, history.FAdd, history.OK)
+	total := 0
+	for c := range 3 {
+		if res.adds[c] == 0 {
+			t.Errorf("client %d added nothing through its own connection (adds %v)", c, res.adds)
+		}
+		total += res.adds[c]
+	}
+	if ok == 0 || total != ok {
+		t.Errorf("%d ok adds, %d through the clients' connections", ok, total)
+	}
+	if got := count(ops, history.FRead, history.OK); got != 1 {
+		t.Errorf("%d ok final reads, want 1", got)
+	}
+}
