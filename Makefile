@@ -104,16 +104,22 @@ JEPSEN_OWN_LOG := .cache/jepsen-own.log
 # The shared cluster's stream tests only the packages with jepsen tests: the
 # others' tests are the unit target's, and compiling and running them again
 # cost this stream, the longer of the two, about a minute.
-JEPSEN_PKGS = $(shell grep -l '^//go:build jepsen' $$(find . -name '*_test.go' -not -path './.cache/*' -not -path './plugins/*') | xargs -n1 dirname | sort -u | grep -v -e '^./sshnode$$' -e '^./scripts$$')
+JEPSEN_FILES = $(shell grep -l '^//go:build jepsen' $$(find . -name '*_test.go' -not -path './.cache/*' -not -path './plugins/*'))
+JEPSEN_PKGS = $(shell echo $(JEPSEN_FILES) | xargs -n1 dirname | sort -u | grep -v -e '^./sshnode$$' -e '^./scripts$$')
+# Both streams run only the tests of the jepsen files (scripts/jepsen-tests.sh):
+# the same packages' other tests are the unit target's and ran there already
+# (runner's, nemesis's and cmd/lockcheck's took about a minute of the shared
+# stream).
+JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
 jepsen: build plugins
 	@if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
 	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
-	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m ./sshnode/ ./scripts/; b=$$?; \
+	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ ./scripts/; b=$$?; \
 	  [ $$a = 0 ] && [ $$b = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1 & own=$$!; \
-	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' $(JEPSEN_PKGS); rc=$$?; \
+	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' $(JEPSEN_PKGS); rc=$$?; \
 	wait $$own; orc=$$?; \
 	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \

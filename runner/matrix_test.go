@@ -110,8 +110,8 @@ func runRow(t *testing.T, env runner.Env, store string, row scenario.Row, r int,
 	if out.Phases.Undealt > 0 {
 		t.Errorf("%s: %d of the schedule's steps never dealt", row.Name, out.Phases.Undealt)
 	}
-	t.Logf("%s (%s) under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; %s",
-		row.Recipe, tc.Workload, row.Faults, tc.Seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Dir)
+	t.Logf("%s (%s) under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; took %s; %s",
+		row.Recipe, tc.Workload, row.Faults, tc.Seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Timing, out.Dir)
 	return out
 }
 

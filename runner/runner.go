@@ -140,6 +140,9 @@ type Outcome struct {
 	NeverDealt []string
 	// Phases are how long each phase took against the requested time.
 	Phases history.RunPhases
+	// Timing is how long every phase of Run took, its set-up, check and
+	// report included: the run's cost beyond its own time.
+	Timing Timing
 }
 
 // Store is where runs are kept and how a stored run is checked and reported
@@ -155,7 +158,9 @@ type Store interface {
 // early but still heals the cluster, reads, checks and reports what ran. An
 // error with a non-empty Outcome.Dir means the run directory holds what
 // could be saved.
-func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
+func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err error) {
+	sw := newStopwatch()
+	begin := sw.last
 	if err := t.resolve(); err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
@@ -185,11 +190,14 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	defer lease.Release()
+	var tm Timing
+	tm.Requested = t.Time
+	sw.lap(&tm.Lease)
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
-	out := Outcome{Dir: dir, Faults: map[string]int{}}
+	out = Outcome{Dir: dir, Faults: map[string]int{}}
 	t.runID = filepath.Base(dir)
 	logFile, err := os.Create(filepath.Join(dir, "lockcheck.log"))
 	if err != nil {
@@ -199,6 +207,12 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	fileHandler := slog.NewTextHandler(logFile, nil)
 	log := slog.New(teeHandler{t.Log.Handler(), fileHandler}).With("test", t.Name)
 	t.runLog = slog.New(fileHandler).With("test", t.Name)
+	// Every phase's time, logged when Run returns (whatever it returns).
+	defer func() {
+		tm.Total = time.Since(begin)
+		out.Timing = tm
+		log.Info("run timing", "took", tm.String(), "phases", tm)
+	}()
 	// Where the history goes, said at once: a run killed mid-way is found
 	// by it.
 	log.Info("run started", "dir", dir)
@@ -246,7 +260,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return out, fmt.Errorf("runner: %w", err)
 	}
 
-	runErr := run(ctx, env, &t, mon, log, &out)
+	sw.lap(&tm.Prepare)
+	runErr := run(ctx, env, &t, mon, log, &out, sw, &tm)
+	sw.lap(&tm.Close)
 	// Healed and healthy (or given up on): the next run may have it while
 	// this one checks.
 	lease.Release()
@@ -266,6 +282,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		if _, err := store.Build(cctx, dir); err != nil {
 			log.Warn("failed set-up not reported", "err", err)
 		}
+		sw.lap(&tm.Check)
 		return out, runErr
 	}
 	if err := w.Close(); err != nil {
@@ -281,8 +298,10 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 			log.Warn("node logs not copied", "err", err)
 		}
 	}
+	sw.lap(&tm.Logs)
 	log.Info("checking")
 	res, err := store.Build(cctx, dir)
+	sw.lap(&tm.Check)
 	if err != nil {
 		return out, errors.Join(runErr, fmt.Errorf("runner: check and report: %w", err))
 	}
@@ -293,7 +312,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 }
 
 // run is the body of Run between the meta line and the check.
-func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome) error {
+func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome, sw *stopwatch, tm *Timing) error {
 	var targets, spares []nemesis.Target
 	if env != nil {
 		targets, spares = env.Targets(), env.Spares()
@@ -308,6 +327,7 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 			return &SetupError{Recipe: "the cluster", Err: err}
 		}
 	}
+	sw.lap(&tm.Leftovers)
 	var wl clients
 	var clientsOpt []nemesis.Option
 	if t.Workload == workload.ShapeRegister {
@@ -351,7 +371,8 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		return fmt.Errorf("runner: %w", err)
 	}
 
-	start := time.Now()
+	sw.lap(&tm.Setup)
+	start := sw.last
 	runCtx, cancel := context.WithTimeout(ctx, t.Time)
 	defer cancel()
 	context.AfterFunc(runCtx, func() { close(timeUp) })
@@ -437,6 +458,8 @@ func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, 
 		log.Warn("fault kinds requested and never dealt (a longer --time or a shorter --nemesis list deals them)",
 			"kinds", strings.Join(out.NeverDealt, ","), "dealt", out.Faults)
 	}
+	tm.Run, tm.Heal, tm.Quiet, tm.Final = faultsEnd.Sub(start), healEnd.Sub(faultsEnd), quietEnd.Sub(healEnd), end.Sub(quietEnd)
+	sw.last = end
 	out.Phases = history.RunPhases{
 		RequestedMS: t.Time.Milliseconds(), FaultsMS: faultsEnd.Sub(start).Milliseconds(),
 		HealMS: healEnd.Sub(faultsEnd).Milliseconds(), QuietMS: quietEnd.Sub(healEnd).Milliseconds(),
