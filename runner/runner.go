@@ -261,8 +261,9 @@ func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err er
 	}
 
 	sw.lap(&tm.Prepare)
-	runErr := run(ctx, env, &t, mon, log, &out, sw, &tm)
+	runErr := run(ctx, env, &t, mon, log, &out, sw, &tm, leftHealed(env, lease))
 	sw.lap(&tm.Close)
+	markHealed(env, lease, runErr == nil)
 	// Healed and healthy (or given up on): the next run may have it while
 	// this one checks.
 	lease.Release()
@@ -312,16 +313,26 @@ func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err er
 }
 
 // run is the body of Run between the meta line and the check.
-func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome, sw *stopwatch, tm *Timing) error {
+func run(ctx context.Context, env Env, t *Test, mon *monitor, log *slog.Logger, out *Outcome, sw *stopwatch, tm *Timing, healed bool) error {
 	var targets, spares []nemesis.Target
 	if env != nil {
 		targets, spares = env.Targets(), env.Spares()
 	}
 	// Faults an earlier run left (its process killed mid-run) are healed
-	// and recorded before anything else touches the cluster.
+	// and recorded before anything else touches the cluster; when this
+	// process's previous run left it healed within this holding of its
+	// lease (healed.go), the cluster only has to be healthy.
 	if env != nil {
 		hctx, cancel := context.WithTimeout(ctx, nemesis.HealBudget(len(spares) > 0, t.HealTimeout))
-		err := HealLeftovers(hctx, env, mon, log)
+		var err error
+		if healed {
+			log.Debug("the cluster as this process's previous run left it, healed: waiting until it is healthy")
+			if err = env.WaitHealthy(hctx); err != nil {
+				err = fmt.Errorf("cluster not healthy: %w", err)
+			}
+		} else {
+			err = HealLeftovers(hctx, env, mon, log)
+		}
 		cancel()
 		if err != nil {
 			return &SetupError{Recipe: "the cluster", Err: err}
