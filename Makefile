@@ -112,7 +112,8 @@ JEPSEN_PKGS = $(shell echo $(JEPSEN_FILES) | xargs -n1 dirname | sort -u | grep 
 # stream).
 JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
 jepsen: build plugins
-	@if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
+	@if [ -n "$$LOCKCHECK_CLUSTER_STARTED" ]; then started=1; \
+	elif $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
@@ -127,8 +128,22 @@ jepsen: build plugins
 
 # LOCKCHECK_BROWSER=1: here a missing Chromium fails the browser test (a
 # plain `go test ./...` skips it).
+# The shared cluster starts (3 JVMs, 1-2 minutes, much of it waiting for
+# the ring to settle) while go vet and the unit tests run, which need no
+# Docker; make jepsen then finds it up and still removes it at the end
+# (LOCKCHECK_CLUSTER_STARTED). A unit failure stops make test before the
+# jepsen tests, as before.
+CLUSTER_UP_LOG := .cache/cluster-up.log
 test: export LOCKCHECK_BROWSER := 1
-test: setup unit jepsen
+test: setup build
+	@mkdir -p .cache; up=0; \
+	if ! $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then \
+	  $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1 & up=$$!; fi; \
+	$(MAKE) --no-print-directory unit; u=$$?; \
+	if [ $$up != 0 ]; then wait $$up; c=$$?; cat $(CLUSTER_UP_LOG); else c=0; fi; \
+	if [ $$u != 0 ] || [ $$c != 0 ]; then \
+	  if [ $$up != 0 ]; then $(BIN) cluster down --name $(CLUSTER); fi; exit 1; fi; \
+	LOCKCHECK_CLUSTER_STARTED=$$([ $$up != 0 ] && echo 1) $(MAKE) --no-print-directory jepsen
 
 clean:
 	-$(BIN) cluster down
