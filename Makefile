@@ -111,6 +111,11 @@ JEPSEN_PKGS = $(shell echo $(JEPSEN_FILES) | xargs -n1 dirname | sort -u | grep 
 # (runner's, nemesis's and cmd/lockcheck's took about a minute of the shared
 # stream).
 JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
+# Every package's TestMain copies into the nodes the shaper make build built,
+# and the lazy filesystem's tests its lockcheck-lazyfs, instead of building
+# their own (clustertest: a few seconds a package).
+jepsen: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
+jepsen: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
 jepsen: build plugins
 	@if [ -n "$$LOCKCHECK_CLUSTER_STARTED" ]; then started=1; \
 	elif $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
