@@ -127,20 +127,6 @@ func FindFaketime() (string, error) {
 // Start starts client's process and sends it setup. An error means the
 // plug-in cannot run: it cannot start, or its setup failed.
 func (d *Driver) Start(ctx context.Context, client int) (*Lock, error) {
-	l, err := d.Spawn(client)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.Setup(ctx); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// Spawn starts client's process without setting it up: its runtime starts
-// (a JVM's takes seconds) while the caller sets up another client. Setup
-// must follow before any other operation. Start is Spawn then Setup.
-func (d *Driver) Spawn(client int) (*Lock, error) {
 	l := &Lock{d: d, client: client}
 	if d.cfg.faketime != "" {
 		l.clockFile = filepath.Join(d.cfg.clockDir, fmt.Sprintf("faketime-c%d", client))
@@ -148,24 +134,12 @@ func (d *Driver) Spawn(client int) (*Lock, error) {
 			return nil, err
 		}
 	}
-	p, err := l.spawn()
+	p, err := l.start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	l.p = p
 	return l, nil
-}
-
-// Setup sends a spawned process its setup request (the plug-in connects and
-// makes its tables); a process that fails it is killed.
-func (l *Lock) Setup(ctx context.Context) error {
-	l.mu.Lock()
-	p := l.p
-	l.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("plug-in %q (client %d): no process to set up", l.d.command, l.client)
-	}
-	return l.setup(ctx, p)
 }
 
 // Lock is one client's plug-in process, as a workload.Lock. Its operations
@@ -213,20 +187,7 @@ type proc struct {
 // maxLine bounds a reply line.
 const maxLine = 1 << 20
 
-// start starts a process and sets it up.
 func (l *Lock) start(ctx context.Context) (*proc, error) {
-	p, err := l.spawn()
-	if err != nil {
-		return nil, err
-	}
-	if err := l.setup(ctx, p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// spawn starts a process, reading its output.
-func (l *Lock) spawn() (*proc, error) {
 	d := l.d
 	cmd := exec.Command("sh", "-c", d.command)
 	cmd.Env = append(os.Environ(),
@@ -301,12 +262,6 @@ func (l *Lock) spawn() (*proc, error) {
 		close(p.done)
 	}()
 
-	return p, nil
-}
-
-// setup sends p the setup request and keeps what it answers.
-func (l *Lock) setup(ctx context.Context, p *proc) error {
-	d := l.d
 	sctx, cancel := context.WithTimeout(ctx, d.cfg.setupTimeout)
 	defer cancel()
 	r, err := p.call(sctx, request{Op: "setup"}, d.cfg.grace)
@@ -315,12 +270,12 @@ func (l *Lock) setup(ctx context.Context, p *proc) error {
 	}
 	if err != nil {
 		l.kill(p)
-		return fmt.Errorf("plug-in %q (client %d): %w", d.command, l.client, p.describe(err))
+		return nil, fmt.Errorf("plug-in %q (client %d): %w", d.command, l.client, p.describe(err))
 	}
 	l.mu.Lock()
 	l.renews = r.Renew
 	l.mu.Unlock()
-	return nil
+	return p, nil
 }
 
 // describe adds the exit status and the last stderr line to err, when the

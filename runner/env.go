@@ -8,7 +8,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -85,26 +84,19 @@ func (e ClusterEnv) Targets() []nemesis.Target {
 	return ts
 }
 
-// CopyLogs copies every node's logs to dir/<node>/, the nodes at once (each
-// copy is mostly a wait on Docker; one after another they took a second or
-// more of every run).
+// CopyLogs copies every node's logs to dir/<node>/.
 func (e ClusterEnv) CopyLogs(ctx context.Context, dir string) error {
-	nodes := e.Nodes()
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() {
-			if err := n.CopyLogs(ctx, dir); err != nil { // it writes dir/<node>/
-				errs[i] = fmt.Errorf("logs of %s: %w", n.Name, err)
-			}
-		})
+	var errs []error
+	for _, n := range e.Nodes() {
+		if err := n.CopyLogs(ctx, dir); err != nil { // it writes dir/<node>/
+			errs = append(errs, fmt.Errorf("logs of %s: %w", n.Name, err))
+		}
 	}
 	// A spare that joined during the run has logs; one that never started
 	// has none, which is no error.
 	for _, n := range e.Cluster.Spares() {
-		wg.Go(func() { _ = n.CopyLogs(ctx, dir) })
+		_ = n.CopyLogs(ctx, dir)
 	}
-	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -62,7 +62,6 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 		d, err := lockcmd.New(command, penv, opts...) // a bad command is refused before the cluster is asked
 		var res workload.Resource
 		closeRes := func() {}
-		made := false // the plug-in's keyspace has tables (startPlugins)
 		if err == nil {
 			var s *gocql.Session
 			s, res, err = cassandraResource(ctx, env, nil)
@@ -73,7 +72,6 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 					penv.Keyspace, err = createPluginKeyspace(ctx, s, env.Keyspace(), t.Recipe.Name)
 				}
 				if err == nil {
-					made = hasTables(ctx, s, penv.Keyspace, log)
 					d, err = lockcmd.New(command, penv, opts...)
 				}
 			}
@@ -85,7 +83,7 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			}
 			return nil, nil, nil, err
 		}
-		locks, err := startPlugins(ctx, d, t.Clients, made)
+		locks, err := startPlugins(ctx, d, t.Clients)
 		closeAll := func() {
 			// Together: each may wait a moment for its process to exit.
 			var wg sync.WaitGroup
@@ -147,46 +145,23 @@ func sweepFaketimeDirs(log *slog.Logger) {
 	}
 }
 
-// startPlugins starts a process per client, every one at once (a JVM's
-// start takes seconds), and sets them up: the first alone, so that its
+// startPlugins starts a process per client: the first alone, so that its
 // setup creates the schema before the others' setups find it there
 // (concurrent CREATE TABLE of one table can disagree on its id), then the
-// rest together; all together when made says an earlier run's setup made
-// the plug-in's tables (its CREATE ... IF NOT EXISTS then create nothing).
-// The locks started are returned even with an error.
-func startPlugins(ctx context.Context, d *lockcmd.Driver, clients int, made bool) ([]*lockcmd.Lock, error) {
+// rest together. The locks started are returned even with an error.
+func startPlugins(ctx context.Context, d *lockcmd.Driver, clients int) ([]*lockcmd.Lock, error) {
 	locks := make([]*lockcmd.Lock, clients)
+	var err error
+	if locks[0], err = d.Start(ctx, 0); err != nil {
+		return locks, err
+	}
 	errs := make([]error, clients)
-	for i := range clients {
-		if locks[i], errs[i] = d.Spawn(i); errs[i] != nil {
-			return locks, errs[i]
-		}
-	}
-	first := 0
-	if !made {
-		if err := locks[0].Setup(ctx); err != nil {
-			return locks, err
-		}
-		first = 1
-	}
 	var wg sync.WaitGroup
-	for i := first; i < clients; i++ {
-		wg.Go(func() { errs[i] = locks[i].Setup(ctx) })
+	for i := 1; i < clients; i++ {
+		wg.Go(func() { locks[i], errs[i] = d.Start(ctx, i) })
 	}
 	wg.Wait()
 	return locks, errors.Join(errs...)
-}
-
-// hasTables tells whether keyspace ks has a table (false when that cannot
-// be read: the plug-in's clients then set up one after the other).
-func hasTables(ctx context.Context, s *gocql.Session, ks string, log *slog.Logger) bool {
-	var name string
-	err := s.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? LIMIT 1`, ks).
-		Consistency(gocql.One).ScanContext(ctx, &name)
-	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
-		log.Warn("plug-in keyspace's tables not listed: client 0 sets up first", "keyspace", ks, "err", err)
-	}
-	return err == nil
 }
 
 // URLRecipe is the lock of `--lock-url URL`: a REST lock service with seed
