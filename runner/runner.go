@@ -67,6 +67,10 @@ type Test struct {
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
+	// NoNodeLogs leaves the nodes' logs out of the run directory: a test
+	// whose store is removed when it ends reads the verdict, never the
+	// logs, and copying them cost about a second a run.
+	NoNodeLogs bool
 
 	runID string // the run directory's name: lock names are fresh each run
 	// pins are the clients' coordinators (client -> node name) when
@@ -294,7 +298,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err er
 	// Check and report even after an error or an interrupt: what ran counts.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	if env != nil {
+	if env != nil && !t.NoNodeLogs {
 		if err := env.CopyLogs(cctx, filepath.Join(dir, "nodes")); err != nil {
 			log.Warn("node logs not copied", "err", err)
 		}
