@@ -104,16 +104,28 @@ JEPSEN_OWN_LOG := .cache/jepsen-own.log
 # The shared cluster's stream tests only the packages with jepsen tests: the
 # others' tests are the unit target's, and compiling and running them again
 # cost this stream, the longer of the two, about a minute.
-JEPSEN_PKGS = $(shell grep -l '^//go:build jepsen' $$(find . -name '*_test.go' -not -path './.cache/*' -not -path './plugins/*') | xargs -n1 dirname | sort -u | grep -v -e '^./sshnode$$' -e '^./scripts$$')
+JEPSEN_FILES = $(shell grep -l '^//go:build jepsen' $$(find . -name '*_test.go' -not -path './.cache/*' -not -path './plugins/*'))
+JEPSEN_PKGS = $(shell echo $(JEPSEN_FILES) | xargs -n1 dirname | sort -u | grep -v -e '^./sshnode$$' -e '^./scripts$$')
+# Both streams run only the tests of the jepsen files (scripts/jepsen-tests.sh):
+# the same packages' other tests are the unit target's and ran there already
+# (runner's, nemesis's and cmd/lockcheck's took about a minute of the shared
+# stream).
+JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
+# Every package's TestMain copies into the nodes the shaper make build built,
+# and the lazy filesystem's tests its lockcheck-lazyfs, instead of building
+# their own (clustertest: a few seconds a package).
+jepsen: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
+jepsen: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
 jepsen: build plugins
-	@if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
+	@if [ -n "$$LOCKCHECK_CLUSTER_STARTED" ]; then started=1; \
+	elif $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
 	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
-	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m ./sshnode/ ./scripts/; b=$$?; \
+	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ ./scripts/; b=$$?; \
 	  [ $$a = 0 ] && [ $$b = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1 & own=$$!; \
-	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' $(JEPSEN_PKGS); rc=$$?; \
+	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' $(JEPSEN_PKGS); rc=$$?; \
 	wait $$own; orc=$$?; \
 	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
@@ -121,8 +133,22 @@ jepsen: build plugins
 
 # LOCKCHECK_BROWSER=1: here a missing Chromium fails the browser test (a
 # plain `go test ./...` skips it).
+# The shared cluster starts (3 JVMs, 1-2 minutes, much of it waiting for
+# the ring to settle) while go vet and the unit tests run, which need no
+# Docker; make jepsen then finds it up and still removes it at the end
+# (LOCKCHECK_CLUSTER_STARTED). A unit failure stops make test before the
+# jepsen tests, as before.
+CLUSTER_UP_LOG := .cache/cluster-up.log
 test: export LOCKCHECK_BROWSER := 1
-test: setup unit jepsen
+test: setup build
+	@mkdir -p .cache; up=0; \
+	if ! $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then \
+	  $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1 & up=$$!; fi; \
+	$(MAKE) --no-print-directory unit; u=$$?; \
+	if [ $$up != 0 ]; then wait $$up; c=$$?; cat $(CLUSTER_UP_LOG); else c=0; fi; \
+	if [ $$u != 0 ] || [ $$c != 0 ]; then \
+	  if [ $$up != 0 ]; then $(BIN) cluster down --name $(CLUSTER); fi; exit 1; fi; \
+	LOCKCHECK_CLUSTER_STARTED=$$([ $$up != 0 ] && echo 1) $(MAKE) --no-print-directory jepsen
 
 clean:
 	-$(BIN) cluster down

@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -129,8 +130,21 @@ func (e *BusyError) Unwrap() error { return ErrBusy }
 
 // Lease is a held cluster. Release it when done (it is idempotent).
 type Lease struct {
-	key  string
-	once sync.Once
+	key     string
+	holding uint64
+	once    sync.Once
+}
+
+// Holding names this process's holding of the store's lease that l is part
+// of: nested Takes share one, and a Take after the last Release let the
+// lease go starts a new one (0 for a nil Lease). Two leases of one holding
+// saw no other process hold the cluster between them, so that what this
+// process left on the cluster is what the later one finds.
+func (l *Lease) Holding() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.holding
 }
 
 // Release gives the cluster up; the last release of a key in a process
@@ -182,8 +196,9 @@ func Take(ctx context.Context, store Store, opts ...Option) (*Lease, error) {
 		o(&cfg)
 	}
 	key := store.Key()
-	if held.enter(key) {
-		return &Lease{key: key}, nil
+	nested, holding := held.enter(key)
+	if nested {
+		return &Lease{key: key, holding: holding}, nil
 	}
 	me := Self()
 	said := ""
@@ -196,7 +211,7 @@ func Take(ctx context.Context, store Store, opts ...Option) (*Lease, error) {
 			if said != "" && cfg.say != nil {
 				cfg.say(fmt.Sprintf("cluster %s is free: taken", cfg.name))
 			}
-			return &Lease{key: key}, nil
+			return &Lease{key: key, holding: holding}, nil
 		}
 		line := ""
 		switch {
@@ -243,19 +258,24 @@ type entry struct {
 	n       int
 	ready   chan struct{} // closed once the first Take took it (or gave up)
 	release func()
+	holding uint64 // Lease.Holding
 }
 
-// enter counts a Take of key: true when this process already holds it (or
-// another goroutine is taking it and succeeds), false when the caller must
-// take it from the store.
-func (r *registry) enter(key string) bool {
+// holdings numbers the holdings (Lease.Holding) of this process.
+var holdings atomic.Uint64
+
+// enter counts a Take of key: nested is true when this process already
+// holds it (or another goroutine is taking it and succeeds), false when the
+// caller must take it from the store; holding is the holding's number.
+func (r *registry) enter(key string) (nested bool, holding uint64) {
 	for {
 		r.mu.Lock()
 		e := r.m[key]
 		if e == nil {
-			r.m[key] = &entry{n: 1, ready: make(chan struct{})}
+			e = &entry{n: 1, ready: make(chan struct{}), holding: holdings.Add(1)}
+			r.m[key] = e
 			r.mu.Unlock()
-			return false
+			return false, e.holding
 		}
 		ready := e.ready
 		r.mu.Unlock()
@@ -264,7 +284,7 @@ func (r *registry) enter(key string) bool {
 		if r.m[key] == e {
 			e.n++
 			r.mu.Unlock()
-			return true
+			return true, e.holding
 		}
 		r.mu.Unlock() // the first Take gave up: try again
 	}

@@ -112,14 +112,37 @@ func TestNested(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nested Take: %v", err)
 	}
+	if a.Holding() == 0 || b.Holding() != a.Holding() {
+		t.Errorf("nested Take's holding %d, outer's %d: want one, not 0", b.Holding(), a.Holding())
+	}
 	b.Release()
 	b.Release() // idempotent
 	if _, ok, _ := st.Holder(context.Background()); !ok {
 		t.Fatal("inner release freed the outer holding")
 	}
+	c, err := Take(context.Background(), st, NoWait(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Holding() != a.Holding() {
+		t.Errorf("a Take under the outer holding: holding %d, want %d", c.Holding(), a.Holding())
+	}
+	c.Release()
 	a.Release()
 	if _, ok, _ := st.Holder(context.Background()); ok {
 		t.Fatal("outer release left the lease held")
+	}
+	// Once let go, another process may have held it: a new holding.
+	d, err := Take(context.Background(), st, NoWait(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	if d.Holding() == a.Holding() || d.Holding() == 0 {
+		t.Errorf("a Take after the last Release: holding %d, the released one %d: want a new one", d.Holding(), a.Holding())
+	}
+	if (*Lease)(nil).Holding() != 0 {
+		t.Error("a nil Lease's holding: want 0")
 	}
 }
 

@@ -72,6 +72,8 @@ func envDuration(t *testing.T, name string) time.Duration {
 	return d
 }
 
+// matrixStore is where the runs go: LOCKCHECK_STORE, kept, with the
+// nodes' logs (runRow); else a directory removed when the test ends.
 func matrixStore(t *testing.T) string {
 	if s := os.Getenv("LOCKCHECK_STORE"); s != "" {
 		return s
@@ -90,7 +92,8 @@ func runRow(t *testing.T, env runner.Env, store string, row scenario.Row, r int,
 	if d := envDuration(t, "LOCKCHECK_MATRIX_TIME"); d > 0 {
 		tc.Time = d
 	}
-	tc.Store, tc.Log = store, testLogger(t)
+	// A store the test removes needs no node logs.
+	tc.Store, tc.Log, tc.NoNodeLogs = store, testLogger(t), os.Getenv("LOCKCHECK_STORE") == ""
 	limit := tc.Time + 10*time.Minute
 	if tc.Schedule != nil && tc.Schedule.DealtInFull() {
 		limit += nemesis.FollowWait // the run deals its schedule to the end
@@ -112,8 +115,8 @@ func runRow(t *testing.T, env runner.Env, store string, row scenario.Row, r int,
 	if out.Phases.Undealt > 0 {
 		t.Errorf("%s: %d of the schedule's steps never dealt", row.Name, out.Phases.Undealt)
 	}
-	t.Logf("%s (%s) under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; %s",
-		row.Recipe, tc.Workload, row.Faults, tc.Seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Dir)
+	t.Logf("%s (%s) under %v, seed %d: %s, %d ops, faults %v, %d anomalies, %d findings; took %s; %s",
+		row.Recipe, tc.Workload, row.Faults, tc.Seed, out.Verdict, out.Ops, out.Faults, len(out.Result.Anomalies), len(out.Result.Findings), out.Timing, out.Dir)
 	return out
 }
 

@@ -67,6 +67,10 @@ type Test struct {
 
 	Progress io.Writer // a progress line about every second; nil: none
 	Log      *slog.Logger
+	// NoNodeLogs leaves the nodes' logs out of the run directory: a test
+	// whose store is removed when it ends reads the verdict, never the
+	// logs, and copying them cost about a second a run.
+	NoNodeLogs bool
 
 	runID string // the run directory's name: lock names are fresh each run
 	// pins are the clients' coordinators (client -> node name) when
@@ -140,6 +144,9 @@ type Outcome struct {
 	NeverDealt []string
 	// Phases are how long each phase took against the requested time.
 	Phases history.RunPhases
+	// Timing is how long every phase of Run took, its set-up, check and
+	// report included: the run's cost beyond its own time.
+	Timing Timing
 }
 
 // Store is where runs are kept and how a stored run is checked and reported
@@ -155,7 +162,9 @@ type Store interface {
 // early but still heals the cluster, reads, checks and reports what ran. An
 // error with a non-empty Outcome.Dir means the run directory holds what
 // could be saved.
-func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
+func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err error) {
+	sw := newStopwatch()
+	begin := sw.last
 	if err := t.resolve(); err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
@@ -189,11 +198,14 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	defer lease.Release()
+	var tm Timing
+	tm.Requested = t.Time
+	sw.lap(&tm.Lease)
 	dir, err := store.NewRunDir(t.Store, t.Name, time.Now())
 	if err != nil {
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
-	out := Outcome{Dir: dir, Faults: map[string]int{}}
+	out = Outcome{Dir: dir, Faults: map[string]int{}}
 	t.runID = filepath.Base(dir)
 	logFile, err := os.Create(filepath.Join(dir, "lockcheck.log"))
 	if err != nil {
@@ -203,6 +215,12 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	fileHandler := slog.NewTextHandler(logFile, nil)
 	log := slog.New(teeHandler{t.Log.Handler(), fileHandler}).With("test", t.Name)
 	t.runLog = slog.New(fileHandler).With("test", t.Name)
+	// Every phase's time, logged when Run returns (whatever it returns).
+	defer func() {
+		tm.Total = time.Since(begin)
+		out.Timing = tm
+		log.Info("run timing", "took", tm.String(), "phases", tm)
+	}()
 	// Where the history goes, said at once: a run killed mid-way is found
 	// by it.
 	log.Info("run started", "dir", dir)
@@ -252,7 +270,10 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		return out, fmt.Errorf("runner: %w", err)
 	}
 
-	runErr := run(ctx, env, &t, runNemesis{nem, inFull, timeUp}, mon, log, &out)
+	sw.lap(&tm.Prepare)
+	runErr := run(ctx, env, &t, runNemesis{nem, inFull, timeUp}, mon, log, &out, sw, &tm, leftHealed(env, lease))
+	sw.lap(&tm.Close)
+	markHealed(env, lease, runErr == nil)
 	// Healed and healthy (or given up on): the next run may have it while
 	// this one checks.
 	lease.Release()
@@ -272,6 +293,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 		if _, err := store.Build(cctx, dir); err != nil {
 			log.Warn("failed set-up not reported", "err", err)
 		}
+		sw.lap(&tm.Check)
 		return out, runErr
 	}
 	if err := w.Close(); err != nil {
@@ -288,13 +310,15 @@ func Run(ctx context.Context, env Env, store Store, t Test) (Outcome, error) {
 	// Check and report even after an error or an interrupt: what ran counts.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	if env != nil {
+	if env != nil && !t.NoNodeLogs {
 		if err := env.CopyLogs(cctx, filepath.Join(dir, "nodes")); err != nil {
 			log.Warn("node logs not copied", "err", err)
 		}
 	}
+	sw.lap(&tm.Logs)
 	log.Info("checking")
 	res, err := store.Build(cctx, dir)
+	sw.lap(&tm.Check)
 	if err != nil {
 		return out, errors.Join(runErr, fmt.Errorf("runner: check and report: %w", err))
 	}
@@ -314,21 +338,32 @@ type runNemesis struct {
 }
 
 // run is the body of Run between the meta line and the check.
-func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, log *slog.Logger, out *Outcome) error {
+func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, log *slog.Logger, out *Outcome, sw *stopwatch, tm *Timing, healed bool) error {
 	var targets, spares []nemesis.Target
 	if env != nil {
 		targets, spares = env.Targets(), env.Spares()
 	}
 	// Faults an earlier run left (its process killed mid-run) are healed
-	// and recorded before anything else touches the cluster.
+	// and recorded before anything else touches the cluster; when this
+	// process's previous run left it healed within this holding of its
+	// lease (healed.go), the cluster only has to be healthy.
 	if env != nil {
 		hctx, cancel := context.WithTimeout(ctx, nemesis.HealBudget(len(spares) > 0, t.HealTimeout))
-		err := HealLeftovers(hctx, env, mon, log)
+		var err error
+		if healed {
+			log.Debug("the cluster as this process's previous run left it, healed: waiting until it is healthy")
+			if err = env.WaitHealthy(hctx); err != nil {
+				err = fmt.Errorf("cluster not healthy: %w", err)
+			}
+		} else {
+			err = HealLeftovers(hctx, env, mon, log)
+		}
 		cancel()
 		if err != nil {
 			return &SetupError{Recipe: "the cluster", Err: err}
 		}
 	}
+	sw.lap(&tm.Leftovers)
 	var wl clients
 	var control nemesis.Clients // nil: a workload without clients (register)
 	if t.Workload == workload.ShapeRegister {
@@ -370,7 +405,8 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 	}
 	timeUp, inFull := nem.timeUp, nem.inFull
 
-	start := time.Now()
+	sw.lap(&tm.Setup)
+	start := sw.last
 	runCtx, cancel := context.WithTimeout(ctx, t.Time)
 	defer cancel()
 	context.AfterFunc(runCtx, func() { close(timeUp) })
@@ -463,6 +499,8 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 		log.Warn("fault kinds requested and never dealt (a longer --time or a shorter --nemesis list deals them)",
 			"kinds", strings.Join(out.NeverDealt, ","), "dealt", out.Faults)
 	}
+	tm.Run, tm.Heal, tm.Quiet, tm.Final = faultsEnd.Sub(start), healEnd.Sub(faultsEnd), quietEnd.Sub(healEnd), end.Sub(quietEnd)
+	sw.last = end
 	out.Phases = history.RunPhases{
 		RequestedMS: t.Time.Milliseconds(), FaultsMS: faultsEnd.Sub(start).Milliseconds(),
 		HealMS: healEnd.Sub(faultsEnd).Milliseconds(), QuietMS: quietEnd.Sub(healEnd).Milliseconds(),

@@ -193,9 +193,14 @@ func buildStatic(name string) (string, error) {
 }
 
 // LazyFSBinary builds cmd/lockcheck-lazyfs (static, for the nodes) once per
-// test binary and returns its path, for cluster.WithLazyFS.
+// test binary and returns its path, for cluster.WithLazyFS; the binary
+// $LOCKCHECK_LAZYFS_BIN names when it is set.
 func LazyFSBinary(t *testing.T) string {
 	t.Helper()
+	// make jepsen names the one make build built.
+	if p := os.Getenv("LOCKCHECK_LAZYFS_BIN"); p != "" {
+		return p
+	}
 	lazyFS.once.Do(func() {
 		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 		if err != nil {

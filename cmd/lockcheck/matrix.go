@@ -162,6 +162,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var results []scenario.Result
+	var timed []rowRuns
 	code := exitValid
 	if len(rows) == 0 {
 		fmt.Fprintf(stderr, "lockcheck matrix: shard %s of the selection has no row\n", f.shard)
@@ -178,6 +179,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			res, err := runRow(ctx, env, row, f.first, *repeat, *store, log, stderr)
 			res.shard = f.shard
 			results = append(results, res.Result)
+			timed = append(timed, res)
 			if err != nil {
 				fmt.Fprintf(stderr, "lockcheck matrix: %s: %s\n", row.Name, oneLine(err.Error()))
 				code = exitError
@@ -203,7 +205,12 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			break
 		}
 	}
+	// The catch rates on stdout, as a merge of shards prints them; what the
+	// runs cost on stderr.
 	if err := scenario.WriteTable(stdout, results); err != nil {
+		return exitError
+	}
+	if err := writeTimeTable(stderr, timed); err != nil {
 		return exitError
 	}
 	if code == exitValid && slices.ContainsFunc(results, func(r scenario.Result) bool { return !r.Tally.Met(r.Row) }) {
@@ -286,6 +293,8 @@ type rowRuns struct {
 	// shard is the share of a fan-out the runs were (--shard K/N), "" for
 	// the whole selection.
 	shard string
+	// timings are the runs' phases (runner.Outcome.Timing).
+	timings []runner.Timing
 }
 
 // runRow runs the row repeat times (seeds row.RunSeed(first..)) and
@@ -293,6 +302,17 @@ type rowRuns struct {
 func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat int, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
 	res := rowRuns{Result: scenario.Result{Row: row}, first: first}
 	var errs []error
+	if repeat > 1 {
+		// The row's runs hold the cluster from the first to the last: no
+		// other process runs between them, so each run after the first
+		// trusts its predecessor's heal instead of probing every node for
+		// leftovers (runner's healed.go), a few seconds a run.
+		lease, err := runner.TakeCluster(ctx, env, false, func(line string) { fmt.Fprintln(stderr, "lockcheck matrix: "+line) })
+		if err != nil {
+			return res, err
+		}
+		defer lease.Release()
+	}
 	for r := range repeat {
 		if ctx.Err() != nil {
 			break
@@ -334,6 +354,10 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 		}
 		if liveErr != nil {
 			line += "; liveness: " + liveErr.Error()
+		}
+		if out.Timing.Total > 0 {
+			res.timings = append(res.timings, out.Timing)
+			line += "; took " + out.Timing.String()
 		}
 		if out.Dir != "" {
 			line += "; " + out.Dir
