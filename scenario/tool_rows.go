@@ -62,6 +62,17 @@ var toolRows = []Row{
 			"minutes does the same without any pause.",
 	},
 	{
+		// A migration lock's users ask what happens to a deployment whose
+		// migrating instance dies: the lead stays taken for the rest of the
+		// lead row's 300 s TTL, a constant of the library.
+		Name: "cassandra-migration/client-kill", Recipe: "cassandra-migration", Command: migration, Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 5 * s, Seed: 24957,
+		Want: checker.Valid, StaysStuck: true, Tier: Quick,
+		Mechanism: "The killed leader's row stays until its TTL of 300 s runs out (nothing renews it and no one else may " +
+			"delete it): every other instance's INSERT ... IF NOT EXISTS, retried every 10 s, is refused for the rest of " +
+			"the run (stuck, client-kill). A deployment whose migrating instance dies waits up to five minutes. Safety holds.",
+	},
+	{
 		Name: "janusgraph/none", Recipe: "janusgraph", Command: janusgraph, Time: 20 * s, Interval: 3 * s, Seed: 24960,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "With one clock for every client, the earliest claim column is the first one written: one holder at a time.",
@@ -97,6 +108,13 @@ var toolRows = []Row{
 		Time: 30 * s, Interval: 3 * s, Seed: 24964,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "A killed replica leaves a quorum for the claims' writes and reads.",
+	},
+	{
+		Name: "janusgraph/client-kill", Recipe: "janusgraph", Command: janusgraph, Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 5 * s, Seed: 24965,
+		Want: checker.Valid, StaysStuck: true, Tier: Full,
+		Mechanism: "The killed holder's claim column stays the earliest until it is older than the lock expiry (300 s, " +
+			"storage.lock.expiry-time): every later claim reads it first and fails (stuck, client-kill). Safety holds.",
 	},
 	{
 		Name: "liquibase/none", Recipe: "liquibase", Command: liquibase, Time: 20 * s, Interval: 3 * s, Seed: 24970,
@@ -140,6 +158,12 @@ var toolRows = []Row{
 		Mechanism: "The take is an LWT; the LOCAL_ONE read-back can only miss a grant (answered not acquired, the lock then " +
 			"stuck), and reads the instance's own name from a stale replica only where the instance held it before and " +
 			"that replica missed both its release and the next take.",
+	},
+	{
+		Name: "liquibase/client-kill", Recipe: "liquibase", Command: liquibase, Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 5 * s, Seed: 24976,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "PROVISIONAL",
 	},
 	{
 		Name: "liquibase/kill", Recipe: "liquibase", Command: liquibase, Faults: []string{nemesis.Kill},
