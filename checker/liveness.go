@@ -28,6 +28,14 @@ import (
 //     was retired with the grant; an acquire answered unknown that may
 //     have taken effect; a release answered unknown that may not have;
 //     a holder killed by client-kill. The period names that operation.
+//   - refused periods: no grant for longer than the stuck bound after the
+//     lock's last holder released it (answered ok) while every acquire
+//     asked since was refused (answered fail). The history says the lock
+//     was free, so one of its definite answers was wrong: a release
+//     answered ok that did not take effect, or an acquire answered fail
+//     that did (a lock that decides its grant by a read that can miss its
+//     own take). The history cannot tell which: the period names both,
+//     the release and the first acquire refused after it.
 //
 // Stuck is a liveness result, never a mutual-exclusion violation: it never
 // makes a verdict invalid. A scenario row asserts it ("frees within",
@@ -62,6 +70,9 @@ const (
 	CauseReleaseUnknown = "release-unknown" // a release answered unknown: it may not have taken effect
 	CauseKilled         = "client-kill"     // the holder's process was killed (history.ClientKillStart)
 	CauseReplaced       = "process-gone"    // a new process of the holder's client started, the old one said nothing
+	// CauseRefused: free after a release answered ok, yet every acquire
+	// was refused; Ops are the release and the first refused acquire.
+	CauseRefused = "refused-after-release"
 )
 
 // StuckPeriod is a lock left held with nobody to release it for longer than
@@ -190,6 +201,21 @@ type liveLock struct {
 	// A free lock nobody asks for is idle, not unavailable.
 	asking  int
 	askFrom int64
+	// lastRelease is the release (answered ok) that ended the last live
+	// hold, nil when the last hold ended otherwise (a lease ran out, its
+	// process died); refused is an open refused period after it.
+	lastRelease *history.Op
+	refused     *refusedRun
+}
+
+// refusedRun is a lock free by the history (released) whose acquires have
+// all been refused since.
+type refusedRun struct {
+	start   int64
+	release history.Op
+	first   history.Op // the first refused acquire's completion
+	firstAt int64      // its invocation
+	fails   int
 }
 
 type liveCall struct {
@@ -330,7 +356,14 @@ func (v *liveness) feed(op history.Op) {
 		l.minExp = min(l.minExp, exp)
 	case op.Type == history.OK && c.f == history.FRelease, op.Type == history.Fail && (c.f == history.FRelease || c.f == history.FRenew):
 		// Released, or not held any more: the hold ended either way.
+		_, held := l.holders.get(op.Process)
 		v.unhold(l, op.Process, op.Time)
+		if held && op.Type == history.OK && len(l.holders) == 0 {
+			rel := op
+			l.lastRelease = &rel
+		}
+	case op.Type == history.Fail && c.f == history.FAcquire:
+		l.refuse(op, c.invT)
 	case op.Type == history.Info:
 		cause := CauseWriteUnknown
 		switch c.f {
@@ -423,11 +456,31 @@ func (l *liveLock) expire(t int64) {
 	}
 }
 
+// refuse notes an acquire answered fail, invoked at invT: when the lock was
+// free by the history since a release, with nothing since that may have
+// left it held, and the acquire asked after the release, a refused period
+// opens (or goes on).
+func (l *liveLock) refuse(op history.Op, invT int64) {
+	if len(l.holders) > 0 || l.left != nil || l.lastRelease == nil || invT < l.lastRelease.Time {
+		return
+	}
+	if l.refused != nil {
+		l.refused.fails++
+		return
+	}
+	start := l.freeSince
+	if l.askFrom > start {
+		start = l.askFrom
+	}
+	l.refused = &refusedRun{start: start, release: *l.lastRelease, first: op, firstAt: invT, fails: 1}
+}
+
 // release ends p's hold at t.
 func (l *liveLock) release(p int, t int64) {
 	if !l.holders.drop(p) {
 		return
 	}
+	l.lastRelease = nil // a release sets it again once the hold is gone
 	if len(l.holders) == 0 {
 		l.freeSince = t
 		l.askFrom = -1
@@ -442,6 +495,7 @@ func (l *liveLock) release(p int, t int64) {
 
 // leave notes an event that may have left l held.
 func (l *liveLock) leave(e leftHeld) {
+	l.refused = nil // the event explains what follows better
 	if l.left == nil {
 		l.leftFree = -1
 		if len(l.holders) == 0 {
@@ -467,6 +521,22 @@ func (l *liveLock) grant(op history.Op) {
 	if l.left != nil {
 		l.period(op.Time, true, &op)
 	}
+	l.closeRefused(op.Time, true, &op)
+}
+
+// closeRefused ends the open refused period at t.
+func (l *liveLock) closeRefused(t int64, freed bool, by *history.Op) {
+	r := l.refused
+	if r == nil {
+		return
+	}
+	l.refused = nil
+	p := StuckPeriod{Lock: l.name, Start: r.start, End: t, Freed: freed, Cause: CauseRefused, Process: r.release.Process, Client: -1,
+		Asked: r.fails, Ops: []history.Op{r.release, r.first}}
+	if by != nil {
+		p.Ops = append(p.Ops, *by)
+	}
+	l.periods = append(l.periods, p)
 }
 
 // unavailableTo is the free time from the first ask since the lock became
@@ -518,6 +588,7 @@ func (v *liveness) finish() *Liveness {
 		if l.left != nil {
 			l.period(v.end, false, nil)
 		}
+		l.closeRefused(v.end, false, nil)
 		unavail := l.unavailable
 		if len(l.holders) == 0 {
 			unavail += l.unavailableTo(v.end)
@@ -569,13 +640,25 @@ func (s StuckPeriod) describe(m *history.Meta) string {
 	if s.Client >= 0 {
 		who += fmt.Sprintf(" (client %d)", s.Client)
 	}
-	what := causeWords[s.Cause]
-	if what == "" {
-		what = s.Cause
-	}
 	end := fmt.Sprintf("held to the end of the clients' run (%s)", fmtDur(s.End-s.Start))
 	if s.Freed {
 		end = fmt.Sprintf("freed at %s, %s later, by the next grant", fmtTime(s.End), fmtDur(s.End-s.Start))
+	}
+	if s.Cause == CauseRefused && len(s.Ops) >= 2 {
+		acq := s.Ops[1]
+		by := "process " + strconv.Itoa(acq.Process)
+		if c, ok := m.ClientOf(acq.Process); ok {
+			by += fmt.Sprintf(" (client %d)", c)
+		}
+		return fmt.Sprintf("lock %q stuck from %s: free by the history since the release of %s, answered ok at %s, yet "+
+			"every acquire asked since was refused: either that release did not take effect or an acquire answered fail "+
+			"did (the first refused after it: the acquire of %s, answered fail at %s); %s; %s refused meanwhile",
+			s.Lock, fmtTime(s.Start), who, fmtTime(s.Ops[0].Time), by, fmtTime(acq.Time), end,
+			plural(s.Asked, "1 acquire", "%d acquires"))
+	}
+	what := causeWords[s.Cause]
+	if what == "" {
+		what = s.Cause
 	}
 	if op := s.Ops[0]; op.Process >= 0 {
 		who += " (its " + op.F + ")"
