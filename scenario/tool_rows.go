@@ -119,8 +119,13 @@ var toolRows = []Row{
 	{
 		Name: "liquibase/none", Recipe: "liquibase", Command: liquibase, Time: 20 * s, Interval: 3 * s, Seed: 24970,
 		Want: checker.Valid, Tier: Full,
-		Mechanism: "Instances with host names of their own: the UPDATE ... IF LOCKED = FALSE lets one through, and each " +
-			"instance's read-back finds its own name only when its take applied.",
+		Mechanism: "Instances with host names of their own: the UPDATE ... IF LOCKED = FALSE lets one through, and an " +
+			"instance's read-back finds its own name only where its take applied: one holder at a time. Yet the lock can " +
+			"stick with no fault at all: the take's commit goes at LOCAL_ONE (the wrapper's consistency), so the LOCAL_ONE " +
+			"read-back that decides the grant can reach a replica the commit has not reached yet. acquireLock then answers " +
+			"not acquired while the row says LOCKED = TRUE and names this host (the plug-in's SERIAL read finds it: " +
+			"acquire-unknown); from then on this instance's own acquireLock refuses the lock as held by itself and every " +
+			"other take finds it taken (stuck, to the end of the run).",
 	},
 	{
 		// Every client under one host name, as instances sharing a host
@@ -160,10 +165,16 @@ var toolRows = []Row{
 			"that replica missed both its release and the next take.",
 	},
 	{
+		// The kill is armed 1-3 s after the clients start (interval 2 s),
+		// so that it meets a holder: armed later, it may find the lock
+		// already stuck by itself (liquibase/none), with no holder to kill.
 		Name: "liquibase/client-kill", Recipe: "liquibase", Command: liquibase, Faults: []string{nemesis.ClientKill},
-		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 5 * s, Seed: 24976,
-		Want: checker.Valid, Tier: Full,
-		Mechanism: "PROVISIONAL",
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 2 * s, Seed: 24976,
+		Want: checker.Valid, StaysStuck: true, Tier: Full,
+		Mechanism: "The killed holder's row stays LOCKED = TRUE with its host's name and no TTL: the others' UPDATE ... " +
+			"IF LOCKED = FALSE never applies, and the instance restarted on that host finds its own name and refuses the " +
+			"lock as held by itself (stuck, client-kill). A deployment whose migrating instance dies waits 5 minutes and " +
+			"fails until someone runs `liquibase releaseLocks`. Safety holds.",
 	},
 	{
 		Name: "liquibase/kill", Recipe: "liquibase", Command: liquibase, Faults: []string{nemesis.Kill},
