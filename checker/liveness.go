@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -88,10 +89,14 @@ type StuckPeriod struct {
 	Process int    `json:"process"` // the process that left it held
 	// Client is that process's client, -1 when the history does not say.
 	Client int `json:"client"`
-	// Asked counts the acquires invoked during the period.
-	Asked   int          `json:"asked"`
-	Ops     []history.Op `json:"ops,omitempty"` // the operation that left it held (and the grant that freed it)
-	Message string       `json:"message"`
+	// Asked counts the acquires invoked during the period (for a refused
+	// period, the acquires refused).
+	Asked int          `json:"asked"`
+	Ops   []history.Op `json:"ops,omitempty"` // the operation that left it held (and the grant that freed it)
+	// Faults are, for a refused period, the fault kinds in effect during
+	// it: they may have kept every acquire out instead.
+	Faults  []string `json:"faults,omitempty"`
+	Message string   `json:"message"`
 }
 
 // Duration is the period's length.
@@ -216,6 +221,9 @@ type refusedRun struct {
 	first   history.Op // the first refused acquire's completion
 	firstAt int64      // its invocation
 	fails   int
+	// faults are the fault kinds in effect at some moment of the period:
+	// they, not a wrong answer, may have kept every acquire out.
+	faults []string
 }
 
 type liveCall struct {
@@ -242,11 +250,13 @@ type liveness struct {
 	started    bool
 	start, end int64
 	maxLeaseMS int64
+	// active counts the fault windows open by kind (start and stop lines).
+	active map[string]int
 }
 
 func newLiveness(cfg config) *liveness {
 	return &liveness{cfg: cfg, locks: map[string]*liveLock{}, calls: map[int]liveCall{}, held: map[int][]*liveLock{},
-		latest: map[int]int{}, killed: map[int]history.ClientKillStart{}}
+		latest: map[int]int{}, killed: map[int]history.ClientKillStart{}, active: map[string]int{}}
 }
 
 func (v *liveness) lock(name string, t int64) *liveLock {
@@ -292,6 +302,9 @@ func (v *liveness) feed(op history.Op) {
 				v.killed[k.Process] = k
 				v.die(k.Process, &op, CauseKilled, op.Time)
 			}
+		}
+		if kind, start, ok := history.FaultEvent(op.F); ok {
+			v.fault(kind, start)
 		}
 		return
 	}
@@ -363,7 +376,13 @@ func (v *liveness) feed(op history.Op) {
 			l.lastRelease = &rel
 		}
 	case op.Type == history.Fail && c.f == history.FAcquire:
-		l.refuse(op, c.invT)
+		if l.refuse(op, c.invT) {
+			for k, n := range v.active {
+				if n > 0 {
+					l.refused.noteFault(k)
+				}
+			}
+		}
 	case op.Type == history.Info:
 		cause := CauseWriteUnknown
 		switch c.f {
@@ -456,23 +475,48 @@ func (l *liveLock) expire(t int64) {
 	}
 }
 
+// fault notes a fault window's start or stop; a fault that starts during
+// an open refused period is named by it.
+func (v *liveness) fault(kind string, start bool) {
+	if !start {
+		if v.active[kind] > 0 {
+			v.active[kind]--
+		}
+		return
+	}
+	v.active[kind]++
+	for _, l := range v.locks {
+		if l.refused != nil {
+			l.refused.noteFault(kind)
+		}
+	}
+}
+
+func (r *refusedRun) noteFault(kind string) {
+	if !slices.Contains(r.faults, kind) {
+		r.faults = append(r.faults, kind)
+		slices.Sort(r.faults)
+	}
+}
+
 // refuse notes an acquire answered fail, invoked at invT: when the lock was
 // free by the history since a release, with nothing since that may have
 // left it held, and the acquire asked after the release, a refused period
-// opens (or goes on).
-func (l *liveLock) refuse(op history.Op, invT int64) {
+// opens (or goes on). It says whether one opened.
+func (l *liveLock) refuse(op history.Op, invT int64) bool {
 	if len(l.holders) > 0 || l.left != nil || l.lastRelease == nil || invT < l.lastRelease.Time {
-		return
+		return false
 	}
 	if l.refused != nil {
 		l.refused.fails++
-		return
+		return false
 	}
 	start := l.freeSince
 	if l.askFrom > start {
 		start = l.askFrom
 	}
 	l.refused = &refusedRun{start: start, release: *l.lastRelease, first: op, firstAt: invT, fails: 1}
+	return true
 }
 
 // release ends p's hold at t.
@@ -532,7 +576,7 @@ func (l *liveLock) closeRefused(t int64, freed bool, by *history.Op) {
 	}
 	l.refused = nil
 	p := StuckPeriod{Lock: l.name, Start: r.start, End: t, Freed: freed, Cause: CauseRefused, Process: r.release.Process, Client: -1,
-		Asked: r.fails, Ops: []history.Op{r.release, r.first}}
+		Asked: r.fails, Ops: []history.Op{r.release, r.first}, Faults: r.faults}
 	if by != nil {
 		p.Ops = append(p.Ops, *by)
 	}
@@ -650,10 +694,15 @@ func (s StuckPeriod) describe(m *history.Meta) string {
 		if c, ok := m.ClientOf(acq.Process); ok {
 			by += fmt.Sprintf(" (client %d)", c)
 		}
+		or := "either that release did not take effect or an acquire answered fail did"
+		if len(s.Faults) > 0 {
+			or = fmt.Sprintf("the faults in effect meanwhile (%s) kept every acquire out, or that release did not take "+
+				"effect, or an acquire answered fail did", strings.Join(s.Faults, ", "))
+		}
 		return fmt.Sprintf("lock %q stuck from %s: free by the history since the release of %s, answered ok at %s, yet "+
-			"every acquire asked since was refused: either that release did not take effect or an acquire answered fail "+
-			"did (the first refused after it: the acquire of %s, answered fail at %s); %s; %s refused meanwhile",
-			s.Lock, fmtTime(s.Start), who, fmtTime(s.Ops[0].Time), by, fmtTime(acq.Time), end,
+			"every acquire asked since was refused: %s (the first refused after it: the acquire of %s, answered fail at "+
+			"%s); %s; %s refused meanwhile",
+			s.Lock, fmtTime(s.Start), who, fmtTime(s.Ops[0].Time), or, by, fmtTime(acq.Time), end,
 			plural(s.Asked, "1 acquire", "%d acquires"))
 	}
 	what := causeWords[s.Cause]

@@ -205,6 +205,14 @@ func TestStuckCases(t *testing.T) {
 				"held to the end", "3 acquires refused"},
 		},
 		{
+			// A partition refuses acquires by itself: the period says so.
+			name: "refused after a release while a fault was in effect",
+			h: grant().op(2, 0, I, "release", "l").op(3, 0, K, "release", "l").op(4, -1, N, history.StartF("partition"), "", val(map[string]string{})).
+				op(5, 1, I, "acquire", "l").op(20, 1, F, "acquire", "l").op(21, 1, I, "acquire", "l").op(200, 1, F, "acquire", "l"),
+			cause: CauseRefused, proc: 0, start: 5,
+			words: []string{"the faults in effect meanwhile (partition) kept every acquire out"},
+		},
+		{
 			name: "refused after a release, then granted late: a refused period that ended",
 			h: grant().op(2, 0, I, "release", "l").op(3, 0, K, "release", "l").op(4, 1, I, "acquire", "l").op(20, 1, F, "acquire", "l").
 				op(21, 1, I, "acquire", "l").op(120, 1, K, "acquire", "l"),
