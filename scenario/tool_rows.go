@@ -64,9 +64,12 @@ var toolRows = []Row{
 	{
 		// A migration lock's users ask what happens to a deployment whose
 		// migrating instance dies: the lead stays taken for the rest of the
-		// lead row's 300 s TTL, a constant of the library.
+		// lead row's 300 s TTL, a constant of the library. Kills are armed
+		// 1-3 s apart (interval 2 s), so that one meets the first holders:
+		// a lock stuck before (an LWT answered unknown under load) has no
+		// holder left to kill.
 		Name: "cassandra-migration/client-kill", Recipe: "cassandra-migration", Command: migration, Faults: []string{nemesis.ClientKill},
-		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 5 * s, Seed: 24957,
+		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 2 * s, Seed: 24957,
 		Want: checker.Valid, StaysStuck: true, Tier: Quick,
 		Mechanism: "The killed leader's row stays until its TTL of 300 s runs out (nothing renews it and no one else may " +
 			"delete it): every other instance's INSERT ... IF NOT EXISTS, retried every 10 s, is refused for the rest of " +
@@ -110,8 +113,9 @@ var toolRows = []Row{
 		Mechanism: "A killed replica leaves a quorum for the claims' writes and reads.",
 	},
 	{
+		// Kills armed 1-3 s apart, as cassandra-migration/client-kill's.
 		Name: "janusgraph/client-kill", Recipe: "janusgraph", Command: janusgraph, Faults: []string{nemesis.ClientKill},
-		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 5 * s, Seed: 24965,
+		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 2 * s, Seed: 24965,
 		Want: checker.Valid, StaysStuck: true, Tier: Full,
 		Mechanism: "The killed holder's claim column stays the earliest until it is older than the lock expiry (300 s, " +
 			"storage.lock.expiry-time): every later claim reads it first and fails (stuck, client-kill). Safety holds.",
