@@ -178,7 +178,9 @@ var toolRows = []Row{
 		Mechanism: "The killed holder's row stays LOCKED = TRUE with its host's name and no TTL: the others' UPDATE ... " +
 			"IF LOCKED = FALSE never applies, and the instance restarted on that host finds its own name and refuses the " +
 			"lock as held by itself (stuck, client-kill). A deployment whose migrating instance dies waits 5 minutes and " +
-			"fails until someone runs `liquibase releaseLocks`. Safety holds.",
+			"fails until someone runs `liquibase releaseLocks`. Safety holds. A run whose lock stuck by itself before the " +
+			"kill was armed (a take answered unknown under load, or liquibase/none's missed read-back) has no holder " +
+			"to kill and deals none.",
 	},
 	{
 		Name: "liquibase/kill", Recipe: "liquibase", Command: liquibase, Faults: []string{nemesis.Kill},
