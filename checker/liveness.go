@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -28,6 +29,14 @@ import (
 //     was retired with the grant; an acquire answered unknown that may
 //     have taken effect; a release answered unknown that may not have;
 //     a holder killed by client-kill. The period names that operation.
+//   - refused periods: no grant for longer than the stuck bound after the
+//     lock's last holder released it (answered ok) while every acquire
+//     asked since was refused (answered fail). The history says the lock
+//     was free, so one of its definite answers was wrong: a release
+//     answered ok that did not take effect, or an acquire answered fail
+//     that did (a lock that decides its grant by a read that can miss its
+//     own take). The history cannot tell which: the period names both,
+//     the release and the first acquire refused after it.
 //
 // Stuck is a liveness result, never a mutual-exclusion violation: it never
 // makes a verdict invalid. A scenario row asserts it ("frees within",
@@ -62,6 +71,9 @@ const (
 	CauseReleaseUnknown = "release-unknown" // a release answered unknown: it may not have taken effect
 	CauseKilled         = "client-kill"     // the holder's process was killed (history.ClientKillStart)
 	CauseReplaced       = "process-gone"    // a new process of the holder's client started, the old one said nothing
+	// CauseRefused: free after a release answered ok, yet every acquire
+	// was refused; Ops are the release and the first refused acquire.
+	CauseRefused = "refused-after-release"
 )
 
 // StuckPeriod is a lock left held with nobody to release it for longer than
@@ -77,10 +89,14 @@ type StuckPeriod struct {
 	Process int    `json:"process"` // the process that left it held
 	// Client is that process's client, -1 when the history does not say.
 	Client int `json:"client"`
-	// Asked counts the acquires invoked during the period.
-	Asked   int          `json:"asked"`
-	Ops     []history.Op `json:"ops,omitempty"` // the operation that left it held (and the grant that freed it)
-	Message string       `json:"message"`
+	// Asked counts the acquires invoked during the period (for a refused
+	// period, the acquires refused).
+	Asked int          `json:"asked"`
+	Ops   []history.Op `json:"ops,omitempty"` // the operation that left it held (and the grant that freed it)
+	// Faults are, for a refused period, the fault kinds in effect during
+	// it: they may have kept every acquire out instead.
+	Faults  []string `json:"faults,omitempty"`
+	Message string   `json:"message"`
 }
 
 // Duration is the period's length.
@@ -190,6 +206,24 @@ type liveLock struct {
 	// A free lock nobody asks for is idle, not unavailable.
 	asking  int
 	askFrom int64
+	// lastRelease is the release (answered ok) that ended the last live
+	// hold, nil when the last hold ended otherwise (a lease ran out, its
+	// process died); refused is an open refused period after it.
+	lastRelease *history.Op
+	refused     *refusedRun
+}
+
+// refusedRun is a lock free by the history (released) whose acquires have
+// all been refused since.
+type refusedRun struct {
+	start   int64
+	release history.Op
+	first   history.Op // the first refused acquire's completion
+	firstAt int64      // its invocation
+	fails   int
+	// faults are the fault kinds in effect at some moment of the period:
+	// they, not a wrong answer, may have kept every acquire out.
+	faults []string
 }
 
 type liveCall struct {
@@ -216,11 +250,13 @@ type liveness struct {
 	started    bool
 	start, end int64
 	maxLeaseMS int64
+	// active counts the fault windows open by kind (start and stop lines).
+	active map[string]int
 }
 
 func newLiveness(cfg config) *liveness {
 	return &liveness{cfg: cfg, locks: map[string]*liveLock{}, calls: map[int]liveCall{}, held: map[int][]*liveLock{},
-		latest: map[int]int{}, killed: map[int]history.ClientKillStart{}}
+		latest: map[int]int{}, killed: map[int]history.ClientKillStart{}, active: map[string]int{}}
 }
 
 func (v *liveness) lock(name string, t int64) *liveLock {
@@ -266,6 +302,9 @@ func (v *liveness) feed(op history.Op) {
 				v.killed[k.Process] = k
 				v.die(k.Process, &op, CauseKilled, op.Time)
 			}
+		}
+		if kind, start, ok := history.FaultEvent(op.F); ok {
+			v.fault(kind, start)
 		}
 		return
 	}
@@ -330,7 +369,20 @@ func (v *liveness) feed(op history.Op) {
 		l.minExp = min(l.minExp, exp)
 	case op.Type == history.OK && c.f == history.FRelease, op.Type == history.Fail && (c.f == history.FRelease || c.f == history.FRenew):
 		// Released, or not held any more: the hold ended either way.
+		_, held := l.holders.get(op.Process)
 		v.unhold(l, op.Process, op.Time)
+		if held && op.Type == history.OK && len(l.holders) == 0 {
+			rel := op
+			l.lastRelease = &rel
+		}
+	case op.Type == history.Fail && c.f == history.FAcquire:
+		if l.refuse(op, c.invT) {
+			for k, n := range v.active {
+				if n > 0 {
+					l.refused.noteFault(k)
+				}
+			}
+		}
 	case op.Type == history.Info:
 		cause := CauseWriteUnknown
 		switch c.f {
@@ -423,11 +475,56 @@ func (l *liveLock) expire(t int64) {
 	}
 }
 
+// fault notes a fault window's start or stop; a fault that starts during
+// an open refused period is named by it.
+func (v *liveness) fault(kind string, start bool) {
+	if !start {
+		if v.active[kind] > 0 {
+			v.active[kind]--
+		}
+		return
+	}
+	v.active[kind]++
+	for _, l := range v.locks {
+		if l.refused != nil {
+			l.refused.noteFault(kind)
+		}
+	}
+}
+
+func (r *refusedRun) noteFault(kind string) {
+	if !slices.Contains(r.faults, kind) {
+		r.faults = append(r.faults, kind)
+		slices.Sort(r.faults)
+	}
+}
+
+// refuse notes an acquire answered fail, invoked at invT: when the lock was
+// free by the history since a release, with nothing since that may have
+// left it held, and the acquire asked after the release, a refused period
+// opens (or goes on). It says whether one opened.
+func (l *liveLock) refuse(op history.Op, invT int64) bool {
+	if len(l.holders) > 0 || l.left != nil || l.lastRelease == nil || invT < l.lastRelease.Time {
+		return false
+	}
+	if l.refused != nil {
+		l.refused.fails++
+		return false
+	}
+	start := l.freeSince
+	if l.askFrom > start {
+		start = l.askFrom
+	}
+	l.refused = &refusedRun{start: start, release: *l.lastRelease, first: op, firstAt: invT, fails: 1}
+	return true
+}
+
 // release ends p's hold at t.
 func (l *liveLock) release(p int, t int64) {
 	if !l.holders.drop(p) {
 		return
 	}
+	l.lastRelease = nil // a release sets it again once the hold is gone
 	if len(l.holders) == 0 {
 		l.freeSince = t
 		l.askFrom = -1
@@ -442,6 +539,7 @@ func (l *liveLock) release(p int, t int64) {
 
 // leave notes an event that may have left l held.
 func (l *liveLock) leave(e leftHeld) {
+	l.refused = nil // the event explains what follows better
 	if l.left == nil {
 		l.leftFree = -1
 		if len(l.holders) == 0 {
@@ -467,6 +565,22 @@ func (l *liveLock) grant(op history.Op) {
 	if l.left != nil {
 		l.period(op.Time, true, &op)
 	}
+	l.closeRefused(op.Time, true, &op)
+}
+
+// closeRefused ends the open refused period at t.
+func (l *liveLock) closeRefused(t int64, freed bool, by *history.Op) {
+	r := l.refused
+	if r == nil {
+		return
+	}
+	l.refused = nil
+	p := StuckPeriod{Lock: l.name, Start: r.start, End: t, Freed: freed, Cause: CauseRefused, Process: r.release.Process, Client: -1,
+		Asked: r.fails, Ops: []history.Op{r.release, r.first}, Faults: r.faults}
+	if by != nil {
+		p.Ops = append(p.Ops, *by)
+	}
+	l.periods = append(l.periods, p)
 }
 
 // unavailableTo is the free time from the first ask since the lock became
@@ -518,6 +632,7 @@ func (v *liveness) finish() *Liveness {
 		if l.left != nil {
 			l.period(v.end, false, nil)
 		}
+		l.closeRefused(v.end, false, nil)
 		unavail := l.unavailable
 		if len(l.holders) == 0 {
 			unavail += l.unavailableTo(v.end)
@@ -569,13 +684,30 @@ func (s StuckPeriod) describe(m *history.Meta) string {
 	if s.Client >= 0 {
 		who += fmt.Sprintf(" (client %d)", s.Client)
 	}
-	what := causeWords[s.Cause]
-	if what == "" {
-		what = s.Cause
-	}
 	end := fmt.Sprintf("held to the end of the clients' run (%s)", fmtDur(s.End-s.Start))
 	if s.Freed {
 		end = fmt.Sprintf("freed at %s, %s later, by the next grant", fmtTime(s.End), fmtDur(s.End-s.Start))
+	}
+	if s.Cause == CauseRefused && len(s.Ops) >= 2 {
+		acq := s.Ops[1]
+		by := "process " + strconv.Itoa(acq.Process)
+		if c, ok := m.ClientOf(acq.Process); ok {
+			by += fmt.Sprintf(" (client %d)", c)
+		}
+		or := "either that release did not take effect or an acquire answered fail did"
+		if len(s.Faults) > 0 {
+			or = fmt.Sprintf("the faults in effect meanwhile (%s) kept every acquire out, or that release did not take "+
+				"effect, or an acquire answered fail did", strings.Join(s.Faults, ", "))
+		}
+		return fmt.Sprintf("lock %q stuck from %s: free by the history since the release of %s, answered ok at %s, yet "+
+			"every acquire asked since was refused: %s (the first refused after it: the acquire of %s, answered fail at "+
+			"%s); %s; %s refused meanwhile",
+			s.Lock, fmtTime(s.Start), who, fmtTime(s.Ops[0].Time), or, by, fmtTime(acq.Time), end,
+			plural(s.Asked, "1 acquire", "%d acquires"))
+	}
+	what := causeWords[s.Cause]
+	if what == "" {
+		what = s.Cause
 	}
 	if op := s.Ops[0]; op.Process >= 0 {
 		who += " (its " + op.F + ")"

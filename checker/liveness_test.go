@@ -76,10 +76,11 @@ func TestAvailabilityArithmetic(t *testing.T) {
 			unavailMS: 50, spanMS: 82, grants: 2, availWithin: 1 - 50.0/82,
 		},
 		{
+			// Released, then refused past the bound: a refused period too.
 			name: "the free time at the end counts beyond the time-out",
 			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l").op(2, 0, I, "release", "l").op(3, 0, K, "release", "l").
 				op(4, 1, I, "acquire", "l").op(100, 1, F, "acquire", "l"),
-			unavailMS: 86, spanMS: 100, grants: 1, availWithin: 1 - 86.0/100,
+			unavailMS: 86, spanMS: 100, wantStuck: 1, grants: 1, availWithin: 1 - 86.0/100,
 		},
 		{
 			name: "a free lock nobody asks for is idle",
@@ -188,6 +189,49 @@ func TestStuckCases(t *testing.T) {
 			name: "an unknown acquire while a live holder holds, then a clean release and grant: not stuck",
 			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l").op(2, 1, I, "acquire", "l").op(12, 1, N, "acquire", "l").
 				op(150, 0, I, "release", "l").op(151, 0, K, "release", "l").op(152, 2, I, "acquire", "l").op(153, 2, K, "acquire", "l"),
+			noneOK: true,
+		},
+		{
+			// Liquibase's shape (docs/locks.md): process 0 releases (ok),
+			// asks again, and its take applies while the read that decides
+			// the grant misses it, so it answers fail; from then on the
+			// lock refuses everyone. The history cannot tell the release
+			// that did not free it from the acquire that took it: both
+			// are named.
+			name:  "free after a release answered ok, yet every acquire refused",
+			h:     waiters(grant().op(2, 0, I, "release", "l").op(3, 0, K, "release", "l").op(4, 0, I, "acquire", "l").op(14, 0, F, "acquire", "l"), 5),
+			cause: CauseRefused, proc: 0, start: 4,
+			words: []string{"release of process 0, answered ok at 0.003000s", "the first refused after it: the acquire of process 0, answered fail at 0.014000s",
+				"held to the end", "3 acquires refused"},
+		},
+		{
+			// A partition refuses acquires by itself: the period says so.
+			name: "refused after a release while a fault was in effect",
+			h: grant().op(2, 0, I, "release", "l").op(3, 0, K, "release", "l").op(4, -1, N, history.StartF("partition"), "", val(map[string]string{})).
+				op(5, 1, I, "acquire", "l").op(20, 1, F, "acquire", "l").op(21, 1, I, "acquire", "l").op(200, 1, F, "acquire", "l"),
+			cause: CauseRefused, proc: 0, start: 5,
+			words: []string{"the faults in effect meanwhile (partition) kept every acquire out"},
+		},
+		{
+			name: "refused after a release, then granted late: a refused period that ended",
+			h: grant().op(2, 0, I, "release", "l").op(3, 0, K, "release", "l").op(4, 1, I, "acquire", "l").op(20, 1, F, "acquire", "l").
+				op(21, 1, I, "acquire", "l").op(120, 1, K, "acquire", "l"),
+			cause: CauseRefused, proc: 0, start: 4, freed: true, words: []string{"freed at 0.120000s"},
+		},
+		{
+			// Process 1 asked while 0 held the lock and did not retry:
+			// its fail says nothing about the lock once free.
+			name: "an acquire asked before the release and refused after it: not stuck",
+			h: grant().op(2, 1, I, "acquire", "l").op(3, 0, I, "release", "l").op(4, 0, K, "release", "l").
+				op(100, 1, F, "acquire", "l"),
+			noneOK: true,
+		},
+		{
+			// The history's lease is the client's view: a lock refused
+			// after it ran out is waited on, not left held by an answer.
+			name: "refused after a lease ran out: not stuck",
+			h: (&b{}).op(0, 0, I, "acquire", "l").op(1, 0, K, "acquire", "l", lease(5)).op(10, 1, I, "acquire", "l").
+				op(100, 1, F, "acquire", "l"),
 			noneOK: true,
 		},
 		{

@@ -276,8 +276,14 @@ var Catalogue = []Lock{
 			"processes on one host or containers sharing a host name: they are one holder to it and migrate together. " +
 			"Setting liquibase.hostDescription does not help here: the Cassandra generator leaves it out. A run that dies " +
 			"holding the lock, or whose release is lost, leaves it held for good (no TTL): the next run waits 5 minutes " +
-			"and fails with \"Could not acquire change log lock\" until someone runs `liquibase releaseLocks`; and a run " +
-			"whose take applied but whose read-back missed it is told \"not acquired\" while the lock is its own.",
+			"and fails with \"Could not acquire change log lock.  Currently locked by <host> (<address>) since <time>\" " +
+			"until someone runs `liquibase releaseLocks`. The same can happen with no fault at all (liquibase/none): a " +
+			"take whose commit (at LOCAL_ONE) had not reached the replica its LOCAL_ONE read-back asked is told \"not " +
+			"acquired\" while the lock is now its own; that instance waits its 5 minutes and fails naming its own host " +
+			"as the holder, and so does every later run, on any host, until `liquibase releaseLocks`. Where the lock " +
+			"message names the very host that is waiting, that is this, not a concurrent migration: release the lock " +
+			"and run again. Running Liquibase at consistency QUORUM (`consistency=QUORUM` in the JDBC URL) makes the " +
+			"commit and the read-back meet on a replica, which closes this window; it does not help the host name.",
 		Missing: "liquibase-cassandra is not on Maven Central here, so its lock service is re-expressed; the statements " +
 			"go through the JDBC wrapper its pom names (com.ing.data:cassandra-jdbc-wrapper 4.16.3, compliancemode=" +
 			"Liquibase, driver 4.19.2), as Liquibase's executor sends them. Liquibase has one lock row (ID = 1) per " +

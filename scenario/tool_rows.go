@@ -62,6 +62,20 @@ var toolRows = []Row{
 			"minutes does the same without any pause.",
 	},
 	{
+		// A migration lock's users ask what happens to a deployment whose
+		// migrating instance dies: the lead stays taken for the rest of the
+		// lead row's 300 s TTL, a constant of the library. Kills are armed
+		// 1-3 s apart (interval 2 s), so that one meets the first holders:
+		// a lock stuck before (an LWT answered unknown under load) has no
+		// holder left to kill.
+		Name: "cassandra-migration/client-kill", Recipe: "cassandra-migration", Command: migration, Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 2 * s, Seed: 24957,
+		Want: checker.Valid, StaysStuck: true, Tier: Quick,
+		Mechanism: "The killed leader's row stays until its TTL of 300 s runs out (nothing renews it and no one else may " +
+			"delete it): every other instance's INSERT ... IF NOT EXISTS, retried every 10 s, is refused for the rest of " +
+			"the run (stuck, client-kill). A deployment whose migrating instance dies waits up to five minutes. Safety holds.",
+	},
+	{
 		Name: "janusgraph/none", Recipe: "janusgraph", Command: janusgraph, Time: 20 * s, Interval: 3 * s, Seed: 24960,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "With one clock for every client, the earliest claim column is the first one written: one holder at a time.",
@@ -99,10 +113,23 @@ var toolRows = []Row{
 		Mechanism: "A killed replica leaves a quorum for the claims' writes and reads.",
 	},
 	{
+		// Kills armed 1-3 s apart, as cassandra-migration/client-kill's.
+		Name: "janusgraph/client-kill", Recipe: "janusgraph", Command: janusgraph, Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 20 * s, Interval: 2 * s, Seed: 24965,
+		Want: checker.Valid, StaysStuck: true, Tier: Full,
+		Mechanism: "The killed holder's claim column stays the earliest until it is older than the lock expiry (300 s, " +
+			"storage.lock.expiry-time): every later claim reads it first and fails (stuck, client-kill). Safety holds.",
+	},
+	{
 		Name: "liquibase/none", Recipe: "liquibase", Command: liquibase, Time: 20 * s, Interval: 3 * s, Seed: 24970,
 		Want: checker.Valid, Tier: Full,
-		Mechanism: "Instances with host names of their own: the UPDATE ... IF LOCKED = FALSE lets one through, and each " +
-			"instance's read-back finds its own name only when its take applied.",
+		Mechanism: "Instances with host names of their own: the UPDATE ... IF LOCKED = FALSE lets one through, and an " +
+			"instance's read-back finds its own name only where its take applied: one holder at a time. Yet the lock can " +
+			"stick with no fault at all: the take's commit goes at LOCAL_ONE (the wrapper's consistency), so the LOCAL_ONE " +
+			"read-back that decides the grant can reach a replica the commit has not reached yet. acquireLock then answers " +
+			"not acquired while the row says LOCKED = TRUE and names this host (the plug-in's SERIAL read finds it: " +
+			"acquire-unknown); from then on this instance's own acquireLock refuses the lock as held by itself and every " +
+			"other take finds it taken (stuck, to the end of the run).",
 	},
 	{
 		// Every client under one host name, as instances sharing a host
@@ -140,6 +167,20 @@ var toolRows = []Row{
 		Mechanism: "The take is an LWT; the LOCAL_ONE read-back can only miss a grant (answered not acquired, the lock then " +
 			"stuck), and reads the instance's own name from a stale replica only where the instance held it before and " +
 			"that replica missed both its release and the next take.",
+	},
+	{
+		// The kill is armed 1-3 s after the clients start (interval 2 s),
+		// so that it meets a holder: armed later, it may find the lock
+		// already stuck by itself (liquibase/none), with no holder to kill.
+		Name: "liquibase/client-kill", Recipe: "liquibase", Command: liquibase, Faults: []string{nemesis.ClientKill},
+		KillTarget: nemesis.KillTargetHold, Time: 30 * s, Interval: 2 * s, Seed: 24976,
+		Want: checker.Valid, StaysStuck: true, Tier: Full,
+		Mechanism: "The killed holder's row stays LOCKED = TRUE with its host's name and no TTL: the others' UPDATE ... " +
+			"IF LOCKED = FALSE never applies, and the instance restarted on that host finds its own name and refuses the " +
+			"lock as held by itself (stuck, client-kill). A deployment whose migrating instance dies waits 5 minutes and " +
+			"fails until someone runs `liquibase releaseLocks`. Safety holds. A run whose lock stuck by itself before the " +
+			"kill was armed (a take answered unknown under load, or liquibase/none's missed read-back) has no holder " +
+			"to kill and deals none.",
 	},
 	{
 		Name: "liquibase/kill", Recipe: "liquibase", Command: liquibase, Faults: []string{nemesis.Kill},

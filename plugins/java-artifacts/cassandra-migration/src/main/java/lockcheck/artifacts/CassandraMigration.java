@@ -69,7 +69,15 @@ final class CassandraMigration implements Lock {
   @Override
   public long acquire(String name, String owner, long deadline) throws Unknown, Failed {
     Migration prev = running.get(name);
-    if (prev != null && !prev.finished()) throw new Failed("a migration of this process holds or seeks the lead");
+    if (prev != null && !prev.finished()) {
+      // Not re-entrant: a second migrate() of this Database would find its own lead row, log
+      // "locked by another instance" and poll every 10 s until the first gives the lead back
+      // (takeLeadOnMigrations has no check of the row's leader). Nothing is taken; the first
+      // migration keeps the lead.
+      throw new Failed(
+          "a migration of this process holds or seeks the lead: cassandra-migration is not re-entrant, a second "
+              + "migrate() waits for the first to give the lead back");
+    }
     running.remove(name);
     LockcheckDatabase db = database(name);
     Migration m = new Migration(db);

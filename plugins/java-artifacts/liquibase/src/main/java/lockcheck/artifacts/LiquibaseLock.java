@@ -42,6 +42,13 @@ import java.util.stream.Collectors;
  * table with an ID of its own, the counts carry {@code ID = <id> AND}, and a lock's initialisation
  * inserts its row ({@code INSERT ... (ID, LOCKED) VALUES (<id>, FALSE)}) without Liquibase's
  * TRUNCATE, which would wipe the other names' rows.
+ *
+ * <p>One read is the harness's, not Liquibase's: when acquireLock returns false after its take
+ * was sent (its LOCAL_ONE read-back found no row of its own), a SERIAL read of the row tells
+ * whether the take applied all the same (the take's commit is at LOCAL_ONE too, so the read-back
+ * can run before the commit reached its replica). Then the answer is info, not fail: Liquibase
+ * goes on as not granted, while the row names this host, so its own acquireLock refuses the lock
+ * from then on (isLocked: "held by this instance") and no one releases it.
  */
 final class LiquibaseLock implements Lock {
   /** changeLogLockRecheckTime's default: the wait between two acquireLock calls. */
@@ -134,13 +141,44 @@ final class LiquibaseLock implements Lock {
                   + " WHERE ID = "
                   + id
                   + " IF LOCKED = FALSE");
-      if (rowsUpdated == -1 && !isLockedByCurrentInstance(id)) return false; // "another node was faster"
+      if (rowsUpdated == -1 && !isLockedByCurrentInstance(id)) {
+        // "another node was faster": Liquibase goes on as not granted. Its read-back is at
+        // LOCAL_ONE, and so is the take's commit: it can miss a take that applied. The harness,
+        // not Liquibase, looks once more at SERIAL to answer truthfully (docs/plugin.md: fail is
+        // "certainly did not take effect"); the read only finishes a commit already made.
+        if (takenBySerialRead(id)) {
+          throw new Unknown(
+              "Liquibase answers not acquired (its LOCAL_ONE read-back found no row of its own), yet its take "
+                  + "applied: a SERIAL read finds LOCKED = TRUE, LOCKEDBY = '"
+                  + lockedBy
+                  + "'; this host's acquireLock now refuses the lock as its own, and nobody releases it");
+        }
+        return false;
+      }
       if (rowsUpdated > 1) throw new Unknown("Did not update change log lock correctly");
       if (rowsUpdated == 0) return false;
       return true;
     } catch (SQLException e) {
       // LockException: Liquibase stops; the take may have applied.
       throw new Unknown("acquireLock: " + e);
+    }
+  }
+
+  /**
+   * Not Liquibase's: whether the lock row names this host, read at SERIAL (a Paxos read sees
+   * every applied take). A read that fails leaves the answer Liquibase's.
+   */
+  private boolean takenBySerialRead(int id) throws Unknown {
+    try (Statement s = conn.createStatement()) {
+      if (s instanceof com.ing.data.cassandra.jdbc.CassandraStatement cs) {
+        cs.setConsistencyLevel(com.datastax.oss.driver.api.core.DefaultConsistencyLevel.SERIAL);
+      }
+      try (ResultSet rs = s.executeQuery("SELECT LOCKED, LOCKEDBY FROM " + table + " WHERE ID = " + id)) {
+        return rs.next() && rs.getBoolean(1) && lockedBy.equals(rs.getString(2));
+      }
+    } catch (SQLException e) {
+      // Liquibase's own answer stands, but it may be wrong: say unknown rather than fail.
+      throw new Unknown("Liquibase answers not acquired; the SERIAL read that would tell whether its take applied failed: " + e);
     }
   }
 
