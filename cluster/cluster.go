@@ -272,6 +272,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelDCs:      strconv.Itoa(c.cfg.dcCount()),
 		labelSpares:   strconv.Itoa(c.cfg.spares),
 		labelSkip:     strconv.FormatBool(c.cfg.skipRepair),
+		labelPurging:  c.cfg.purging,
 	}
 	if i > c.cfg.nodes {
 		labels[labelSpare] = "1"
@@ -359,6 +360,7 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.dcs, _ = strconv.Atoi(lb[labelDCs]) // none: a cluster of one data centre
 	cfg.spares, _ = strconv.Atoi(lb[labelSpares])
 	cfg.skipRepair = lb[labelSkip] == "true"
+	cfg.purging = lb[labelPurging]
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -435,6 +437,10 @@ func (c *Cluster) Node(name string) (*Node, error) {
 // Spares are the nodes outside the ring at the start (WithSpares), in
 // order: stopped until a membership fault bootstraps one.
 func (c *Cluster) Spares() []*Node { return slices.Clone(c.spares) }
+
+// PaxosStatePurging is the paxos_state_purging the nodes were given ("":
+// none, the release's default).
+func (c *Cluster) PaxosStatePurging() string { return c.cfg.purging }
 
 // SkipPaxosRepair says whether skip_paxos_repair_on_topology_change is set.
 func (c *Cluster) SkipPaxosRepair() bool { return c.cfg.skipRepair }

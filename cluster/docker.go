@@ -43,6 +43,7 @@ const (
 	labelSpares   = "io.lockcheck.spares"
 	labelSpare    = "io.lockcheck.spare"
 	labelSkip     = "io.lockcheck.skip-paxos-repair"
+	labelPurging  = "io.lockcheck.paxos-state-purging"
 	// labelHelper marks a short-lived container that is not a node.
 	labelHelper = "io.lockcheck.helper"
 )

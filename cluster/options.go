@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +39,7 @@ type config struct {
 	dcs           int // data centres; 0 or 1: one
 	spares        int // nodes created outside the ring, to join it during a run
 	skipRepair    bool
+	purging       string // paxos_state_purging; "": the release's default
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -139,6 +141,19 @@ func WithSpares(n int) Option { return func(c *config) { c.spares = n } }
 // v2: topology changes complete without Paxos repair first, as on v1.
 func WithSkipPaxosRepair(on bool) Option { return func(c *config) { c.skipRepair = on } }
 
+// PaxosStatePurgings are the values of paxos_state_purging (4.1 and later):
+// how a node forgets Paxos state. legacy (the releases' default) writes it
+// with a TTL of the table's gc_grace_seconds; gc_grace purges it in
+// compaction once older than gc_grace_seconds; repaired purges it in
+// compaction once a Paxos repair has covered it (and
+// paxos_purge_grace_period has passed). A cluster may move from legacy to
+// the others, never back (the state written since has no TTL).
+var PaxosStatePurgings = []string{"legacy", "gc_grace", "repaired"}
+
+// WithPaxosStatePurging sets paxos_state_purging on 4.1 and later ("" keeps
+// the release's default, legacy).
+func WithPaxosStatePurging(mode string) Option { return func(c *config) { c.purging = mode } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -187,6 +202,13 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Sprintf("spares %d: want 0 to %d", c.spares, MaxSpares))
 	} else if c.spares > 0 && c.dcCount() > 1 {
 		errs = append(errs, "spares and data centres: not together (a spare joins the one ring of a single data centre)")
+	}
+	if c.purging != "" {
+		if !slices.Contains(PaxosStatePurgings, c.purging) {
+			errs = append(errs, fmt.Sprintf("paxos state purging %q: want one of %s", c.purging, strings.Join(PaxosStatePurgings, ", ")))
+		} else if v := c.release(); v.LegacyYAML {
+			errs = append(errs, fmt.Sprintf("paxos state purging: Cassandra %s has no such setting (4.1 and later)", v.Name))
+		}
 	}
 	if c.skipRepair && c.paxos != "v2" {
 		errs = append(errs, "skip Paxos repair on topology change: a Paxos v2 setting (--paxos v2)")

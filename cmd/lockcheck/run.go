@@ -48,7 +48,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable (a step may follow an earlier window: the run then lasts until it is dealt, as it does when a step is a range movement); not with --nemesis")
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later), or a known-unsafe control (cluster up --help)")
-	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line of a cluster this command starts: "+strings.Join(cluster.Versions(), ", "))
+	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra version of a cluster this command starts: "+cluster.VersionsHelp())
 	fs.StringVar(&f.cluster, "cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	fs.BoolVar(&f.keep, "keep", false, "leave a cluster this command started running")
 	// The run's settings are the Spec's fields: their flags, defaults and
