@@ -30,6 +30,8 @@ type nodeConfig struct {
 	SkipPaxosRepair bool
 	// PaxosStatePurging sets paxos_state_purging ("": not written).
 	PaxosStatePurging string
+	// NoPaxosCache sets paxos_cache_size to 0.
+	NoPaxosCache bool
 	// Legacy: Cassandra 4.0, which reads only the old setting names.
 	Legacy bool
 }
@@ -190,6 +192,7 @@ func nodeConfigs(c config, l layout) []nodeConfig {
 			AutoBootstrap:     i >= c.nodes, // a spare joins a running ring
 			SkipPaxosRepair:   c.skipRepair,
 			PaxosStatePurging: c.purging,
+			NoPaxosCache:      c.noPaxosCache,
 			Legacy:            c.release().LegacyYAML,
 		}
 	}

@@ -40,6 +40,7 @@ type config struct {
 	spares        int // nodes created outside the ring, to join it during a run
 	skipRepair    bool
 	purging       string // paxos_state_purging; "": the release's default
+	noPaxosCache  bool   // paxos_cache_size 0
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -154,6 +155,12 @@ var PaxosStatePurgings = []string{"legacy", "gc_grace", "repaired"}
 // the release's default, legacy).
 func WithPaxosStatePurging(mode string) Option { return func(c *config) { c.purging = mode } }
 
+// WithoutPaxosCache sets paxos_cache_size to 0 (4.1 and later): every
+// Paxos round reads the key's Paxos state from disk, as a round on a key
+// idle long enough to leave the cache does. A known bug in what a node
+// loads from disk (CASSANDRA-19617) shows only then.
+func WithoutPaxosCache() Option { return func(c *config) { c.noPaxosCache = true } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -209,6 +216,9 @@ func (c *config) validate() error {
 		} else if v := c.release(); v.LegacyYAML {
 			errs = append(errs, fmt.Sprintf("paxos state purging: Cassandra %s has no such setting (4.1 and later)", v.Name))
 		}
+	}
+	if c.noPaxosCache && c.release().LegacyYAML {
+		errs = append(errs, fmt.Sprintf("paxos cache: Cassandra %s has no such setting (4.1 and later)", c.release().Name))
 	}
 	if c.skipRepair && c.paxos != "v2" {
 		errs = append(errs, "skip Paxos repair on topology change: a Paxos v2 setting (--paxos v2)")

@@ -67,6 +67,10 @@ type Cluster struct {
 	Version string // Cassandra version ("": the node image's)
 	// SkipPaxosRepair sets skip_paxos_repair_on_topology_change (Paxos v2).
 	SkipPaxosRepair bool
+	// PaxosStatePurging sets paxos_state_purging on 4.1 and later (legacy,
+	// gc_grace, repaired: cluster.PaxosStatePurgings); "": the release's
+	// default, legacy.
+	PaxosStatePurging string `json:",omitempty"`
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -97,6 +101,9 @@ func (c Cluster) Key() string {
 	}
 	if c.SkipPaxosRepair {
 		parts = append(parts, "skip-repair")
+	}
+	if c.PaxosStatePurging != "" {
+		parts = append(parts, "purge-"+strings.ReplaceAll(c.PaxosStatePurging, "_", "-"))
 	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
@@ -140,6 +147,9 @@ func (c Cluster) String() string {
 	}
 	if c.SkipPaxosRepair {
 		s += ", no Paxos repair on topology change"
+	}
+	if c.PaxosStatePurging != "" {
+		s += ", paxos_state_purging " + c.PaxosStatePurging
 	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version

@@ -1,0 +1,180 @@
+//go:build jepsen
+
+package cluster_test
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
+)
+
+// paxosPurgeGrace is Cassandra's default paxos_purge_grace_period: under
+// paxos_state_purging repaired, compaction drops Paxos state older than the
+// last Paxos repair's low bound less this grace.
+const paxosPurgeGrace = 60 * time.Second
+
+// TestCassandra19617 plays CASSANDRA-19617 (Paxos may re-distribute a stale
+// commit that predates a collectable tombstone; 4.1.0 to 4.1.5 under
+// paxos_state_purging gc_grace or repaired, fixed in 4.1.6) from outside the
+// nodes: CQL and nodetool only, on a 3-node cluster of each release
+// LOCKCHECK_19617 names (say 4.1.5,4.1.6; none in make test: two 3-node
+// clusters of their own and a minute's wait each).
+//
+// The schedule follows the fixing commit's test (CasWriteTest
+// testStaleCommitInSystemPaxos), with operator tools where that test
+// reaches into the node: an LWT inserts a row and n3 flushes its Paxos
+// state (the insert's commit in an SSTable of its own); an LWT deletes the
+// row; a Paxos repair once the purge grace has passed; n3 compacts only the
+// SSTables flushed since (nodetool compact --user-defined: the test moves
+// the insert's SSTable to a higher LCS level instead), which purges the
+// delete's commit and leaves the insert's; n1 and n2 compact all their
+// Paxos state away; every node compacts the table, whose tombstone is past
+// gc_grace_seconds. With n2 down, an LWT through n1 and n3 finds n3's
+// stale commit newer than n1's nothing: 4.1.5 re-distributes it (the
+// deleted row comes back), 4.1.6 drops it as older than the repair's low
+// bound.
+func TestCassandra19617(t *testing.T) {
+	releases := os.Getenv("LOCKCHECK_19617")
+	if releases == "" {
+		t.Skip("set LOCKCHECK_19617=4.1.5,4.1.6 to play CASSANDRA-19617 on clusters of those releases")
+	}
+	for _, rel := range strings.Split(releases, ",") {
+		t.Run(rel, func(t *testing.T) {
+			back, err := play19617(t, rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Cassandra %s: the deleted row came back: %t", rel, back)
+			// The fix is in 4.1.6: every earlier 4.1 has the bug.
+			want := rel < "4.1.6" && strings.HasPrefix(rel, "4.1.")
+			if back != want {
+				t.Errorf("Cassandra %s: deleted row back = %t, want %t", rel, back, want)
+			}
+		})
+	}
+}
+
+// play19617 plays the schedule on a new cluster of release rel and says
+// whether the deleted row came back.
+func play19617(t *testing.T, rel string) (bool, error) {
+	c := clustertest.Start(t, "c19617-"+strings.ReplaceAll(rel, ".", ""),
+		cluster.WithNodes(3), cluster.WithVersion(rel), cluster.WithPaxos("v2"),
+		cluster.WithPaxosStatePurging("repaired"), cluster.WithoutPaxosCache())
+	ctx := ctxFor(t, 12*time.Minute)
+	n1, _ := c.Node("n1")
+	n2, _ := c.Node("n2")
+	n3, _ := c.Node("n3")
+	nodetool := func(n *cluster.Node, args ...string) string {
+		t.Helper()
+		out, err := n.Nodetool(ctx, args...)
+		if err != nil {
+			t.Fatalf("%s: nodetool %s: %v", n.Name, strings.Join(args, " "), err)
+		}
+		return out
+	}
+	paxosFiles := func(n *cluster.Node) []string {
+		t.Helper()
+		out, err := n.Exec(ctx, "sh", "-c", "ls /var/lib/cassandra/data/system/paxos-*/*-Data.db 2>/dev/null || true")
+		if err != nil {
+			t.Fatalf("%s: list system.paxos: %v", n.Name, err)
+		}
+		return strings.Fields(out)
+	}
+	s, err := c.PinnedSession(ctx, n1)
+	if err != nil {
+		return false, err
+	}
+	defer s.Close()
+	ks := c.Keyspace()
+	table := ks + ".c19617"
+	if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + table + ` (k int PRIMARY KEY, v int) WITH gc_grace_seconds = 5`).ExecContext(ctx); err != nil {
+		return false, err
+	}
+	// n3 keeps its Paxos SSTables apart until told which to compact.
+	nodetool(n3, "disableautocompaction", "system", "paxos")
+	lwt := func(stmt string, args ...any) bool {
+		t.Helper()
+		// ALL: every replica has the commit (the commit's consistency).
+		applied, err := s.Query(stmt, args...).Consistency(gocql.All).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, map[string]any{})
+		if err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+		return applied
+	}
+	if !lwt(`INSERT INTO `+table+` (k, v) VALUES (1, 1) IF NOT EXISTS`) {
+		t.Fatal("insert not applied on a fresh key")
+	}
+	nodetool(n3, "flush", "system", "paxos")
+	kept := paxosFiles(n3)
+	if len(kept) == 0 {
+		t.Fatal("n3: no system.paxos SSTable after the flush")
+	}
+	if !lwt(`DELETE FROM ` + table + ` WHERE k = 1 IF EXISTS`) {
+		t.Fatal("delete not applied")
+	}
+	deleted := time.Now()
+	// The repair's low bound must pass the delete by the purge grace.
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-time.After(time.Until(deleted.Add(paxosPurgeGrace + 5*time.Second))):
+	}
+	nodetool(n1, "repair", "--paxos-only", ks, "c19617")
+	for _, n := range []*cluster.Node{n1, n2, n3} {
+		nodetool(n, "flush")
+	}
+	var newer []string
+	for _, f := range paxosFiles(n3) {
+		if !slices.Contains(kept, f) {
+			newer = append(newer, f)
+		}
+	}
+	if len(newer) == 0 {
+		t.Fatal("n3: no system.paxos SSTable flushed after the delete")
+	}
+	nodetool(n3, append([]string{"compact", "--user-defined"}, newer...)...)
+	for _, n := range []*cluster.Node{n1, n2} {
+		nodetool(n, "compact", "system", "paxos")
+	}
+	for _, n := range []*cluster.Node{n1, n2, n3} {
+		nodetool(n, "compact", ks, "c19617")
+	}
+	t.Logf("n3 kept %v, compacted %v", kept, newer)
+
+	if err := n2.Kill(ctx); err != nil {
+		return false, err
+	}
+	// The first round may time out while n1 learns n2 is down: again,
+	// a bounded number of times (an unknown outcome is still an outcome of
+	// this one update, which only ever writes v = 2).
+	var applied bool
+	for try := 0; ; try++ {
+		applied, err = s.Query(`UPDATE `+table+` SET v = 2 WHERE k = 1 IF EXISTS`).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, map[string]any{})
+		if err == nil || try == 10 {
+			break
+		}
+		t.Logf("update through n1 and n3: %v", err)
+		time.Sleep(3 * time.Second)
+	}
+	if err != nil {
+		return false, err
+	}
+	var v int
+	err = s.Query(`SELECT v FROM `+table+` WHERE k = 1`).Consistency(gocql.Serial).ScanContext(ctx, &v)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return applied, nil
+	case err != nil:
+		return false, err
+	}
+	t.Logf("serial read after the delete: v = %d (update applied %t)", v, applied)
+	return true, nil
+}
