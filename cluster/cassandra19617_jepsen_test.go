@@ -4,6 +4,7 @@ package cluster_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -42,32 +43,57 @@ const paxosPurgeGrace = 60 * time.Second
 // deleted row comes back), 4.1.6 drops it as older than the repair's low
 // bound.
 func TestCassandra19617(t *testing.T) {
-	releases := os.Getenv("LOCKCHECK_19617")
-	if releases == "" {
-		t.Skip("set LOCKCHECK_19617=4.1.5,4.1.6 to play CASSANDRA-19617 on clusters of those releases")
+	names := os.Getenv("LOCKCHECK_19617")
+	if names == "" {
+		t.Skip("set LOCKCHECK_19617=4.1.5,4.1.6 (or any of " + strings.Join(slices.Sorted(maps.Keys(cases19617)), ", ") + ") to play CASSANDRA-19617 on clusters of those releases")
 	}
-	for _, rel := range strings.Split(releases, ",") {
-		t.Run(rel, func(t *testing.T) {
-			back, err := play19617(t, rel)
+	for _, name := range strings.Split(names, ",") {
+		cs, ok := cases19617[name]
+		if !ok {
+			t.Fatalf("LOCKCHECK_19617: no case %q (want %s)", name, strings.Join(slices.Sorted(maps.Keys(cases19617)), ", "))
+		}
+		t.Run(name, func(t *testing.T) {
+			back, err := play19617(t, name, cs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("Cassandra %s: the deleted row came back: %t", rel, back)
-			// The fix is in 4.1.6: every earlier 4.1 has the bug.
-			want := rel < "4.1.6" && strings.HasPrefix(rel, "4.1.")
-			if back != want {
-				t.Errorf("Cassandra %s: deleted row back = %t, want %t", rel, back, want)
+			t.Logf("Cassandra %s, paxos_state_purging %s, Paxos cache %t: the deleted row came back: %t", cs.release, cs.purging, cs.cache, back)
+			if back != cs.back {
+				t.Errorf("deleted row back = %t, want %t", back, cs.back)
 			}
 		})
 	}
 }
 
-// play19617 plays the schedule on a new cluster of release rel and says
+// case19617 is a cluster the schedule is played on, and whether the
+// deleted row comes back there.
+type case19617 struct {
+	release, purging string
+	cache            bool // paxos_cache_size left at its default
+	back             bool
+}
+
+// cases19617: the buggy release and the fixed one, and the controls that
+// say which conditions the bug needs.
+var cases19617 = map[string]case19617{
+	"4.1.5": {release: "4.1.5", purging: "repaired", back: true},
+	"4.1.6": {release: "4.1.6", purging: "repaired", back: false},
+	// legacy purging writes Paxos state with a TTL and never purges it in
+	// compaction: the delete's commit outlives the insert's.
+	"4.1.5-legacy": {release: "4.1.5", purging: "legacy", back: false},
+	// With the Paxos cache n3 answers from the state it cached at the
+	// delete, whatever compaction did to its disk.
+	"4.1.5-cache": {release: "4.1.5", purging: "repaired", cache: true, back: false},
+}
+
+// play19617 plays the schedule on a new cluster of the case and says
 // whether the deleted row came back.
-func play19617(t *testing.T, rel string) (bool, error) {
-	c := clustertest.Start(t, "c19617-"+strings.ReplaceAll(rel, ".", ""),
-		cluster.WithNodes(3), cluster.WithVersion(rel), cluster.WithPaxos("v2"),
-		cluster.WithPaxosStatePurging("repaired"), cluster.WithoutPaxosCache())
+func play19617(t *testing.T, name string, cs case19617) (bool, error) {
+	opts := []cluster.Option{cluster.WithNodes(3), cluster.WithVersion(cs.release), cluster.WithPaxos("v2"), cluster.WithPaxosStatePurging(cs.purging)}
+	if !cs.cache {
+		opts = append(opts, cluster.WithoutPaxosCache())
+	}
+	c := clustertest.Start(t, "c19617-"+strings.NewReplacer(".", "", "-legacy", "l", "-cache", "c").Replace(name), opts...)
 	ctx := ctxFor(t, 12*time.Minute)
 	n1, _ := c.Node("n1")
 	n2, _ := c.Node("n2")
@@ -109,7 +135,7 @@ func play19617(t *testing.T, rel string) (bool, error) {
 		}
 		return applied
 	}
-	if !lwt(`INSERT INTO `+table+` (k, v) VALUES (1, 1) IF NOT EXISTS`) {
+	if !lwt(`INSERT INTO ` + table + ` (k, v) VALUES (1, 1) IF NOT EXISTS`) {
 		t.Fatal("insert not applied on a fresh key")
 	}
 	nodetool(n3, "flush", "system", "paxos")
