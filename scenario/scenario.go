@@ -103,7 +103,7 @@ func (c Cluster) Key() string {
 		parts = append(parts, "skip-repair")
 	}
 	if c.PaxosStatePurging != "" {
-		parts = append(parts, "purge-"+strings.ReplaceAll(c.PaxosStatePurging, "_", "-"))
+		parts = append(parts, "purge-"+purgeKey.Replace(c.PaxosStatePurging))
 	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
@@ -115,6 +115,10 @@ func (c Cluster) Key() string {
 // v1_without_linearizable_reads_or_rejected_writes is "v1-unsafe",
 // v2_without_linearizable_reads "v2-unsafe-reads".
 var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writes", "-unsafe", "_without_linearizable_reads", "-unsafe-reads")
+
+// purgeKey shortens paxos_state_purging values for keys: a cluster is
+// named NAME-KEY, at most 31 characters ("lockcheck-v2-purge-rep-c4.1").
+var purgeKey = strings.NewReplacer("gc_grace", "gc", "repaired", "rep")
 
 func (c Cluster) commitlog() string {
 	if c.Commitlog == "" {
