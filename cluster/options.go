@@ -75,7 +75,8 @@ func WithPaxos(variant string) Option { return func(c *config) { c.paxos = varia
 
 // WithVersion sets the Cassandra release line the nodes run: "4.0", "4.1",
 // "5.0" (default) or "6.0-alpha" (Versions), each the latest patch release
-// on Maven Central, on a Java it supports.
+// on Maven Central, on a Java it supports; or a pinned patch release of a
+// line ("4.1.5", PinnedVersions), which runs with its line's settings.
 func WithVersion(name string) Option { return func(c *config) { c.version = name } }
 
 // WithCommitlogSync sets commitlog_sync: "periodic" (default) or "batch".
