@@ -57,9 +57,10 @@ func TestCassandra19617(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("Cassandra %s, paxos_state_purging %s, Paxos cache %t: the deleted row came back: %t", cs.release, cs.purging, cs.cache, back)
-			if back != cs.back {
-				t.Errorf("deleted row back = %t, want %t", back, cs.back)
+			t.Logf("Cassandra %s, paxos_state_purging %s, Paxos cache %t: the deleted row came back on %d of %d keys", cs.release, cs.purging, cs.cache, back, keys19617)
+			// The bug's bar is the known-unsafe rows': at least 9 of 10.
+			if cs.back && back < keys19617-1 || !cs.back && back != 0 {
+				t.Errorf("deleted row back on %d of %d keys, want %s", back, keys19617, map[bool]string{true: "at least 9", false: "none"}[cs.back])
 			}
 		})
 	}
@@ -86,9 +87,13 @@ var cases19617 = map[string]case19617{
 	"4.1.5-cache": {release: "4.1.5", purging: "repaired", cache: true, back: false},
 }
 
-// play19617 plays the schedule on a new cluster of the case and says
-// whether the deleted row came back.
-func play19617(t *testing.T, name string, cs case19617) (bool, error) {
+// keys19617 are the keys the schedule plays on at once, each inserted,
+// deleted and checked on its own: ten outcomes of one schedule.
+const keys19617 = 10
+
+// play19617 plays the schedule on a new cluster of the case and says on
+// how many keys the deleted row came back.
+func play19617(t *testing.T, name string, cs case19617) (int, error) {
 	opts := []cluster.Option{cluster.WithNodes(3), cluster.WithVersion(cs.release), cluster.WithPaxos("v2"), cluster.WithPaxosStatePurging(cs.purging)}
 	if !cs.cache {
 		opts = append(opts, cluster.WithoutPaxosCache())
@@ -116,13 +121,13 @@ func play19617(t *testing.T, name string, cs case19617) (bool, error) {
 	}
 	s, err := c.PinnedSession(ctx, n1)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer s.Close()
 	ks := c.Keyspace()
 	table := ks + ".c19617"
 	if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + table + ` (k int PRIMARY KEY, v int) WITH gc_grace_seconds = 5`).ExecContext(ctx); err != nil {
-		return false, err
+		return 0, err
 	}
 	// n3 keeps its Paxos SSTables apart until told which to compact.
 	nodetool(n3, "disableautocompaction", "system", "paxos")
@@ -135,22 +140,26 @@ func play19617(t *testing.T, name string, cs case19617) (bool, error) {
 		}
 		return applied
 	}
-	if !lwt(`INSERT INTO ` + table + ` (k, v) VALUES (1, 1) IF NOT EXISTS`) {
-		t.Fatal("insert not applied on a fresh key")
+	for k := 1; k <= keys19617; k++ {
+		if !lwt(`INSERT INTO `+table+` (k, v) VALUES (?, 1) IF NOT EXISTS`, k) {
+			t.Fatalf("key %d: insert not applied on a fresh key", k)
+		}
 	}
 	nodetool(n3, "flush", "system", "paxos")
 	kept := paxosFiles(n3)
 	if len(kept) == 0 {
 		t.Fatal("n3: no system.paxos SSTable after the flush")
 	}
-	if !lwt(`DELETE FROM ` + table + ` WHERE k = 1 IF EXISTS`) {
-		t.Fatal("delete not applied")
+	for k := 1; k <= keys19617; k++ {
+		if !lwt(`DELETE FROM `+table+` WHERE k = ? IF EXISTS`, k) {
+			t.Fatalf("key %d: delete not applied", k)
+		}
 	}
 	deleted := time.Now()
 	// The repair's low bound must pass the delete by the purge grace.
 	select {
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return 0, ctx.Err()
 	case <-time.After(time.Until(deleted.Add(paxosPurgeGrace + 5*time.Second))):
 	}
 	nodetool(n1, "repair", "--paxos-only", ks, "c19617")
@@ -176,31 +185,40 @@ func play19617(t *testing.T, name string, cs case19617) (bool, error) {
 	t.Logf("n3 kept %v, compacted %v", kept, newer)
 
 	if err := n2.Kill(ctx); err != nil {
-		return false, err
+		return 0, err
 	}
 	// The first round may time out while n1 learns n2 is down: again,
 	// a bounded number of times (an unknown outcome is still an outcome of
 	// this one update, which only ever writes v = 2).
-	var applied bool
-	for try := 0; ; try++ {
-		applied, err = s.Query(`UPDATE `+table+` SET v = 2 WHERE k = 1 IF EXISTS`).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, map[string]any{})
-		if err == nil || try == 10 {
-			break
+	back := 0
+	for k := 1; k <= keys19617; k++ {
+		var applied bool
+		var err error
+		for try := 0; ; try++ {
+			applied, err = s.Query(`UPDATE `+table+` SET v = 2 WHERE k = ? IF EXISTS`, k).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, map[string]any{})
+			if err == nil || try == 10 {
+				break
+			}
+			t.Logf("key %d: update through n1 and n3: %v", k, err)
+			time.Sleep(3 * time.Second)
 		}
-		t.Logf("update through n1 and n3: %v", err)
-		time.Sleep(3 * time.Second)
+		if err != nil {
+			return 0, err
+		}
+		var v int
+		err = s.Query(`SELECT v FROM `+table+` WHERE k = ?`, k).Consistency(gocql.Serial).ScanContext(ctx, &v)
+		switch {
+		case errors.Is(err, gocql.ErrNotFound):
+			if applied {
+				back++
+				t.Logf("key %d: the update found the deleted row (then no row)", k)
+			}
+		case err != nil:
+			return 0, err
+		default:
+			back++
+			t.Logf("key %d: serial read after the delete: v = %d (update applied %t)", k, v, applied)
+		}
 	}
-	if err != nil {
-		return false, err
-	}
-	var v int
-	err = s.Query(`SELECT v FROM `+table+` WHERE k = 1`).Consistency(gocql.Serial).ScanContext(ctx, &v)
-	switch {
-	case errors.Is(err, gocql.ErrNotFound):
-		return applied, nil
-	case err != nil:
-		return false, err
-	}
-	t.Logf("serial read after the delete: v = %d (update applied %t)", v, applied)
-	return true, nil
+	return back, nil
 }
