@@ -75,7 +75,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--retire-stuck] [--no-wait]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0|4.1.5] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--retire-stuck] [--no-wait]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
