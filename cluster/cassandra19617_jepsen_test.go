@@ -3,18 +3,23 @@
 package cluster_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
 	"github.com/lockcheck/lockcheck/cluster/clustertest"
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // paxosPurgeGrace is Cassandra's default paxos_purge_grace_period: under
@@ -53,9 +58,21 @@ func TestCassandra19617(t *testing.T) {
 			t.Fatalf("LOCKCHECK_19617: no case %q (want %s)", name, strings.Join(slices.Sorted(maps.Keys(cases19617)), ", "))
 		}
 		t.Run(name, func(t *testing.T) {
-			back, err := play19617(t, name, cs)
+			back, ops, err := play19617(t, name, cs)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The verdict lockcheck's register check gives the client's
+			// view: a row read back after its applied delete, no write
+			// since, is not linearizable.
+			res, err := checker.Check(context.Background(), ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[bool]checker.Verdict{true: checker.Invalid, false: checker.Valid}[cs.back]
+			t.Logf("register check: %s, %d anomalies", res.Verdict, len(res.Anomalies))
+			if res.Verdict != want {
+				t.Errorf("register check %s, want %s (anomalies %v)", res.Verdict, want, res.Anomalies)
 			}
 			t.Logf("Cassandra %s, paxos_state_purging %s, Paxos cache %t: the deleted row came back on %d of %d keys", cs.release, cs.purging, cs.cache, back, keys19617)
 			// The bug's bar is the known-unsafe rows': at least 9 of 10.
@@ -92,8 +109,9 @@ var cases19617 = map[string]case19617{
 const keys19617 = 10
 
 // play19617 plays the schedule on a new cluster of the case and says on
-// how many keys the deleted row came back.
-func play19617(t *testing.T, name string, cs case19617) (int, error) {
+// how many keys the deleted row came back, and what the client saw as a
+// register history.
+func play19617(t *testing.T, name string, cs case19617) (int, []history.Op, error) {
 	opts := []cluster.Option{cluster.WithNodes(3), cluster.WithVersion(cs.release), cluster.WithPaxos("v2"), cluster.WithPaxosStatePurging(cs.purging)}
 	if !cs.cache {
 		opts = append(opts, cluster.WithoutPaxosCache())
@@ -121,27 +139,44 @@ func play19617(t *testing.T, name string, cs case19617) (int, error) {
 	}
 	s, err := c.PinnedSession(ctx, n1)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer s.Close()
 	ks := c.Keyspace()
 	table := ks + ".c19617"
 	if err := s.Query(`CREATE TABLE IF NOT EXISTS ` + table + ` (k int PRIMARY KEY, v int) WITH gc_grace_seconds = 5`).ExecContext(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// n3 keeps its Paxos SSTables apart until told which to compact.
 	nodetool(n3, "disableautocompaction", "system", "paxos")
-	lwt := func(stmt string, args ...any) bool {
+	// The client's view goes to a history, as a register run's would:
+	// the checker judges it (reg-insert, reg-delete, reg-cas, reg-read).
+	var ops []history.Op
+	begin := time.Now()
+	proc := 0 // one client; a new process after an unknown outcome, as the workload's
+	rec := func(typ history.Type, f string, k int, v history.RegValue) {
+		b, _ := json.Marshal(v)
+		ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(time.Since(begin)), Process: proc, Type: typ, F: f, Key: strconv.Itoa(k), Value: b})
+		if typ == history.Info {
+			proc++
+		}
+	}
+	one, two := json.RawMessage("1"), json.RawMessage("2")
+	lwt := func(f string, k int, v history.RegValue, stmt string, args ...any) bool {
 		t.Helper()
+		rec(history.Invoke, f, k, v)
 		// ALL: every replica has the commit (the commit's consistency).
 		applied, err := s.Query(stmt, args...).Consistency(gocql.All).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, map[string]any{})
 		if err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
+		if applied {
+			rec(history.OK, f, k, v)
+		}
 		return applied
 	}
 	for k := 1; k <= keys19617; k++ {
-		if !lwt(`INSERT INTO `+table+` (k, v) VALUES (?, 1) IF NOT EXISTS`, k) {
+		if !lwt(history.FRegInsert, k, history.RegValue{New: one}, `INSERT INTO `+table+` (k, v) VALUES (?, 1) IF NOT EXISTS`, k) {
 			t.Fatalf("key %d: insert not applied on a fresh key", k)
 		}
 	}
@@ -151,7 +186,7 @@ func play19617(t *testing.T, name string, cs case19617) (int, error) {
 		t.Fatal("n3: no system.paxos SSTable after the flush")
 	}
 	for k := 1; k <= keys19617; k++ {
-		if !lwt(`DELETE FROM `+table+` WHERE k = ? IF EXISTS`, k) {
+		if !lwt(history.FRegDelete, k, history.RegValue{Expect: one}, `DELETE FROM `+table+` WHERE k = ? IF v = 1`, k) {
 			t.Fatalf("key %d: delete not applied", k)
 		}
 	}
@@ -159,7 +194,7 @@ func play19617(t *testing.T, name string, cs case19617) (int, error) {
 	// The repair's low bound must pass the delete by the purge grace.
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, nil, ctx.Err()
 	case <-time.After(time.Until(deleted.Add(paxosPurgeGrace + 5*time.Second))):
 	}
 	nodetool(n1, "repair", "--paxos-only", ks, "c19617")
@@ -185,40 +220,61 @@ func play19617(t *testing.T, name string, cs case19617) (int, error) {
 	t.Logf("n3 kept %v, compacted %v", kept, newer)
 
 	if err := n2.Kill(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// The first round may time out while n1 learns n2 is down: again,
 	// a bounded number of times (an unknown outcome is still an outcome of
 	// this one update, which only ever writes v = 2).
 	back := 0
 	for k := 1; k <= keys19617; k++ {
+		cas := history.RegValue{Expect: one, New: two}
+		rec(history.Invoke, history.FRegCAS, k, cas)
 		var applied bool
 		var err error
+		row := map[string]any{}
 		for try := 0; ; try++ {
-			applied, err = s.Query(`UPDATE `+table+` SET v = 2 WHERE k = ? IF EXISTS`, k).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, map[string]any{})
-			if err == nil || try == 10 {
+			clear(row)
+			applied, err = s.Query(`UPDATE `+table+` SET v = 2 WHERE k = ? IF v = 1`, k).SerialConsistency(gocql.Serial).MapScanCASContext(ctx, row)
+			if err == nil || try == 10 || !isTimeout(err) {
 				break
 			}
+			// A timeout's outcome is unknown: the history says so, and
+			// the next try is an operation of its own.
+			rec(history.Info, history.FRegCAS, k, cas)
 			t.Logf("key %d: update through n1 and n3: %v", k, err)
 			time.Sleep(3 * time.Second)
+			rec(history.Invoke, history.FRegCAS, k, cas)
 		}
-		if err != nil {
-			return 0, err
+		switch {
+		case err != nil:
+			return 0, nil, err
+		case applied:
+			rec(history.OK, history.FRegCAS, k, cas)
+		default:
+			seen := history.NoRow
+			if v, ok := row["v"]; ok && v != nil {
+				seen, _ = json.Marshal(v)
+			}
+			rec(history.Fail, history.FRegCAS, k, history.RegValue{Expect: one, New: two, Seen: seen})
 		}
+		rec(history.Invoke, history.FRegRead, k, history.RegValue{})
 		var v int
 		err = s.Query(`SELECT v FROM `+table+` WHERE k = ?`, k).Consistency(gocql.Serial).ScanContext(ctx, &v)
 		switch {
 		case errors.Is(err, gocql.ErrNotFound):
+			rec(history.OK, history.FRegRead, k, history.RegValue{Seen: history.NoRow})
 			if applied {
 				back++
 				t.Logf("key %d: the update found the deleted row (then no row)", k)
 			}
 		case err != nil:
-			return 0, err
+			return 0, nil, err
 		default:
+			seen, _ := json.Marshal(v)
+			rec(history.OK, history.FRegRead, k, history.RegValue{Seen: seen})
 			back++
 			t.Logf("key %d: serial read after the delete: v = %d (update applied %t)", k, v, applied)
 		}
 	}
-	return back, nil
+	return back, ops, nil
 }
