@@ -384,7 +384,8 @@ func WithStartIfMissing(nodes int, paxos string) Option {
 
 // WithCassandra sets the Cassandra release line of a cluster that
 // WithStartIfMissing starts: "4.0", "4.1", "5.0" (the default) or
-// "6.0-alpha" (cluster.Versions). A running cluster is used as it is, and
+// "6.0-alpha" (cluster.Versions), or a pinned patch release such as
+// "4.1.5" (cluster.PinnedVersions). A running cluster is used as it is, and
 // the run's meta line records the release it runs.
 func WithCassandra(version string) Option { return func(c *config) { c.version = version } }
 

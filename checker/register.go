@@ -192,8 +192,15 @@ func (c *regCall) modelOp() *regOp {
 			return nil
 		}
 		op.kind, op.val, op.reject = 'r', seen(), true
-		if c.inv.F == history.FRegCAS {
+		if c.inv.F == history.FRegCAS || c.inv.F == history.FRegDelete {
 			op.expect = elemKey(c.parsed.Expect)
+		}
+	case c.inv.F == history.FRegDelete:
+		// A conditional delete is a compare-and-set to no row.
+		op.kind, op.val, op.expect = 'c', noRow, elemKey(c.parsed.Expect)
+		op.info = typ != history.OK
+		if op.info {
+			op.ret = Never
 		}
 	default:
 		op.kind, op.val = 'i', elemKey(c.parsed.New)
@@ -430,6 +437,8 @@ func describeRegOp(input, _ any) string {
 		s = fmt.Sprintf("p%d read %s", in.proc, showVal(in.val))
 	case in.kind == 'i':
 		s = fmt.Sprintf("p%d insert %s", in.proc, in.val)
+	case in.val == noRow:
+		s = fmt.Sprintf("p%d delete %s", in.proc, in.expect)
 	default:
 		s = fmt.Sprintf("p%d cas %s->%s", in.proc, in.expect, in.val)
 	}

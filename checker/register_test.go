@@ -69,6 +69,16 @@ func (h *rb) cas(p int, key string, t0, t1 float64, expect, nw int, typ history.
 	return h.line(t1, p, typ, history.FRegCAS, key, regVal(ip(expect), ip(nw), s))
 }
 
+// del: a conditional delete of expect (DELETE ... IF value = expect).
+func (h *rb) del(p int, key string, t0, t1 float64, expect int, typ history.Type, seen ...int) *rb {
+	h.line(t0, p, I, history.FRegDelete, key, regVal(ip(expect), nil, nil))
+	var s *int
+	if len(seen) > 0 {
+		s = ip(seen[0])
+	}
+	return h.line(t1, p, typ, history.FRegDelete, key, regVal(ip(expect), nil, s))
+}
+
 // casOpen invokes a cas that never completes (the run was killed).
 func (h *rb) casOpen(p int, key string, t0 float64, expect, nw int) *rb {
 	return h.line(t0, p, I, history.FRegCAS, key, regVal(ip(expect), ip(nw), nil))
@@ -196,6 +206,28 @@ func TestRegisterHistories(t *testing.T) {
 		}, Valid},
 		{"12126's shape had the write been reported failed", func(h *rb) {
 			h.insert(0, k, 0, 1, 1, K).cas(9, k, 2, 10, 1, 2, F).read(1, k, 11, 12, 1).read(1, k, 20, 21, 2)
+		}, Invalid},
+		// A conditional delete is a cas to no row.
+		{"delete, then insert again", func(h *rb) {
+			h.insert(0, k, 0, 1, 1, K).del(1, k, 2, 3, 1, K).read(2, k, 4, 5, -1).insert(0, k, 6, 7, 2, K).read(2, k, 8, 9, 2)
+		}, Valid},
+		// CASSANDRA-19617 black-box: a row deleted by an applied delete
+		// comes back (a stale Paxos commit re-applied after the tombstone
+		// was purged) with no write since.
+		{"19617's shape: a deleted value read back", func(h *rb) {
+			h.insert(0, k, 0, 1, 1, K).del(0, k, 2, 3, 1, K).cas(1, k, 4, 5, 1, 2, F, -1).read(1, k, 6, 7, 1)
+		}, Invalid},
+		{"near miss: the delete unknown", func(h *rb) {
+			h.insert(0, k, 0, 1, 1, K).del(0, k, 2, 3, 1, N).read(1, k, 6, 7, 1).read(1, k, 8, 9, -1)
+		}, Valid},
+		{"near miss: a rejected delete", func(h *rb) {
+			h.insert(0, k, 0, 1, 1, K).cas(2, k, 2, 3, 1, 2, K).del(0, k, 4, 5, 1, F, 2).read(1, k, 6, 7, 2)
+		}, Valid},
+		{"rejected delete that saw what it expected", func(h *rb) {
+			h.insert(0, k, 0, 1, 1, K).del(0, k, 2, 3, 1, F, 1)
+		}, Invalid},
+		{"a rejected insert saw the deleted value", func(h *rb) {
+			h.insert(0, k, 0, 1, 1, K).del(0, k, 2, 3, 1, K).insert(1, k, 4, 5, 2, F, 1)
 		}, Invalid},
 		{"keys are apart", func(h *rb) {
 			h.insert(0, "a", 0, 1, 1, K).insert(1, "b", 0, 1, 2, K).read(2, "a", 2, 3, 1).read(3, "b", 2, 3, 2)

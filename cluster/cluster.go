@@ -272,6 +272,8 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelDCs:      strconv.Itoa(c.cfg.dcCount()),
 		labelSpares:   strconv.Itoa(c.cfg.spares),
 		labelSkip:     strconv.FormatBool(c.cfg.skipRepair),
+		labelPurging:  c.cfg.purging,
+		labelNoCache:  strconv.FormatBool(c.cfg.noPaxosCache),
 	}
 	if i > c.cfg.nodes {
 		labels[labelSpare] = "1"
@@ -359,6 +361,8 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.dcs, _ = strconv.Atoi(lb[labelDCs]) // none: a cluster of one data centre
 	cfg.spares, _ = strconv.Atoi(lb[labelSpares])
 	cfg.skipRepair = lb[labelSkip] == "true"
+	cfg.purging = lb[labelPurging]
+	cfg.noPaxosCache = lb[labelNoCache] == "true"
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -435,6 +439,14 @@ func (c *Cluster) Node(name string) (*Node, error) {
 // Spares are the nodes outside the ring at the start (WithSpares), in
 // order: stopped until a membership fault bootstraps one.
 func (c *Cluster) Spares() []*Node { return slices.Clone(c.spares) }
+
+// PaxosStatePurging is the paxos_state_purging the nodes were given ("":
+// none, the release's default).
+func (c *Cluster) PaxosStatePurging() string { return c.cfg.purging }
+
+// NoPaxosCache says whether the nodes run with paxos_cache_size 0
+// (WithoutPaxosCache).
+func (c *Cluster) NoPaxosCache() bool { return c.cfg.noPaxosCache }
 
 // SkipPaxosRepair says whether skip_paxos_repair_on_topology_change is set.
 func (c *Cluster) SkipPaxosRepair() bool { return c.cfg.skipRepair }

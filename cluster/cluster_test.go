@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -224,7 +225,7 @@ func TestInputsHash(t *testing.T) {
 	// Every version has an image of its own, on a root filesystem that
 	// differs where its Debian suite or Java does.
 	refs := map[string]string{}
-	for _, name := range Versions() {
+	for _, name := range append(Versions(), PinnedVersions()...) {
 		v, err := LookupVersion(name)
 		if err != nil {
 			t.Fatal(err)
@@ -244,6 +245,10 @@ func TestInputsHash(t *testing.T) {
 	v40, _ := LookupVersion("4.0")
 	v41, _ := LookupVersion("4.1")
 	v50, _ := LookupVersion("5.0")
+	v415, _ := LookupVersion("4.1.5")
+	if BaseImageRef(v415) != BaseImageRef(v41) {
+		t.Error("4.1.5 runs on its line's root filesystem, but their base images differ")
+	}
 	if BaseImageRef(v40) != BaseImageRef(v41) {
 		t.Error("4.0 and 4.1 run on the same root filesystem, but their base images differ")
 	}
@@ -289,6 +294,10 @@ func TestValidateOptions(t *testing.T) {
 		{"spares in 2 dcs", []Option{WithNodes(4), WithDCs(2), WithSpares(1)}, false},
 		{"skip paxos repair v2", []Option{WithPaxos("v2"), WithSkipPaxosRepair(true)}, true},
 		{"skip paxos repair v1", []Option{WithSkipPaxosRepair(true)}, false},
+		{"paxos state purging repaired", []Option{WithVersion("4.1"), WithPaxos("v2"), WithPaxosStatePurging("repaired")}, true},
+		{"paxos state purging gc_grace on 5.0", []Option{WithPaxosStatePurging("gc_grace")}, true},
+		{"paxos state purging on 4.0", []Option{WithVersion("4.0"), WithPaxosStatePurging("legacy")}, false},
+		{"paxos state purging unknown", []Option{WithPaxosStatePurging("never")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -451,12 +460,18 @@ func TestRenderYAMLVersions(t *testing.T) {
 			"cas_contention_timeout": "1000ms",
 			"paxos_variant":          "v1",
 		}, []string{"commitlog_sync_period_in_ms", "compaction_throughput_mb_per_sec"}},
-		{"5.0", map[string]string{"commitlog_sync_period": "10000ms", "paxos_variant": "v1"}, nil},
+		{"5.0", map[string]string{"commitlog_sync_period": "10000ms", "paxos_variant": "v1"}, []string{"paxos_state_purging"}},
+		{"4.1.5", map[string]string{"paxos_variant": "v2", "paxos_state_purging": "repaired"}, nil},
+		{"5.0", map[string]string{"paxos_state_purging": "gc_grace"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
 			c := defaultConfig()
 			c.version = tt.version
+			c.purging = tt.want["paxos_state_purging"]
+			if p, ok := tt.want["paxos_variant"]; ok {
+				c.paxos = p
+			}
 			b, err := renderYAML(nodeConfigs(c, newLayout(defaultSubnet("demo"), 3))[0])
 			if err != nil {
 				t.Fatal(err)
@@ -532,7 +547,9 @@ func TestValidateVersion(t *testing.T) {
 		{[]Option{WithVersion("4.0"), WithPaxos("v1_without_linearizable_reads_or_rejected_writes")}, "Cassandra 4.0 has only"},
 		{[]Option{WithVersion("5.0"), WithPaxos("v1_without_linearizable_reads")}, "Cassandra 5.0 has only v1, v2, v1_without"},
 		{[]Option{WithPaxos("v3")}, `paxos "v3": want one of v1, v1_without_linearizable_reads, v2,`},
-		{[]Option{WithVersion("3.11")}, `version "3.11": want one of 4.0, 4.1, 5.0`},
+		{[]Option{WithVersion("3.11")}, `version "3.11": want a release line, 4.0, 4.1, 5.0`},
+		{[]Option{WithVersion("4.1.5"), WithPaxos("v2")}, ""},
+		{[]Option{WithVersion("4.1.4")}, `or a pinned release, 4.1.5, 4.1.6`},
 		{[]Option{WithVersion("")}, "version"},
 	}
 	for _, tt := range tests {
@@ -587,5 +604,51 @@ func TestSpareFault(t *testing.T) {
 		if got := spareFault(tc.in, tc.container); got != tc.want {
 			t.Errorf("spareFault(in ring %v, %s) = %q, want %q", tc.in, tc.container, got, tc.want)
 		}
+	}
+}
+
+func TestLookupVersion(t *testing.T) {
+	tests := []struct {
+		name, want, line, cassandra string
+	}{
+		{name: "4.1", want: "4.1", line: "4.1", cassandra: "4.1.10"},
+		{name: "4.1.10", want: "4.1", line: "4.1", cassandra: "4.1.10"},
+		{name: "4.1.5", want: "4.1.5", line: "4.1", cassandra: "4.1.5"},
+		{name: "4.1.6", want: "4.1.6", line: "4.1", cassandra: "4.1.6"},
+		{name: "5.0", want: "5.0", line: "5.0", cassandra: "5.0.9"},
+		{name: "4.1.4"},
+		{name: "4.1.x"},
+		{name: "4"},
+		{name: ""},
+	}
+	for _, tt := range tests {
+		v, err := LookupVersion(tt.name)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("LookupVersion(%q) = %s, want an error", tt.name, v.Name)
+			} else if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "4.1.5") || !strings.Contains(msg, "5.0") {
+				t.Errorf("LookupVersion(%q): %q, want one line naming every known release", tt.name, msg)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("LookupVersion(%q): %v", tt.name, err)
+			continue
+		}
+		if v.Name != tt.want || v.Line() != tt.line || v.Cassandra != tt.cassandra || len(v.Pinned) != 0 && v.Name != v.Line() {
+			t.Errorf("LookupVersion(%q) = name %s, line %s, cassandra %s; want %s, %s, %s", tt.name, v.Name, v.Line(), v.Cassandra, tt.want, tt.line, tt.cassandra)
+		}
+	}
+	// A pinned release runs with its line's settings: the same variants.
+	v41, _ := LookupVersion("4.1")
+	v415, _ := LookupVersion("4.1.5")
+	if !slices.Equal(v41.PaxosVariants(), v415.PaxosVariants()) || v41.Suite != v415.Suite || v41.JRE != v415.JRE {
+		t.Errorf("4.1.5 runs with other settings than its line 4.1: %+v", v415)
+	}
+	if err := ValidateOptions(WithVersion("4.1.5"), WithPaxos("v2")); err != nil {
+		t.Errorf("4.1.5 with Paxos v2: %v", err)
+	}
+	if err := ValidateOptions(WithVersion("4.1.4")); err == nil || !errors.Is(err, ErrBadOption) {
+		t.Errorf("4.1.4: %v, want ErrBadOption", err)
 	}
 }

@@ -28,6 +28,10 @@ type nodeConfig struct {
 	AutoBootstrap bool
 	// SkipPaxosRepair sets skip_paxos_repair_on_topology_change (Paxos v2).
 	SkipPaxosRepair bool
+	// PaxosStatePurging sets paxos_state_purging ("": not written).
+	PaxosStatePurging string
+	// NoPaxosCache sets paxos_cache_size to 0.
+	NoPaxosCache bool
 	// Legacy: Cassandra 4.0, which reads only the old setting names.
 	Legacy bool
 }
@@ -177,17 +181,19 @@ func nodeConfigs(c config, l layout) []nodeConfig {
 			dc = c.dcOf(i)
 		}
 		out[i] = nodeConfig{
-			ClusterName:     c.name,
-			InitialToken:    toks[i],
-			Seeds:           strings.Join(seeds, ","),
-			Address:         a.String(),
-			CommitlogSync:   c.commitlogSync,
-			PaxosVariant:    c.paxos,
-			Snitch:          snitch,
-			DC:              dc,
-			AutoBootstrap:   i >= c.nodes, // a spare joins a running ring
-			SkipPaxosRepair: c.skipRepair,
-			Legacy:          c.release().LegacyYAML,
+			ClusterName:       c.name,
+			InitialToken:      toks[i],
+			Seeds:             strings.Join(seeds, ","),
+			Address:           a.String(),
+			CommitlogSync:     c.commitlogSync,
+			PaxosVariant:      c.paxos,
+			Snitch:            snitch,
+			DC:                dc,
+			AutoBootstrap:     i >= c.nodes, // a spare joins a running ring
+			SkipPaxosRepair:   c.skipRepair,
+			PaxosStatePurging: c.purging,
+			NoPaxosCache:      c.noPaxosCache,
+			Legacy:            c.release().LegacyYAML,
 		}
 	}
 	return out

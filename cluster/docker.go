@@ -43,6 +43,8 @@ const (
 	labelSpares   = "io.lockcheck.spares"
 	labelSpare    = "io.lockcheck.spare"
 	labelSkip     = "io.lockcheck.skip-paxos-repair"
+	labelPurging  = "io.lockcheck.paxos-state-purging"
+	labelNoCache  = "io.lockcheck.no-paxos-cache"
 	// labelHelper marks a short-lived container that is not a node.
 	labelHelper = "io.lockcheck.helper"
 )

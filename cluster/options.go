@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +39,8 @@ type config struct {
 	dcs           int // data centres; 0 or 1: one
 	spares        int // nodes created outside the ring, to join it during a run
 	skipRepair    bool
+	purging       string // paxos_state_purging; "": the release's default
+	noPaxosCache  bool   // paxos_cache_size 0
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -72,7 +75,8 @@ func WithPaxos(variant string) Option { return func(c *config) { c.paxos = varia
 
 // WithVersion sets the Cassandra release line the nodes run: "4.0", "4.1",
 // "5.0" (default) or "6.0-alpha" (Versions), each the latest patch release
-// on Maven Central, on a Java it supports.
+// on Maven Central, on a Java it supports; or a pinned patch release of a
+// line ("4.1.5", PinnedVersions), which runs with its line's settings.
 func WithVersion(name string) Option { return func(c *config) { c.version = name } }
 
 // WithCommitlogSync sets commitlog_sync: "periodic" (default) or "batch".
@@ -139,6 +143,25 @@ func WithSpares(n int) Option { return func(c *config) { c.spares = n } }
 // v2: topology changes complete without Paxos repair first, as on v1.
 func WithSkipPaxosRepair(on bool) Option { return func(c *config) { c.skipRepair = on } }
 
+// PaxosStatePurgings are the values of paxos_state_purging (4.1 and later):
+// how a node forgets Paxos state. legacy (the releases' default) writes it
+// with a TTL of the table's gc_grace_seconds; gc_grace purges it in
+// compaction once older than gc_grace_seconds; repaired purges it in
+// compaction once a Paxos repair has covered it (and
+// paxos_purge_grace_period has passed). A cluster may move from legacy to
+// the others, never back (the state written since has no TTL).
+var PaxosStatePurgings = []string{"legacy", "gc_grace", "repaired"}
+
+// WithPaxosStatePurging sets paxos_state_purging on 4.1 and later ("" keeps
+// the release's default, legacy).
+func WithPaxosStatePurging(mode string) Option { return func(c *config) { c.purging = mode } }
+
+// WithoutPaxosCache sets paxos_cache_size to 0 (4.1 and later): every
+// Paxos round reads the key's Paxos state from disk, as a round on a key
+// idle long enough to leave the cache does. A known bug in what a node
+// loads from disk (CASSANDRA-19617) shows only then.
+func WithoutPaxosCache() Option { return func(c *config) { c.noPaxosCache = true } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -187,6 +210,16 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Sprintf("spares %d: want 0 to %d", c.spares, MaxSpares))
 	} else if c.spares > 0 && c.dcCount() > 1 {
 		errs = append(errs, "spares and data centres: not together (a spare joins the one ring of a single data centre)")
+	}
+	if c.purging != "" {
+		if !slices.Contains(PaxosStatePurgings, c.purging) {
+			errs = append(errs, fmt.Sprintf("paxos state purging %q: want one of %s", c.purging, strings.Join(PaxosStatePurgings, ", ")))
+		} else if v := c.release(); v.LegacyYAML {
+			errs = append(errs, fmt.Sprintf("paxos state purging: Cassandra %s has no such setting (4.1 and later)", v.Name))
+		}
+	}
+	if c.noPaxosCache && c.release().LegacyYAML {
+		errs = append(errs, fmt.Sprintf("paxos cache: Cassandra %s has no such setting (4.1 and later)", c.release().Name))
 	}
 	if c.skipRepair && c.paxos != "v2" {
 		errs = append(errs, "skip Paxos repair on topology change: a Paxos v2 setting (--paxos v2)")

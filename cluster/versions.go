@@ -11,10 +11,22 @@ import (
 // resolves, and the Debian root filesystem and Java that run them. The image
 // tag hashes every field, so a new patch release is a one-line change here.
 type Version struct {
-	// Name is what `cluster up --version` takes: "4.0", "4.1", "5.0".
+	// Name is what `cluster up --version` takes: a release line ("4.0",
+	// "4.1", "5.0"), which runs the line's latest patch release, or a
+	// pinned patch release of a line ("4.1.5", from its Pinned).
 	Name string
 	// Cassandra is the cassandra-all release on Maven Central.
 	Cassandra string
+	// Pinned are earlier patch releases of the line a cluster may run in
+	// place of Cassandra (`--version 4.1.5`), each checked to resolve with
+	// its dependencies from Maven Central: a known bug is shown on the
+	// release that has it and the one that fixed it, with the same seed
+	// and schedule. A pinned release runs with every other field of its
+	// line (suite, Java, variants), so only releases that share them are
+	// listed. The pinned releases are in no axis of their own.
+	Pinned []string
+	// line is the release line a pinned release belongs to ("" for a line).
+	line string
 	// Suite is the Debian release the node image is debootstrapped from;
 	// JRE is its Java package. 4.0 and 4.1 run on Java 8 or 11, not 17, and
 	// only bullseye among Debian's suites here has an 11.
@@ -61,7 +73,10 @@ type Version struct {
 var versions = []Version{
 	{Name: "4.0", Cassandra: "4.0.19", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1"}, LegacyYAML: true,
 		Unsafe: map[string]string{PaxosV1UnsafeReads: "-Dcassandra.unsafe.disable-serial-reads-linearizability=true"}, ResumesBootstrap: true},
-	{Name: "4.1", Cassandra: "4.1.10", Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants,
+	// 4.1.5 has CASSANDRA-19617 (a stale Paxos commit re-applied after the
+	// tombstone that superseded it was purged, under paxos_state_purging
+	// gc_grace or repaired); 4.1.6 has its fix.
+	{Name: "4.1", Cassandra: "4.1.10", Pinned: []string{"4.1.5", "4.1.6"}, Suite: "bullseye", JRE: "openjdk-11-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants,
 		ResumesBootstrap: true, ThrottlesEntireSSTables: true},
 	{Name: "5.0", Cassandra: "5.0.9", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants,
 		ThrottlesEntireSSTables: true},
@@ -85,7 +100,8 @@ var unsafeVariants = map[string]string{PaxosV1Unsafe: "", PaxosV2UnsafeReads: ""
 // WithVersion.
 const DefaultVersion = "5.0"
 
-// Versions are the names WithVersion takes, oldest first.
+// Versions are the release lines WithVersion takes, oldest first (each
+// runs its latest patch release).
 func Versions() []string {
 	out := make([]string, len(versions))
 	for i, v := range versions {
@@ -94,15 +110,46 @@ func Versions() []string {
 	return out
 }
 
-// LookupVersion finds a release line by name ("4.1"), or by its full
-// release ("4.1.10").
+// PinnedVersions are the earlier patch releases WithVersion also takes,
+// oldest line first.
+func PinnedVersions() []string {
+	var out []string
+	for _, v := range versions {
+		out = append(out, v.Pinned...)
+	}
+	return out
+}
+
+// VersionsHelp names every version WithVersion takes, for a flag's help.
+func VersionsHelp() string {
+	return strings.Join(Versions(), ", ") + " (the latest patch release of each), or a pinned release: " + strings.Join(PinnedVersions(), ", ")
+}
+
+// LookupVersion finds a release line by name ("4.1"), or by its latest
+// release ("4.1.10"), or a pinned patch release ("4.1.5"): that line with
+// the release in place of its latest.
 func LookupVersion(name string) (Version, error) {
 	for _, v := range versions {
 		if v.Name == name || v.Cassandra == name {
 			return v, nil
 		}
+		if slices.Contains(v.Pinned, name) {
+			p := v
+			p.line, p.Name, p.Cassandra, p.Pinned = v.Name, name, name, nil
+			return p, nil
+		}
 	}
-	return Version{}, fmt.Errorf("version %q: want one of %s", name, strings.Join(Versions(), ", "))
+	return Version{}, fmt.Errorf("version %q: want a release line, %s (the latest patch release of each), or a pinned release, %s",
+		name, strings.Join(Versions(), ", "), strings.Join(PinnedVersions(), ", "))
+}
+
+// Line is the release line of the version: its Name, or for a pinned
+// release the line it belongs to ("4.1" for "4.1.5").
+func (v Version) Line() string {
+	if v.line != "" {
+		return v.line
+	}
+	return v.Name
 }
 
 // takesPaxos says whether the release has that paxos_variant (or, on 4.0,

@@ -162,6 +162,10 @@ func TestReaderRules(t *testing.T) {
 		{name: "register op without key", in: line(0, 0, 0, "invoke", "reg-read", "", ""), wantErr: "reg-read invoke without a key", line: 1},
 		{name: "insert without a value", in: line(0, 0, 0, "invoke", "reg-insert", "", `,"key":"k","value":{"new":null}`), wantErr: "without a new value", line: 1},
 		{name: "cas without expect", in: line(0, 0, 0, "invoke", "reg-cas", "", `,"key":"k","value":{"new":1}`), wantErr: "without the expected value", line: 1},
+		{name: "register delete", in: line(0, 0, 0, "invoke", "reg-delete", "", `,"key":"k","value":{"expect":1}`) +
+			line(1, 1, 0, "ok", "reg-delete", "", `,"key":"k","value":{"expect":1}`), ops: 2},
+		{name: "delete without expect", in: line(0, 0, 0, "invoke", "reg-delete", "", `,"key":"k","value":{}`), wantErr: "without the expected value", line: 1},
+		{name: "delete with a new value", in: line(0, 0, 0, "invoke", "reg-delete", "", `,"key":"k","value":{"expect":1,"new":2}`), wantErr: "a delete writes none", line: 1},
 		{name: "read ok without seen", in: line(0, 0, 0, "invoke", "reg-read", "", `,"key":"k"`) + line(1, 0, 0, "ok", "reg-read", "", ""), wantErr: `ok without "seen"`, line: 2},
 		{name: "applied cas with seen", in: line(0, 0, 0, "invoke", "reg-cas", "", `,"key":"k","value":{"expect":1,"new":2}`) + line(1, 0, 0, "ok", "reg-cas", "", `,"value":{"seen":1}`), wantErr: "an applied write reports none", line: 2},
 		{name: "register value not an object", in: line(0, 0, 0, "invoke", "reg-insert", "", `,"key":"k","value":3`), wantErr: "not an object", line: 1},

@@ -62,10 +62,18 @@ const (
 	// {"expect": E, "new": V}; ok: applied; fail with "seen": not applied,
 	// the row held that value (null: no row); info: unknown.
 	FRegCAS = "reg-cas"
+	// FRegDelete is DELETE ... IF value = expect: invoke {"expect": E};
+	// ok: applied (the key has no row after it); fail with "seen": not
+	// applied, the row held that value (null: no row); info: unknown. A
+	// stale Paxos commit re-applied after a purge (CASSANDRA-19617) shows
+	// as a value read after its delete with no write since.
+	FRegDelete = "reg-delete"
 )
 
 // IsRegisterF says whether f is a register operation.
-func IsRegisterF(f string) bool { return f == FRegRead || f == FRegInsert || f == FRegCAS }
+func IsRegisterF(f string) bool {
+	return f == FRegRead || f == FRegInsert || f == FRegCAS || f == FRegDelete
+}
 
 // RegValue is the value of a register operation's lines. Seen is present
 // on an ok read and on a fail that reports what the row held; JSON null

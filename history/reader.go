@@ -438,9 +438,11 @@ func validReg(op Op) string {
 	}
 	null := func(b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(b), NoRow) }
 	switch {
-	case op.Type == Invoke && op.F != FRegRead && (len(v.New) == 0 || null(v.New)):
+	case op.Type == Invoke && op.F != FRegRead && op.F != FRegDelete && (len(v.New) == 0 || null(v.New)):
 		return fmt.Sprintf("%s invoke without a new value (null is no row: not a value)", op.F)
-	case op.Type == Invoke && op.F == FRegCAS && (len(v.Expect) == 0 || null(v.Expect)):
+	case op.Type == Invoke && op.F == FRegDelete && len(v.New) > 0:
+		return fmt.Sprintf("%s invoke with a new value: a delete writes none", op.F)
+	case op.Type == Invoke && (op.F == FRegCAS || op.F == FRegDelete) && (len(v.Expect) == 0 || null(v.Expect)):
 		return fmt.Sprintf("%s invoke without the expected value", op.F)
 	case op.Type == OK && op.F == FRegRead && len(v.Seen) == 0:
 		return fmt.Sprintf("%s ok without \"seen\" (null: no row)", op.F)

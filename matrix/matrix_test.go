@@ -96,6 +96,12 @@ func TestClusterOptions(t *testing.T) {
 	if _, err := ClusterOptions(scenario.Cluster{SkipPaxosRepair: true}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("skip Paxos repair on v1: %v, want ErrBadOption", err)
 	}
+	if opts, err := ClusterOptions(scenario.Cluster{Version: "4.1.5", Paxos: "v2", PaxosStatePurging: "repaired"}, ""); err != nil || len(opts) != 3 {
+		t.Errorf("4.1.5, v2, purging repaired: %d options, %v", len(opts), err)
+	}
+	if _, err := ClusterOptions(scenario.Cluster{Version: "4.0", PaxosStatePurging: "gc_grace"}, ""); !errors.Is(err, cluster.ErrBadOption) {
+		t.Errorf("paxos state purging on 4.0: %v, want ErrBadOption", err)
+	}
 	if _, err := ClusterOptions(scenario.Cluster{DCs: 2}, ""); !errors.Is(err, cluster.ErrBadOption) {
 		t.Errorf("two data centres of 3 nodes: %v, want ErrBadOption", err)
 	}

@@ -158,6 +158,12 @@ func (e ClusterEnv) Describe() map[string]string {
 	if sp := e.Cluster.Spares(); len(sp) > 0 {
 		d["spares"] = strconv.Itoa(len(sp))
 	}
+	if p := e.PaxosStatePurging(); p != "" {
+		d["paxos_state_purging"] = p
+	}
+	if e.NoPaxosCache() {
+		d["paxos_cache_size"] = "0"
+	}
 	if e.SkipPaxosRepair() {
 		d["skip_paxos_repair_on_topology_change"] = "true"
 	}

@@ -88,6 +88,15 @@ const (
 	PaxosV1UnsafeReads = "v1_without_linearizable_reads" // 4.0's system property, lockcheck's name for it
 )
 
+// The paxos_state_purging axis (4.1 and later; cluster.PaxosStatePurgings):
+// "" is the releases' default, legacy (Paxos state written with a TTL);
+// gc_grace and repaired purge it in compaction, past the table's
+// gc_grace_seconds or once a Paxos repair covered it.
+const (
+	purgeGCGrace  = "gc_grace"
+	purgeRepaired = "repaired"
+)
+
 // The cluster axis: shapes (nodes, spares, data centres), Paxos variants,
 // commitlog durability and release lines (Releases), each a Cluster; the
 // zero Cluster is the shared one (3 nodes, Paxos v1, the node image's

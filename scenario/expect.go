@@ -778,6 +778,14 @@ var Releases = []Release{
 				Mechanism: "Paxos v2 on 5.0: as v1, linearizable under every node fault.",
 			},
 			{
+				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2, PaxosStatePurging: purgeRepaired}, Seed: 23011, Want: checker.Valid, Tier: Full,
+				Mechanism: "Paxos v2 on 5.0 with paxos_state_purging repaired (Paxos state kept until a Paxos repair covers it): linearizable under every node fault.",
+			},
+			{
+				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2, PaxosStatePurging: purgeGCGrace}, Seed: 23012, Want: checker.Valid, Tier: Full,
+				Mechanism: "Paxos v2 on 5.0 with paxos_state_purging gc_grace (Paxos state purged in compaction past the table's gc_grace_seconds): linearizable under every node fault.",
+			},
+			{
 				Lock: workload.ShapeRegister, Faults: coordPartition, Cluster: Cluster{Paxos: PaxosV1Unsafe}, Time: 60 * s, Seed: 23007, Want: checker.Valid, Tier: Full,
 				Mechanism: "A control that does not fire: with CASSANDRA-12126's fix off, a proposal stranded on the cut coordinator's replica " +
 					"can complete after a SERIAL read missed it, but its client saw a timeout, and an unknown write may take effect that late: " +
@@ -828,6 +836,15 @@ var Releases = []Release{
 			{
 				Lock: "lease-fenced", Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2}, Time: 60 * s, Seed: 23102, Want: checker.Valid, Tier: Full,
 				Mechanism: "Cassandra 4.1, Paxos v2 (its first release): the fenced lease under every node fault.",
+			},
+			{
+				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2, PaxosStatePurging: purgeRepaired}, Seed: 23009, Want: checker.Valid, Tier: Full,
+				Mechanism: "Cassandra 4.1, Paxos v2 with paxos_state_purging repaired (Paxos state kept until a Paxos repair covers it): linearizable under every node fault. " +
+					"No repair and no purge happen in the run: CASSANDRA-19617, fixed in 4.1.6, needs both (docs/notes-on-cassandra.md).",
+			},
+			{
+				Lock: workload.ShapeRegister, Faults: nodeFaults, Cluster: Cluster{Paxos: PaxosV2, PaxosStatePurging: purgeGCGrace}, Seed: 23010, Want: checker.Valid, Tier: Full,
+				Mechanism: "Cassandra 4.1, Paxos v2 with paxos_state_purging gc_grace: linearizable under every node fault.",
 			},
 		},
 	},

@@ -67,6 +67,10 @@ type Cluster struct {
 	Version string // Cassandra version ("": the node image's)
 	// SkipPaxosRepair sets skip_paxos_repair_on_topology_change (Paxos v2).
 	SkipPaxosRepair bool
+	// PaxosStatePurging sets paxos_state_purging on 4.1 and later (legacy,
+	// gc_grace, repaired: cluster.PaxosStatePurgings); "": the release's
+	// default, legacy.
+	PaxosStatePurging string `json:",omitempty"`
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -98,6 +102,9 @@ func (c Cluster) Key() string {
 	if c.SkipPaxosRepair {
 		parts = append(parts, "skip-repair")
 	}
+	if c.PaxosStatePurging != "" {
+		parts = append(parts, "purge-"+purgeKey.Replace(c.PaxosStatePurging))
+	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
 	}
@@ -108,6 +115,10 @@ func (c Cluster) Key() string {
 // v1_without_linearizable_reads_or_rejected_writes is "v1-unsafe",
 // v2_without_linearizable_reads "v2-unsafe-reads".
 var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writes", "-unsafe", "_without_linearizable_reads", "-unsafe-reads")
+
+// purgeKey shortens paxos_state_purging values for keys: a cluster is
+// named NAME-KEY, at most 31 characters ("lockcheck-v2-purge-rep-c4.1").
+var purgeKey = strings.NewReplacer("gc_grace", "gc", "repaired", "rep")
 
 func (c Cluster) commitlog() string {
 	if c.Commitlog == "" {
@@ -140,6 +151,9 @@ func (c Cluster) String() string {
 	}
 	if c.SkipPaxosRepair {
 		s += ", no Paxos repair on topology change"
+	}
+	if c.PaxosStatePurging != "" {
+		s += ", paxos_state_purging " + c.PaxosStatePurging
 	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version

@@ -22,10 +22,10 @@ import (
 
 const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
   up      start a Cassandra cluster and leave it running for later commands
-          [--name lockcheck] [--nodes 3] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--commitlog-sync periodic|batch]
+          [--name lockcheck] [--nodes 3] [--version 4.0|4.1|5.0|4.1.5] [--paxos v1|v2] [--commitlog-sync periodic|batch]
           [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub] [--timeout 4m]
           [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
-          [--dcs N] [--spares N] [--skip-paxos-repair]  (two data centres; stopped spares for join, leave, replace, remove)
+          [--dcs N] [--spares N] [--skip-paxos-repair] [--paxos-state-purging legacy|gc_grace|repaired]  (two data centres; stopped spares for join, leave, replace, remove)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version, faults, and who holds the cluster  [--name lockcheck]
   heal    take the cluster, heal what killed runs left, wait until healthy  [--name lockcheck] [--force] [--no-wait]
           (--force: also remove state lockcheck did not make, every iptables rule: the nodes are lockcheck's own)
@@ -94,10 +94,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 // upFlags are `lockcheck cluster up`'s flags.
 type upFlags struct {
-	name, version, paxos, sync, heap, image, subnet, sshKey string
-	nodes, rf, dcs, spares                                  int
-	lazy, skipRepair                                        bool
-	timeout                                                 time.Duration
+	name, version, paxos, sync, heap, image, subnet, sshKey, purging string
+	nodes, rf, dcs, spares                                           int
+	lazy, skipRepair                                                 bool
+	timeout                                                          time.Duration
 }
 
 func newUpFlags() (*flag.FlagSet, *upFlags) {
@@ -105,13 +105,14 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	f := &upFlags{}
 	nameFlag(fs, &f.name)
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, "number of nodes, 1 to 5")
-	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", ")+" (the latest patch release of each)")
+	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra version: "+cluster.VersionsHelp())
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant: v1 or v2 (v2: 4.1 and later); known-unsafe controls (CASSANDRA-12126's fix off): v1_without_linearizable_reads_or_rejected_writes, v2_without_linearizable_reads[_or_rejected_writes] (4.1 and later), v1_without_linearizable_reads (4.0: -Dcassandra.unsafe.disable-serial-reads-linearizability=true)")
 	fs.StringVar(&f.sync, "commitlog-sync", "periodic", "commitlog_sync: periodic or batch")
 	fs.StringVar(&f.heap, "heap", cluster.DefaultHeap, "JVM heap per node")
 	fs.IntVar(&f.rf, "rf", 0, "replication factor of the lockcheck keyspace (default: number of nodes); with --dcs, in each data centre (default: every node of each, 3 and 2 for --nodes 5)")
 	fs.IntVar(&f.dcs, "dcs", 1, "data centres dc1..dcN, the nodes split in order, at least 2 nodes each (GossipingPropertyFileSnitch, NetworkTopologyStrategy)")
 	fs.IntVar(&f.spares, "spares", 0, fmt.Sprintf("spare nodes (0 to %d) created outside the ring, stopped, for the membership faults (join, leave, replace, remove)", cluster.MaxSpares))
+	fs.StringVar(&f.purging, "paxos-state-purging", "", "4.1 and later: paxos_state_purging, one of "+strings.Join(cluster.PaxosStatePurgings, ", ")+" (default: the release's, legacy)")
 	fs.BoolVar(&f.skipRepair, "skip-paxos-repair", false, "Paxos v2: skip_paxos_repair_on_topology_change (topology changes complete without Paxos repair)")
 	fs.StringVar(&f.image, "image", "", "run this local image instead of building lockcheck's own")
 	fs.StringVar(&f.subnet, "subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
@@ -145,7 +146,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	opts := []cluster.Option{
 		cluster.WithName(f.name), cluster.WithNodes(f.nodes), cluster.WithVersion(f.version), cluster.WithPaxos(f.paxos),
 		cluster.WithCommitlogSync(f.sync), cluster.WithHeap(f.heap), cluster.WithReplicationFactor(f.rf), cluster.WithDCs(f.dcs),
-		cluster.WithSpares(f.spares), cluster.WithSkipPaxosRepair(f.skipRepair),
+		cluster.WithSpares(f.spares), cluster.WithSkipPaxosRepair(f.skipRepair), cluster.WithPaxosStatePurging(f.purging),
 	}
 	if f.image != "" {
 		opts = append(opts, cluster.WithImage(f.image))
@@ -184,8 +185,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// flags (other processes may be using it), never silently replaced.
 	if c, err := cluster.Attach(ctx, cluster.WithName(f.name), cluster.WithLogger(log)); err == nil {
 		v, _ := cluster.LookupVersion(f.version) // validated above
-		want := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t), commitlog %s, lazyfs %t", f.nodes, f.spares, max(f.dcs, 1), v.Cassandra, f.paxos, f.skipRepair, f.sync, f.lazy)
-		have := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t), commitlog %s, lazyfs %t", len(c.Nodes()), len(c.Spares()), len(c.DCs()), c.Version().Cassandra, c.Paxos(), c.SkipPaxosRepair(), c.CommitlogSync(), c.LazyFS())
+		want := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q), commitlog %s, lazyfs %t", f.nodes, f.spares, max(f.dcs, 1), v.Cassandra, f.paxos, f.skipRepair, f.purging, f.sync, f.lazy)
+		have := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q), commitlog %s, lazyfs %t", len(c.Nodes()), len(c.Spares()), len(c.DCs()), c.Version().Cassandra, c.Paxos(), c.SkipPaxosRepair(), c.PaxosStatePurging(), c.CommitlogSync(), c.LazyFS())
 		if want != have || (f.image != "" && f.image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}
@@ -342,7 +343,7 @@ func clusterHeal(ctx context.Context, args []string, stdout io.Writer) error {
 // newImageFlags is `lockcheck cluster image`'s flag set.
 func newImageFlags() (*flag.FlagSet, *string) {
 	fs := newFlags("image")
-	version := fs.String("version", cluster.DefaultVersion, "Cassandra release line: "+strings.Join(cluster.Versions(), ", "))
+	version := fs.String("version", cluster.DefaultVersion, "Cassandra version: "+cluster.VersionsHelp())
 	return fs, version
 }
 

@@ -48,7 +48,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	fs.StringVar(&f.schedule, "schedule", "", "deal this schedule file's faults (kinds, offsets, windows, nodes, parameters) instead of drawing them: written by replay and shrink, editable (a step may follow an earlier window: the run then lasts until it is dealt, as it does when a step is a range movement); not with --nemesis")
 	fs.IntVar(&f.nodes, "nodes", cluster.DefaultNodes, fmt.Sprintf("nodes of the cluster to start (1..%d; a running cluster is reused as it is)", cluster.MaxNodes))
 	fs.StringVar(&f.paxos, "paxos", cluster.DefaultPaxos, "paxos_variant of a cluster this command starts: v1 or v2 (v2: 4.1 and later), or a known-unsafe control (cluster up --help)")
-	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra release line of a cluster this command starts: "+strings.Join(cluster.Versions(), ", "))
+	fs.StringVar(&f.version, "version", cluster.DefaultVersion, "Cassandra version of a cluster this command starts: "+cluster.VersionsHelp())
 	fs.StringVar(&f.cluster, "cluster", cluster.DefaultName, "name of the cluster to use (lockcheck cluster up --cluster) or start")
 	fs.BoolVar(&f.keep, "keep", false, "leave a cluster this command started running")
 	// The run's settings are the Spec's fields: their flags, defaults and
@@ -75,7 +75,7 @@ func newRunFlags() (*flag.FlagSet, *runFlags) {
 	return fs, f
 }
 
-const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--retire-stuck] [--no-wait]
+const runUsage = `usage: lockcheck run --lock NAME|--lock-cmd COMMAND|--lock-url URL|--workload register [--name NAME] [--nemesis LIST|--schedule FILE] [--nodes N] [--clients C] [--time D] [--seed S] [--store DIR] [--keep] [--version 4.0|4.1|5.0|4.1.5] [--paxos v1|v2] [--workload cycle|leader|register] [--pin-clients] [--dc-local] [--retire-stuck] [--no-wait]
        [--hosts H1,H2,H3 [--port 9042] [--keyspace KS] [--rf N] [--dc DC] [--ssh-key FILE [--ssh-user U] [--ssh-port 22] [--ssh-start-cmd CMD] [--ssh-clock-step]]]`
 
 // options turns the flags into the Go API's lock and options.
