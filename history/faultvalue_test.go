@@ -2,8 +2,9 @@ package history
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
+
+	"github.com/lockcheck/lockcheck/internal/valuetest"
 )
 
 // Each typed value encodes exactly as the nemesis's map-based values did
@@ -64,23 +65,6 @@ func TestFaultValuesMatchOldEncoding(t *testing.T) {
 			ClientPauseStart{Client: 0, Process: 7, Lock: "l0", MS: 3000}},
 	}
 	for _, tt := range built {
-		want, err := json.Marshal(tt.old)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := json.Marshal(tt.typed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s: %T encodes %s, the map-based value was %s", tt.name, tt.typed, got, want)
-		}
-		back := reflect.New(reflect.TypeOf(tt.typed))
-		if err := json.Unmarshal(want, back.Interface()); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if again, _ := json.Marshal(back.Interface()); string(again) != string(want) {
-			t.Errorf("%s: decoded and encoded again %s, want %s", tt.name, again, want)
-		}
+		valuetest.SameEncoding(t, tt.name, tt.old, tt.typed)
 	}
 }

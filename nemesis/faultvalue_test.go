@@ -2,10 +2,10 @@ package nemesis
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/valuetest"
 )
 
 // The values a kind declares in its own file (pause, loss, partition,
@@ -54,23 +54,6 @@ func TestKindValuesMatchOldEncoding(t *testing.T) {
 		{"stop-kill", map[string]any{"how": "restart"}, KillValue{How: "restart"}},
 	}
 	for _, tt := range built {
-		want, err := json.Marshal(tt.old)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := json.Marshal(tt.typed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s: %T encodes %s, the map-based value was %s", tt.name, tt.typed, got, want)
-		}
-		back := reflect.New(reflect.TypeOf(tt.typed))
-		if err := json.Unmarshal(want, back.Interface()); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if again, _ := json.Marshal(back.Interface()); string(again) != string(want) {
-			t.Errorf("%s: decoded and encoded again %s, want %s", tt.name, again, want)
-		}
+		valuetest.SameEncoding(t, tt.name, tt.old, tt.typed)
 	}
 }
