@@ -65,7 +65,20 @@ func readAll(t *testing.T, path string) ([]Op, *Reader) {
 	}
 }
 
-func infoOp(i int) Op {
+// appendFlushed appends n lines and flushes them to the file.
+func appendFlushed(t *testing.T, w *Writer, n int) {
+	t.Helper()
+	for range n {
+		if _, err := w.Append(infoOp()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func infoOp() Op {
 	return Op{Process: NemesisProcess, Type: Info, F: "note", Value: []byte(`"a line of some length to fill the store faster"`)}
 }
 
@@ -84,20 +97,13 @@ func TestWriterStoreFillsUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 100 {
-		if _, err := w.Append(infoOp(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	appendFlushed(t, w, 100)
 	fill(t, dir)
 	// Append until the writer says the store is full, then as many lines
 	// again as a stop and heal write.
 	after := -1
 	for i := 0; i < 100000 && after < 200; i++ {
-		if _, err := w.Append(infoOp(i)); err != nil {
+		if _, err := w.Append(infoOp()); err != nil {
 			t.Fatalf("append %d (%d after the store said full): %v", i, after, err)
 		}
 		if i%50 == 0 {
@@ -183,17 +189,10 @@ func TestWriterStoreTurnsReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 100 {
-		if _, err := w.Append(infoOp(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	appendFlushed(t, w, 100)
 	readOnly()
-	for i := range 10 {
-		_, _ = w.Append(infoOp(i))
+	for range 10 {
+		_, _ = w.Append(infoOp())
 	}
 	if err := w.Flush(); err == nil {
 		t.Fatal("a flush to a read-only store reported no error")
@@ -206,7 +205,7 @@ func TestWriterStoreTurnsReadOnly(t *testing.T) {
 	default:
 		t.Fatal("the writer did not say the store can take no more")
 	}
-	if _, err := w.Append(infoOp(0)); err == nil {
+	if _, err := w.Append(infoOp()); err == nil {
 		t.Error("an append after the failure reported no error")
 	}
 	_ = w.Close()

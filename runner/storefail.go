@@ -25,25 +25,26 @@ func (e *StoreError) Error() string {
 func (e *StoreError) Unwrap() error { return e.Err }
 
 // storeFailure is the history writer's word that the store can take no
-// more, closed once.
+// more: its cause, set once, then done closed.
 type storeFailure struct {
 	once sync.Once
-	mu   sync.Mutex
-	err  error
+	err  error // written before done is closed, read only after
 	done chan struct{}
 }
 
 func (s *storeFailure) set(err error) {
 	s.once.Do(func() {
-		s.mu.Lock()
 		s.err = err
-		s.mu.Unlock()
 		close(s.done)
 	})
 }
 
+// cause is the failure, or nil while the store takes lines.
 func (s *storeFailure) cause() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
 }
