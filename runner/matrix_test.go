@@ -153,6 +153,14 @@ func judgeOnce(t *testing.T, env runner.Env, store string, row scenario.Row) {
 // those it picks): a known-unsafe row must be invalid (judgeOnce: in one of
 // up to row.Tries() runs), a safe one valid, and every fault kind of the row
 // injected.
+//
+// Rows whose faults strike only the clients (row.NodesUntouched) run in
+// parallel, go test -parallel at a time, after the others: lock names are
+// fresh every run, and nothing one deals reaches a node the other uses.
+// Those rows are most of the quick tier and mostly wait (a client paused
+// past its lease), so two at once cut make test's longer stream by minutes.
+// Their set-ups take turns (runner's setupMu: tables are created there).
+// Measurements (TestUnsafeCaught, lockcheck matrix) stay one run at a time.
 func TestMatrix(t *testing.T) {
 	pick := picked()
 	env := runner.ClusterEnv{clustertest.Get(t)}
@@ -163,6 +171,9 @@ func TestMatrix(t *testing.T) {
 		}
 		t.Run(row.Name, func(t *testing.T) {
 			skipFull(t, row)
+			if row.NodesUntouched() {
+				t.Parallel()
+			}
 			judgeOnce(t, env, store, row)
 		})
 	}

@@ -367,7 +367,9 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 	var wl clients
 	var control nemesis.Clients // nil: a workload without clients (register)
 	if t.Workload == workload.ShapeRegister {
+		setupMu.Lock()
 		newReg, finalReg, closeFn, err := setupRegister(ctx, env, t)
+		setupMu.Unlock()
 		if err != nil {
 			return &SetupError{Recipe: t.Recipe.Name, Err: err}
 		}
@@ -379,7 +381,9 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 		}
 		wl = registerClients{rw, finalReg}
 	} else {
+		setupMu.Lock()
 		newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
+		setupMu.Unlock()
 		if err != nil {
 			return &SetupError{Recipe: t.Recipe.Name, Err: err}
 		}

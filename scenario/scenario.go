@@ -298,6 +298,12 @@ func (r Row) LockCount() int {
 // RunSeed is the seed of run r (0-based) of the row.
 func (r Row) RunSeed(run int) int64 { return r.Seed + int64(run) }
 
+// NodesUntouched says whether the row's faults all strike the clients (none
+// at all included): nothing it deals reaches a node, so its run may share
+// the cluster with another such run (make test's TestMatrix runs two at
+// once). A node fault's heal would undo the other run's window.
+func (r Row) NodesUntouched() bool { return !nemesis.AnyNodeKind(r.Faults) }
+
 // Spec is the settings of run r (0-based) of the row: its lock, workload,
 // faults, time, interval, clients, locks, pins, consistency, skews and the
 // run's seed, with a quiet phase of Quiet; the rest spec.Defaults. A row

@@ -234,6 +234,27 @@ func TestTries(t *testing.T) {
 	}
 }
 
+func TestNodesUntouched(t *testing.T) {
+	for _, tc := range []struct {
+		faults []string
+		want   bool
+	}{
+		{nil, true},
+		{[]string{"client-pause"}, true},
+		{[]string{"client-clock", "client-kill", "client-gc-stall"}, true},
+		{[]string{"coord-clock"}, false},
+		{[]string{"client-pause", "partition"}, false},
+		{[]string{"net-delay"}, false},
+		{[]string{"a-kind-nobody-declared"}, false}, // unknown: taken for a node kind
+	} {
+		r := good()
+		r.Faults = tc.faults
+		if got := r.NodesUntouched(); got != tc.want {
+			t.Errorf("faults %v: NodesUntouched() = %v, want %v", tc.faults, got, tc.want)
+		}
+	}
+}
+
 func names(rows []Row) []string {
 	var out []string
 	for _, r := range rows {
