@@ -114,41 +114,62 @@ JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
 # Every package's TestMain copies into the nodes the shaper make build built,
 # and the lazy filesystem's tests its lockcheck-lazyfs, instead of building
 # their own (clustertest: a few seconds a package).
-jepsen: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
-jepsen: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
+jepsen test: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
+jepsen test: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
+OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs
+# The second stream: the tests that start clusters of their own, one at a
+# time, then sshnode's hosts; it needs neither the shared cluster nor the
+# plug-ins, so make test starts it as soon as the binaries are built. The
+# set-up test's clean container (no Cassandra in it, mostly apt) runs in a
+# lane of its own beside it. One shell command (a background job of the
+# recipes below), its output in $(JEPSEN_OWN_LOG).
+OWN_STREAM = ( export LOCKCHECK_SHARED=none; \
+	  ( $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(OWN_TESTS)' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
+	    $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/; b=$$?; \
+	    [ $$a = 0 ] && [ $$b = 0 ] ) & o=$$!; \
+	  $(GO) test -tags=jepsen -count=1 -timeout 30m -run '$(JEPSEN_RUN)' ./scripts/; s=$$?; \
+	  wait $$o && [ $$s = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1
+# The shared cluster's stream: every other jepsen test, one package after
+# another, on the running cluster $(CLUSTER).
+SHARED_STREAM = $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)' $(JEPSEN_PKGS)
+OWN_DONE = echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG)
+
 jepsen: build plugins
-	@if [ -n "$$LOCKCHECK_CLUSTER_STARTED" ]; then started=1; \
-	elif $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
+	@if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
-	( export LOCKCHECK_SHARED=none; \
-	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
-	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ ./scripts/; b=$$?; \
-	  [ $$a = 0 ] && [ $$b = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1 & own=$$!; \
-	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' $(JEPSEN_PKGS); rc=$$?; \
-	wait $$own; orc=$$?; \
-	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
+	$(OWN_STREAM) & own=$$!; \
+	$(SHARED_STREAM); rc=$$?; \
+	wait $$own; orc=$$?; $(OWN_DONE); \
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
 	[ $$rc = 0 ] && [ $$orc = 0 ]
 
 # LOCKCHECK_BROWSER=1: here a missing Chromium fails the browser test (a
 # plain `go test ./...` skips it).
-# The shared cluster starts (3 JVMs, 1-2 minutes, much of it waiting for
-# the ring to settle) while go vet and the unit tests run, which need no
-# Docker; make jepsen then finds it up and still removes it at the end
-# (LOCKCHECK_CLUSTER_STARTED). A unit failure stops make test before the
-# jepsen tests, as before.
+# Once the binaries are built, four things start at once: the second stream
+# (above), the shared cluster (3 JVMs, 1-2 minutes, much of it waiting for
+# the ring to settle), the plug-ins (Maven and pip: about a minute and a half
+# from a fresh clone), and go vet and the unit tests, which need no Docker.
+# A unit, plug-in or cluster failure skips the shared stream (the second
+# one, already running, is waited for: killing it would leave its
+# clusters). A cluster this target starts is removed at the end.
 CLUSTER_UP_LOG := .cache/cluster-up.log
+PLUGINS_LOG := .cache/plugins-build.log
 test: export LOCKCHECK_BROWSER := 1
 test: setup build
 	@mkdir -p .cache; up=0; \
+	$(OWN_STREAM) & own=$$!; \
 	if ! $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then \
 	  $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1 & up=$$!; fi; \
+	$(MAKE) --no-print-directory plugins > $(PLUGINS_LOG) 2>&1 & pl=$$!; \
 	$(MAKE) --no-print-directory unit; u=$$?; \
+	wait $$pl; p=$$?; cat $(PLUGINS_LOG); \
 	if [ $$up != 0 ]; then wait $$up; c=$$?; cat $(CLUSTER_UP_LOG); else c=0; fi; \
-	if [ $$u != 0 ] || [ $$c != 0 ]; then \
-	  if [ $$up != 0 ]; then $(BIN) cluster down --name $(CLUSTER); fi; exit 1; fi; \
-	LOCKCHECK_CLUSTER_STARTED=$$([ $$up != 0 ] && echo 1) $(MAKE) --no-print-directory jepsen
+	if [ $$u = 0 ] && [ $$c = 0 ] && [ $$p = 0 ]; then $(BIN) cluster up --name $(CLUSTER) && $(SHARED_STREAM); rc=$$?; \
+	else echo "make test: unit tests, plug-ins or cluster failed: the shared cluster's stream skipped" >&2; rc=1; fi; \
+	wait $$own; orc=$$?; $(OWN_DONE); \
+	if [ $$up != 0 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
+	[ $$rc = 0 ] && [ $$orc = 0 ]
 
 clean:
 	-$(BIN) cluster down

@@ -37,6 +37,7 @@ func TestLockdUnderNemesis(t *testing.T) {
 		{"lease-fenced", locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks)), history.PromiseFenced, checker.Valid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // client-pause strikes only the clients: the two runs share the cluster
 			srv := httptest.NewServer(lockd.Handler(tc.lock, slog.New(slog.DiscardHandler)))
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -26,7 +26,11 @@ var leaseLock = lockcheck.Lock{
 
 // A lease lock that reads no client clock keeps its promise when client
 // clocks jump.
+//
+// Both tests deal client faults only, so they run side by side on the
+// shared cluster (their lock names are fresh every run).
 func TestLeaseLock(t *testing.T) {
+	t.Parallel()
 	lockcheck.Test(t, leaseLock, lockcheck.WithTTL(5*time.Second), lockcheck.WithNemesis("client-clock"), lockcheck.WithTime(15*time.Second),
 		lockcheck.WithInterval(3*time.Second), lockcheck.WithQuiet(2*time.Second))
 }
@@ -37,6 +41,7 @@ func TestLeaseLock(t *testing.T) {
 // holder entered its critical section within a window's wait, seen once in
 // CI) shows nothing, and the next seed runs, three at most.
 func TestLeaseLockCaughtByClientPause(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for seed := int64(1); seed <= 3; seed++ {
