@@ -130,8 +130,13 @@ OWN_STREAM = ( export LOCKCHECK_SHARED=none; \
 	  $(GO) test -tags=jepsen -count=1 -timeout 30m -run '$(JEPSEN_RUN)' ./scripts/; s=$$?; \
 	  wait $$o && [ $$s = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1
 # The shared cluster's stream: every other jepsen test, one package after
-# another, on the running cluster $(CLUSTER).
-SHARED_STREAM = $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)' $(JEPSEN_PKGS)
+# another, on the running cluster $(CLUSTER). Only runner's tests run the
+# plug-ins: make test starts the other packages before the plug-ins are
+# built (SHARED_EARLY, then SHARED_RUNNER).
+SHARED_GO_TEST = $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)'
+SHARED_STREAM = $(SHARED_GO_TEST) $(JEPSEN_PKGS)
+SHARED_EARLY = $(SHARED_GO_TEST) $(filter-out ./runner,$(JEPSEN_PKGS))
+SHARED_RUNNER = $(SHARED_GO_TEST) ./runner
 OWN_DONE = echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG)
 
 jepsen: build plugins
@@ -149,12 +154,15 @@ jepsen: build plugins
 # Once the binaries are built, four things start at once: the second stream
 # (above), the shared cluster (3 JVMs, 1-2 minutes, much of it waiting for
 # the ring to settle), the plug-ins (Maven and pip: about a minute and a half
-# from a fresh clone), and go vet and the unit tests, which need no Docker.
-# A unit, plug-in or cluster failure skips the shared stream (the second
-# one, already running, is waited for: killing it would leave its
-# clusters). A cluster this target starts is removed at the end.
+# from a fresh clone), and go vet and the unit tests (their output in
+# $(UNIT_LOG), shown when they end). The shared stream starts as soon as
+# its cluster is up, runner's tests once the plug-ins are built too. Every
+# part runs to its end (a failed cluster or plug-in build skips what needs
+# it) and make test fails when any part failed; a cluster this target starts
+# is removed at the end.
 CLUSTER_UP_LOG := .cache/cluster-up.log
 PLUGINS_LOG := .cache/plugins-build.log
+UNIT_LOG := .cache/unit.log
 test: export LOCKCHECK_BROWSER := 1
 test: setup build
 	@mkdir -p .cache; up=0; \
@@ -162,14 +170,17 @@ test: setup build
 	if ! $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then \
 	  $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1 & up=$$!; fi; \
 	$(MAKE) --no-print-directory plugins > $(PLUGINS_LOG) 2>&1 & pl=$$!; \
-	$(MAKE) --no-print-directory unit; u=$$?; \
-	wait $$pl; p=$$?; cat $(PLUGINS_LOG); \
+	$(MAKE) --no-print-directory unit > $(UNIT_LOG) 2>&1 & un=$$!; \
 	if [ $$up != 0 ]; then wait $$up; c=$$?; cat $(CLUSTER_UP_LOG); else c=0; fi; \
-	if [ $$u = 0 ] && [ $$c = 0 ] && [ $$p = 0 ]; then $(BIN) cluster up --name $(CLUSTER) && $(SHARED_STREAM); rc=$$?; \
-	else echo "make test: unit tests, plug-ins or cluster failed: the shared cluster's stream skipped" >&2; rc=1; fi; \
+	if [ $$c = 0 ]; then $(BIN) cluster up --name $(CLUSTER) && $(SHARED_EARLY); r1=$$?; else r1=1; fi; \
+	wait $$pl; p=$$?; echo "--- the plug-ins' build: $(PLUGINS_LOG)"; cat $(PLUGINS_LOG); \
+	if [ $$c = 0 ] && [ $$p = 0 ]; then $(SHARED_RUNNER); r2=$$?; else r2=1; fi; \
+	wait $$un; u=$$?; echo "--- go vet and the unit tests: $(UNIT_LOG)"; cat $(UNIT_LOG); \
 	wait $$own; orc=$$?; $(OWN_DONE); \
 	if [ $$up != 0 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
-	[ $$rc = 0 ] && [ $$orc = 0 ]
+	for x in "unit tests:$$u" "cluster up:$$c" "plug-ins:$$p" "shared stream:$$r1" "runner's stream:$$r2" "second stream:$$orc"; do \
+	  [ "$${x##*:}" = 0 ] || echo "make test: $${x%:*} failed (exit $${x##*:})" >&2; done; \
+	[ $$u = 0 ] && [ $$c = 0 ] && [ $$p = 0 ] && [ $$r1 = 0 ] && [ $$r2 = 0 ] && [ $$orc = 0 ]
 
 clean:
 	-$(BIN) cluster down
