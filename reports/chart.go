@@ -11,12 +11,16 @@ import (
 
 // chart is latency over time and throughput, with fault shading.
 type chart struct {
-	Height         float64
-	P50, P99, Max  string // polyline points
-	YTicks         []tick // X holds the y coordinate
-	Bars           []rect
-	TTicks         []tick // throughput axis, X holds y
-	Faults         []rect
+	Height        float64
+	P50, P99, Max string // polyline points
+	YTicks        []tick // X holds the y coordinate
+	Bars          []rect
+	TTicks        []tick // throughput axis, X holds y
+	Faults        []rect
+	// Added are the slowness windows' added latency (addedLatency) as
+	// dashed segments at that latency across each window: Y is the line's
+	// height, X and W its extent.
+	Added          []rect
 	Ticks          []tick
 	ThroughputTop  float64
 	LatencyTop     float64
@@ -25,8 +29,9 @@ type chart struct {
 	Empty          bool
 }
 
-// newChart buckets completed client operations by completion time.
-func newChart(ops []history.Op, faults []faultView, end int64) chart {
+// newChart buckets completed client operations by completion time, and
+// draws what the slowness windows added beside them.
+func newChart(ops []history.Op, faults []faultView, added []addedWindow, end int64) chart {
 	c := chart{LatencyBase: 20 + chartH, LatencyTop: 20}
 	c.ThroughputTop = c.LatencyBase + 40
 	c.ThroughputBase = c.ThroughputTop + chartH
@@ -77,6 +82,11 @@ func newChart(ops []history.Op, faults []faultView, end int64) chart {
 	if top == 0 {
 		c.Empty = true
 	}
+	// The scale holds the added latency too: a stall far above the
+	// operations' p99 is the comparison the reader wants.
+	for _, a := range added {
+		top = math.Max(top, float64(a.MS))
+	}
 	top = niceCeil(top * 1.1)
 	yOf := func(v float64) float64 {
 		return c.LatencyBase - math.Min(v/top, 1.02)*chartH
@@ -124,6 +134,13 @@ func newChart(ops []history.Op, faults []faultView, end int64) chart {
 		c.TTicks = append(c.TTicks, tick{X: c.ThroughputBase - float64(i)/4*chartH, Label: trimFloat(v) + "/s"})
 	}
 	c.Faults = faultRects(faults, end, c.LatencyTop, c.ThroughputBase-c.LatencyTop, false)
+	for _, a := range added {
+		if a.MS <= 0 {
+			continue
+		}
+		x0, x1 := xOf(a.Start, end), xOf(a.End, end)
+		c.Added = append(c.Added, rect{X: x0, Y: yOf(float64(a.MS)), W: math.Max(x1-x0, 1), Fill: a.Color, Title: a.Text})
+	}
 	c.Ticks = timeTicks(end, c.Height-8)
 	return c
 }

@@ -71,9 +71,10 @@ type page struct {
 	// the run (the meta line's foreign): never "no faults" over it either.
 	Foreign []string
 	Latency chart
-	// Shaped is the latency the shaping faults added, window by window,
-	// shown beside the operations' latency.
-	Shaped    []string
+	// Added is the latency the slowness faults added, window by window
+	// (addedLatency), said beside the operations' latency and drawn in
+	// the latency chart.
+	Added     []string
 	Vis       []visLink
 	ByF       []fRow
 	ByProcess []pRow
@@ -249,8 +250,11 @@ func newPage(dir string, ops []history.Op, res checker.Result, vis []visLink) *p
 		holds = checker.Holds(ops)
 	}
 	p.Timeline = newTimeline(holds, faults, marks, res.Anomalies, end)
-	p.Latency = newChart(ops, faults, end)
-	p.Shaped = shapedLatency(faults)
+	added := addedLatency(faults)
+	p.Latency = newChart(ops, faults, added, end)
+	for _, a := range added {
+		p.Added = append(p.Added, a.Text)
+	}
 
 	fs := make([]string, 0, len(res.Stats.ByF))
 	for f := range res.Stats.ByF {

@@ -68,21 +68,6 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// shapedLatency lists what each shaping window added, for the page beside
-// the operations' latency: "net-delay 1.2 s – 5.0 s: +450 ms ±30 ms on
-// n2's links to n1, n3".
-func shapedLatency(faults []faultView) []string {
-	var out []string
-	for _, w := range faults {
-		v, ok := shapingOf(w)
-		if !ok {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s %s – %s: %s on %s", w.Kind, secs(w.Start), secs(w.End), added(v.Shape), links(v)))
-	}
-	return out
-}
-
 // slowedBy is the sentence of a shaping window that slowed a request sent
 // (any client's: a slowed coordinator is also a replica, whose answers to
 // every other coordinator wait too, so coord-net-delay is not only its own

@@ -114,11 +114,12 @@ const reportHTML = `<!DOCTYPE html>
 <h2>Latency and throughput</h2>
 <p class="muted legend"><span><i class="sw" style="background:#4e79a7"></i>p50</span><span><i class="sw" style="background:#e15759"></i>p99</span><span><i class="sw" style="background:#bbb"></i>max</span> of ok operations by completion time;
 throughput: <span><i class="sw" style="background:#59a14f"></i>ok</span><span><i class="sw" style="background:#bab0ac"></i>fail</span><span><i class="sw" style="background:#f28e2b"></i>info</span>;
-faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .Shaped}}<span> added to links:{{range .}} {{.}};{{end}}</span>{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}{{with .Foreign}}<span class="leftover"> not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span>{{end}}</p>
+faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};opacity:.45"></i>{{.Kind}}</span>{{else}}none{{end}}{{with .Added}}<span> latency added:{{range .}} {{.}};{{end}}</span>{{end}}{{with .HealedBefore}}<span class="leftover"> healed before the run (an earlier run left it):{{range .}} {{.}};{{end}}</span>{{end}}{{with .Foreign}}<span class="leftover"> not lockcheck's, present through the run:{{range .}} {{.}};{{end}}</span>{{end}}</p>
 {{with .Latency}}<svg id="latency" viewBox="0 0 {{svgWidth}} {{f1 .Height}}" width="{{svgWidth}}" height="{{f1 .Height}}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="latency and throughput">
 {{range .Faults}}<rect class="fault" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>
 {{end}}<text x="{{f1 plotLeft}}" y="12">latency (ms)</text>
 {{range .YTicks}}<line x1="{{f1 plotLeft}}" x2="{{f1 plotRight}}" y1="{{f1 .X}}" y2="{{f1 .X}}" stroke="#eee"/><text x="{{f1 (sub plotLeft 6)}}" y="{{f1 (add .X 3)}}" text-anchor="end">{{.Label}}</text>
+{{end}}{{range .Added}}<line class="added" x1="{{f1 .X}}" x2="{{f1 (add .X .W)}}" y1="{{f1 .Y}}" y2="{{f1 .Y}}" stroke="{{.Fill}}" stroke-width="2" stroke-dasharray="4 3"><title>{{.Title}}</title></line>
 {{end}}<polyline points="{{.Max}}" fill="none" stroke="#bbb" stroke-width="1"/>
 <polyline points="{{.P99}}" fill="none" stroke="#e15759" stroke-width="1.5"/>
 <polyline points="{{.P50}}" fill="none" stroke="#4e79a7" stroke-width="1.5"/>
@@ -141,7 +142,7 @@ faults: {{range .FaultLegend}}<span><i class="sw" style="background:{{.Color}};o
 {{else}}<p>No lock operations to visualize.</p>{{end}}
 
 <h2>Operations</h2>
-{{with .Shaped}}<p class="muted">latency the faults added to the links (beside the operations' below):{{range .}} {{.}};{{end}}</p>
+{{with .Added}}<p class="muted">latency the faults added (beside the operations' below; dashed in the latency chart):{{range .}} {{.}};{{end}}</p>
 {{end}}<table><tr><th>f</th><th>ok</th><th>fail</th><th>info</th><th>pending</th><th>ok p50 ms</th><th>p90</th><th>p99</th><th>max</th><th>all p50 ms</th><th>all p99</th></tr>
 {{range .ByF}}<tr><td>{{.F}}</td><td class="num">{{.C.OK}}</td><td class="num">{{.C.Fail}}</td><td class="num">{{.C.Info}}</td><td class="num">{{.C.Pending}}</td>
 {{if .HasOK}}<td class="num">{{f2 .OK.P50}}</td><td class="num">{{f2 .OK.P90}}</td><td class="num">{{f2 .OK.P99}}</td><td class="num">{{f2 .OK.Max}}</td>{{else}}<td></td><td></td><td></td><td></td>{{end}}
