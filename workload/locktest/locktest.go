@@ -15,6 +15,8 @@ import (
 	"github.com/lockcheck/lockcheck/workload"
 )
 
+var schemaMu sync.Mutex
+
 // Setup returns a session on the shared jepsen cluster with a recipe's
 // schema created, its keyspace, and a lock-name prefix unique to this test.
 func Setup(t *testing.T, createSchema func(context.Context, *gocql.Session, string) error) (*gocql.Session, string, string) {
@@ -27,7 +29,13 @@ func Setup(t *testing.T, createSchema func(context.Context, *gocql.Session, stri
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if err := createSchema(ctx, s, c.Keyspace()); err != nil {
+	// Tests that run side by side create their schema one at a time: two
+	// CREATE TABLE IF NOT EXISTS of one table at once, through two
+	// coordinators, can leave two table ids for one name.
+	schemaMu.Lock()
+	err = createSchema(ctx, s, c.Keyspace())
+	schemaMu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return s, c.Keyspace(), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
