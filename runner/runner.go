@@ -57,7 +57,8 @@ type Test struct {
 	// nemesis.FollowWait: a Jepsen user who wrote "kill n1 after the join
 	// streamed", or "leave after the join", expects that kill or leave in
 	// the history, not a run that ended before the join was done on a slow
-	// machine. A drawn run of range movements (nemesis.MovesRing) runs on
+	// machine. A drawn run of range movements (nemesis.MovesRing), or one
+	// with EveryKind, runs on
 	// in the same way until each of its kinds was dealt once
 	// (nemesis.WithFirstRound). The phases line
 	// says how long it waited (schedule_wait_ms) and how many steps it
@@ -453,7 +454,7 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 	if undealt := nem.Undealt(); inFull && ctx.Err() == nil && (undealt > 0 || t.Schedule != nil && len(openAtDeadline) > 0) {
 		what := "the schedule is dealt in full (its steps follow windows or wait for range movements): running on until it is dealt (%d steps"
 		if t.Schedule == nil {
-			what = "a drawn run of range movements deals each of its kinds once: running on until it has (%d kinds"
+			what = "a drawn run of range movements (or --every-kind) deals each of its kinds once: running on until it has (%d kinds"
 		}
 		t.say(fmt.Sprintf(what+" to deal, open: %s; at most %s more)", undealt, strings.Join(openAtDeadline, ","), nemesis.FollowWait))
 	}
@@ -643,9 +644,12 @@ func (t *Test) newNemesis(env Env, timeUp <-chan struct{}) (nem *nemesis.Nemesis
 	}
 	var opts []nemesis.Option
 	if t.Schedule != nil {
+		if t.EveryKind {
+			return nil, false, errors.New("--every-kind: a schedule deals its own steps, not drawn kinds")
+		}
 		opts, inFull = []nemesis.Option{nemesis.WithSchedule(*t.Schedule)}, t.Schedule.DealtInFull()
 	} else {
-		opts, inFull = []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}, nemesis.MovesRing(t.Nemesis)
+		opts, inFull = []nemesis.Option{nemesis.WithKinds(t.Nemesis...)}, nemesis.MovesRing(t.Nemesis) || t.EveryKind && len(t.Nemesis) > 0
 		if inFull {
 			opts = append(opts, nemesis.WithFirstRound(timeUp))
 		}

@@ -301,3 +301,41 @@ func TestRunWaitsForAFollowingSchedule(t *testing.T) {
 		})
 	}
 }
+
+// EveryKind runs a drawn run past its time until each of its kinds was
+// dealt once: a run far shorter than its interval deals none without it
+// and both with it. A schedule deals its own steps and refuses it.
+func TestRunEveryKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs take seconds")
+	}
+	kinds := []string{nemesis.ClientPause, nemesis.ClientClock}
+	for _, every := range []bool{false, true} {
+		t.Run(fmt.Sprintf("every-kind=%v", every), func(t *testing.T) {
+			out, err := Run(context.Background(), nil, memStore{t.TempDir()}, Test{
+				Recipe: memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}),
+				Spec: spec.Spec{Nemesis: kinds, Clients: 3, Time: 100 * time.Millisecond, Interval: 2 * time.Second, Seed: 3,
+					Quiet: 50 * time.Millisecond, PauseExtra: 50 * time.Millisecond, EveryKind: every},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range kinds {
+				if dealt := out.Faults[k] > 0; dealt != every {
+					t.Errorf("%s dealt %d times, want dealt: %v (faults %v, phases %s)", k, out.Faults[k], every, out.Faults, out.Phases)
+				}
+			}
+			if every && out.Phases.Undealt != 0 {
+				t.Errorf("phases %s: %d kinds undealt", out.Phases, out.Phases.Undealt)
+			}
+		})
+	}
+	_, err := Run(context.Background(), nil, memStore{t.TempDir()}, Test{
+		Recipe:   memRecipe("lease-fenced", history.PromiseFenced, &memLocks{lease: 200 * time.Millisecond, fenced: true}),
+		Spec:     spec.Spec{Clients: 3, Time: 100 * time.Millisecond, EveryKind: true},
+		Schedule: &nemesis.Schedule{Steps: []nemesis.Step{{Kind: nemesis.ClientPause, For: nemesis.Duration(100 * time.Millisecond)}}},
+	})
+	if err == nil || !strings.Contains(err.Error(), "--every-kind") {
+		t.Errorf("a schedule with --every-kind: err %v, want a refusal naming --every-kind", err)
+	}
+}

@@ -115,6 +115,10 @@ type Spec struct {
 	// lease goes on being tested after one unknown write instead of
 	// staying held to the end.
 	RetireStuck bool `json:"retire-stuck"`
+	// EveryKind makes a drawn run deal every one of its kinds at least
+	// once, running past Time to deal those it has not (one try each):
+	// a short run, such as a newcomer's first, still shows every kind.
+	EveryKind bool `json:"every-kind"`
 	// NoWait refuses a cluster another process holds instead of waiting
 	// until it is free.
 	NoWait bool `json:"no-wait"`
@@ -197,6 +201,8 @@ var Fields = []Field{
 	{Flag: "heal-timeout", Help: "how long healing the faults and waiting for a healthy cluster may take (membership faults get more)",
 		ptr: func(s *Spec) any { return &s.HealTimeout }, fill: true,
 		check: func(s *Spec) error { return positive(s.HealTimeout) }},
+	{Flag: "every-kind", Help: "deal every kind of --nemesis at least once: past --time, the kinds not dealt yet get one try each before the run ends (a short run still shows them all; not with --schedule)",
+		ptr: func(s *Spec) any { return &s.EveryKind }},
 	{Flag: "no-wait", Help: "refuse (exit 2) when another process holds the cluster (a run, lockd's heal, cluster down), instead of waiting until it is free",
 		ptr: func(s *Spec) any { return &s.NoWait }},
 	{Flag: "pin-clients", Help: "send client i's queries, its lock's and its critical section's writes, through node i mod nodes alone (not the token-aware replica all share); the coord-* faults need it",

@@ -121,11 +121,14 @@ func (c *replayConfig) options(r storedRun, cand candidate) (lockcheck.Lock, []l
 }
 
 // spec is the Spec a replay of r with candidate runs: the run's own, its
-// faults left to the schedule, its name made afresh, stored in the
-// replay's store, waiting for a busy cluster.
+// faults left to the schedule (--every-kind dropped), its name made
+// afresh, stored in the replay's store, waiting for a busy cluster.
 func (c *replayConfig) spec(r storedRun, cand candidate) spec.Spec {
 	s := r.spec
-	s.Name, s.Nemesis, s.Store, s.NoWait = "", nil, c.store, false
+	// The schedule deals the run's faults as they happened: EveryKind,
+	// which made the original run deal every drawn kind, has no draws to
+	// act on.
+	s.Name, s.Nemesis, s.Store, s.NoWait, s.EveryKind = "", nil, c.store, false, false
 	s.Clients = cmpInt(cand.clients, s.Clients)
 	s.Locks = cmpInt(cand.locks, s.Locks)
 	s.Time = cmpDur(cand.time, cmpDur(c.time, s.Time))

@@ -197,3 +197,18 @@ func TestReplayReadsAnOldHistory(t *testing.T) {
 		t.Errorf("schedule %v, nemesis %v", p.Test.Schedule, p.Test.Nemesis)
 	}
 }
+
+// A run made with --every-kind replays its schedule: the replay's Spec
+// drops the flag, which a schedule refuses.
+func TestReplayDropsEveryKind(t *testing.T) {
+	r, err := loadRun(context.Background(), filepath.Join("testdata", "old-meta-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.spec.EveryKind = true
+	c := &replayConfig{store: "replays"}
+	lock, opts, err := c.options(r, candidate{schedule: r.schedule})
+	if p := mustPlan(t, lock, opts, err); p.Test.EveryKind || p.Test.Schedule == nil {
+		t.Errorf("replay: every-kind %v, schedule %v; want the schedule alone", p.Test.EveryKind, p.Test.Schedule)
+	}
+}
