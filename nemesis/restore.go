@@ -170,6 +170,12 @@ func checkRestore(e *Env) error {
 			if slices.Contains(taken[v.Snapshot], name) {
 				continue
 			}
+			if strings.HasPrefix(v.Snapshot, RestorePrefix) {
+				// The heal before the run clears every snapshot of that
+				// prefix: only an earlier step's can be there.
+				return fmt.Errorf("schedule step %d: restores snapshot %q on node %s, which no earlier step takes there (the heal before the run clears %s snapshots)",
+					i+1, v.Snapshot, name, RestorePrefix)
+			}
 			has, err := snapshotsOn(e, name)
 			if err != nil {
 				return fmt.Errorf("schedule step %d: %w", i+1, err)

@@ -160,6 +160,8 @@ func TestRestoreScheduleRefused(t *testing.T) {
 		{"node with none", []Step{step([]string{"n2"}, `{"existing":true,"snapshot":"backup-1"}`)}, nil, "(it has: none)"},
 		{"taken on another node", []Step{step([]string{"n1"}, mine), step([]string{"n2"}, `{"existing":true,"snapshot":"`+RestorePrefix+`a"}`)}, nil,
 			"schedule step 2: restores snapshot"},
+		{"an earlier run's", []Step{step([]string{"n2"}, `{"existing":true,"snapshot":"`+RestorePrefix+`b"}`)}, map[string]int{RestorePrefix + "b": 1},
+			"the heal before the run clears"},
 		{"no node", []Step{step(nil, `{"existing":true,"snapshot":"backup-1"}`)}, nil, "names no node"},
 		{"no tag", []Step{step([]string{"n2"}, `{"existing":true}`)}, nil, "names none"},
 		{"a shell word", []Step{step([]string{"n2"}, `{"snapshot":"x; rm -rf /"}`)}, nil, "want letters"},
