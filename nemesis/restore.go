@@ -238,12 +238,17 @@ func (*restore) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error
 		all = all && rn.ReplicatesAll()
 	}
 	if !existing {
-		// Taken one node after the other: a few seconds apart under load,
-		// which the start line's time rounds over.
-		for i, rn := range nodes {
-			if err := rn.Snapshot(ctx, tag); err != nil {
-				return nil, fmt.Errorf("nemesis: restore: snapshot %s: %w", names[i], err)
+		// Taken on every node at once (a nodetool call takes seconds
+		// under load), so that they hold the same moment as nearly as
+		// they can.
+		errs := parallel(targets, func(t Target) error {
+			if err := nodes[slices.Index(names, t.Name)].Snapshot(ctx, tag); err != nil {
+				return fmt.Errorf("snapshot %s: %w", t.Name, err)
 			}
+			return nil
+		})
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("nemesis: restore: %w", err)
 		}
 	}
 	if err := e.Record(history.StartF(Restore), RestoreStart{Existing: existing, ReplicatesAll: all, Snapshot: tag}, names); err != nil {

@@ -26,6 +26,18 @@ var restoreQuorum = &nemesis.Schedule{Source: "written by hand: two of three rep
 		Value: json.RawMessage(`{"snapshot":"` + nemesis.RestorePrefix + `quorum"}`)},
 }}
 
+// restoreQuorumAlone restores the same two replicas while the third is
+// down: killed 5 s after the snapshots (what the clients write from then
+// on reaches only the two), and started a minute later, after the two are
+// back with their old state. Until then the quorum the cluster has is the
+// two restored nodes.
+var restoreQuorumAlone = &nemesis.Schedule{Source: "written by hand: two of three replicas restored while the third is down (issue 50)", Steps: []nemesis.Step{
+	{Kind: nemesis.Restore, At: nemesis.Duration(3 * time.Second), For: nemesis.Duration(15 * time.Second), Nodes: []string{"n1", "n2"},
+		Value: json.RawMessage(`{"snapshot":"` + nemesis.RestorePrefix + `alone"}`)},
+	{Kind: nemesis.Kill, At: nemesis.Duration(5 * time.Second), For: nemesis.Duration(60 * time.Second), Nodes: []string{"n3"}, Overlap: true,
+		After: &nemesis.Follow{Step: 1, Phase: nemesis.Started}},
+}}
+
 // Restore windows take a minute each (a node's restart on a loaded
 // machine), so the rows run long enough that clients work against the
 // restored node after it is back: 90 s with a window every 10 s (the first
@@ -55,5 +67,15 @@ var restoreRows = []Row{
 		Name: "register/restore/shrunk", Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister, Faults: []string{nemesis.Restore},
 		Schedule: restoreQuorum, Time: 100 * s, Interval: 10 * s, Seed: 23061, Want: checker.Valid, Tier: Full,
 		Mechanism: "Two replicas of three restored together: a quorum of them answers with the register's value at the snapshots.",
+	},
+	{
+		Name: "lease-fenced/restore+kill/overlapping", Recipe: "lease-fenced", Faults: []string{nemesis.Restore, nemesis.Kill}, Schedule: restoreQuorumAlone,
+		Time: 130 * s, Interval: 10 * s, Seed: 5062, Want: checker.Valid, Tier: Full,
+		Mechanism: "Two replicas of three restored while the third is down: the quorum left is the two restored nodes.",
+	},
+	{
+		Name: "register/restore+kill/overlapping", Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister, Faults: []string{nemesis.Restore, nemesis.Kill},
+		Schedule: restoreQuorumAlone, Time: 130 * s, Interval: 10 * s, Seed: 23062, Want: checker.Valid, Tier: Full,
+		Mechanism: "Two replicas of three restored while the third is down: the quorum left is the two restored nodes.",
 	},
 }
