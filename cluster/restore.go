@@ -189,6 +189,11 @@ func (n *Node) RestoreSnapshot(ctx context.Context, tag string) (tables, removed
 		return fail(err)
 	}
 	if !slices.Contains(has, tag) {
+		// A marker naming it can never be finished: dropped, so that
+		// the heal does not fail on it for ever.
+		if m, _ := n.Restoring(ctx); m == tag {
+			n.Exec(ctx, "rm", "-f", restoringFile)
+		}
 		return fail(&NoSnapshotError{Node: n.Name, Tag: tag, Has: has})
 	}
 	if _, err := n.Exec(ctx, "sh", "-c", "printf '%s\\n' '"+tag+"' > "+restoringFile); err != nil {
