@@ -92,7 +92,7 @@ var restoreCause = faultkind.Cause{Lasting: true, Anomalies: []string{faultkind.
 
 func explainRestore(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
 	v, ok := faultkind.Decode[RestoreStart](w.Value)
-	if !ok || v.Snapshot == "" || !w.Closed {
+	if !ok || v.Snapshot == "" || !w.Closed || len(w.Nodes) == 0 {
 		return "", false // a window never stopped restored nothing
 	}
 	stop, ok := faultkind.Decode[RestoreStop](w.Stop)
@@ -109,10 +109,14 @@ func explainRestore(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
 	if v.Existing {
 		taken = "taken before the window"
 	}
-	s := fmt.Sprintf("%s was restored at %s from its snapshot %s %s (Paxos state included): it forgot the writes, "+
-		"Paxos promises and accepts it had acknowledged since, so a quorum that counted it and no replica holding the "+
-		"newer state read the lock as it was then (a fencing token handed out again, an acknowledged value gone back)",
-		strings.Join(w.Nodes, " and "), faultkind.Secs(back), v.Snapshot, taken)
+	who, was, it, its := w.Nodes[0], "was", "it", "its"
+	if len(w.Nodes) != 1 {
+		who, was, it, its = strings.Join(w.Nodes, " and "), "were", "they", "their"
+	}
+	s := fmt.Sprintf("%s %s restored from %s snapshot %s %s (Paxos state included; down from %s, serving again by %s): %s forgot "+
+		"the writes, Paxos promises and accepts %s had acknowledged since, so a quorum without a replica holding the newer "+
+		"state read the lock as it was then (a fencing token handed out again, an acknowledged value gone back)",
+		who, was, its, v.Snapshot, taken, faultkind.Secs(back), faultkind.Secs(w.End), it, it)
 	if !v.ReplicatesAll {
 		s += ", if the lock's key is among those the node replicates"
 	}

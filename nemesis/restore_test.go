@@ -229,7 +229,7 @@ func TestExplainRestore(t *testing.T) {
 		want     bool
 		contains string
 	}{
-		{"after the restore", nil, 41e9, true, "n2 was restored at 30.000s from its snapshot " + RestorePrefix + "x taken at 5.000s"},
+		{"after the restore", nil, 41e9, true, "n2 was restored from its snapshot " + RestorePrefix + "x taken at 5.000s (Paxos state included; down from 30.000s, serving again by 40.000s): it forgot"},
 		{"while it came back", nil, 31e9, true, "forgot"},
 		{"before the restore", nil, 29e9, false, ""},
 		{"never ends", nil, 1<<63 - 1, true, "fencing token"},
@@ -247,5 +247,17 @@ func TestExplainRestore(t *testing.T) {
 		if ok != tc.want || !strings.Contains(s, tc.contains) {
 			t.Errorf("%s: %v %q, want %v with %q", tc.name, ok, s, tc.want, tc.contains)
 		}
+	}
+}
+
+// Two nodes restored together are said as such.
+func TestExplainRestoreTwoNodes(t *testing.T) {
+	start, _ := json.Marshal(RestoreStart{ReplicatesAll: true, Snapshot: RestorePrefix + "q"})
+	stop, _ := json.Marshal(RestoreStop{DownMS: 36_822, Snapshot: RestorePrefix + "q"})
+	w := history.FaultWindow{Kind: Restore, Start: 13_813e6, End: 65_636e6, Nodes: []string{"n1", "n2"}, Value: start, Stop: stop, Closed: true}
+	s, ok := explainRestore(w, faultkind.Anomaly{Kind: faultkind.TokenOrder, Start: 29e9, End: 67e9})
+	want := "n1 and n2 were restored from their snapshot " + RestorePrefix + "q taken at 13.813s (Paxos state included; down from 28.814s, serving again by 65.636s): they forgot"
+	if !ok || !strings.Contains(s, want) {
+		t.Errorf("%v %q, want %q", ok, s, want)
 	}
 }

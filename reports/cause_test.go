@@ -618,7 +618,7 @@ func TestLikelyCauseRestore(t *testing.T) {
 		}
 		return faultView{FaultWindow: w}
 	}
-	const named = "n2 was restored at 20.000s from its snapshot lockcheck-restore-0a taken at 5.000s"
+	const named = "n2 was restored from its snapshot lockcheck-restore-0a taken at 5.000s (Paxos state included; down from 20.000s"
 	for _, tc := range []struct {
 		name string
 		a    checker.Anomaly
