@@ -60,18 +60,28 @@ var restoreRows = []Row{
 	{
 		Name: "lease-fenced/restore/shrunk", Recipe: "lease-fenced", Faults: []string{nemesis.Restore}, Schedule: restoreQuorum,
 		Time: 100 * s, Interval: 10 * s, Seed: 5061, Want: checker.Valid, Tier: Full,
-		Mechanism: "Two replicas of three restored together: a round whose prepare and read are answered by the two restored " +
-			"nodes first sees the lock row and fencing counter as they were at the snapshots.",
+		Mechanism: "Two replicas of three restored together while the third stays up: the two do not come back at the same " +
+			"instant, and each comes back to a cluster whose other live replica is the third, which holds the newer state. " +
+			"The first Paxos rounds on the lock after the restore count it: their prepare re-sends its most recent commit to " +
+			"the replica behind and their QUORUM read repairs it, so by the time the two old replicas could answer a round " +
+			"alone the lock's partition is up to date again. A partition no round touches between the two comebacks would " +
+			"keep the old state on a quorum (the restore+kill row makes the third replica unavailable instead).",
 	},
 	{
 		Name: "register/restore/shrunk", Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister, Faults: []string{nemesis.Restore},
 		Schedule: restoreQuorum, Time: 100 * s, Interval: 10 * s, Seed: 23061, Want: checker.Valid, Tier: Full,
-		Mechanism: "Two replicas of three restored together: a quorum of them answers with the register's value at the snapshots.",
+		Mechanism: "The register under the same two restores: its one key is read and written by every round, so the third " +
+			"replica repairs the first restored node back before the second is back.",
 	},
 	{
 		Name: "lease-fenced/restore+kill/overlapping", Recipe: "lease-fenced", Faults: []string{nemesis.Restore, nemesis.Kill}, Schedule: restoreQuorumAlone,
-		Time: 130 * s, Interval: 10 * s, Seed: 5062, Want: checker.Valid, Tier: Full,
-		Mechanism: "Two replicas of three restored while the third is down: the quorum left is the two restored nodes.",
+		Time: 130 * s, Interval: 10 * s, Seed: 5062, Want: checker.Invalid, Unsafe: true, Tier: Full,
+		Mechanism: "Two replicas of three restored while the third is down: when the two are back the only quorum is theirs, " +
+			"and both hold the lock row and the fencing counter as they were at the snapshots. The next grants are handed " +
+			"tokens the clients had already been handed before the restore (token-not-increasing), the resource, restored " +
+			"the same way, has forgotten the newer tokens and accepts the reissued ones (stale-holder-write), and the adds " +
+			"acknowledged since the snapshots are gone (lost-add). The report names the restore as the likely cause of each. " +
+			"Not a Cassandra bug: an acknowledged write is promised to a quorum, and a quorum was rolled back.",
 	},
 	{
 		Name: "register/restore+kill/overlapping", Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister, Faults: []string{nemesis.Restore, nemesis.Kill},
