@@ -115,7 +115,7 @@ func explainRestore(w history.FaultWindow, a faultkind.Anomaly) (string, bool) {
 	}
 	s := fmt.Sprintf("%s %s restored from %s snapshot %s %s (Paxos state included; down from %s, serving again by %s): %s forgot "+
 		"the writes, Paxos promises and accepts %s had acknowledged since, so a quorum without a replica holding the newer "+
-		"state read the lock as it was then (a fencing token handed out again, an acknowledged value gone back)",
+		"state read the key as it was then (a lock's row, a fencing token handed out again, an acknowledged value gone back)",
 		who, was, its, v.Snapshot, taken, faultkind.Secs(back), faultkind.Secs(w.End), it, it)
 	if !v.ReplicatesAll {
 		s += ", if the lock's key is among those the node replicates"
