@@ -88,7 +88,7 @@ var restoreRows = []Row{
 		Schedule: restoreQuorumAlone, Time: 130 * s, Interval: 10 * s, Seed: 23062, Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "Cassandra's LWT itself under the same restore: once the two restored replicas are back, SERIAL reads and " +
 			"conditional writes of the quorum they form see the register's value at the snapshots, so values written and " +
-			"acknowledged since are gone and a compare-and-set against the old value succeeds again (non-linearizable). " +
+			"acknowledged since are gone (non-linearizable). " +
 			"A quorum rolled back breaks Paxos's premise (acceptors never forget), which no Cassandra release claims to survive.",
 	},
 }
