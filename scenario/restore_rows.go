@@ -47,9 +47,11 @@ var restoreRows = []Row{
 		Name: "lease-fenced/restore", Recipe: "lease-fenced", Faults: []string{nemesis.Restore}, Time: 90 * s, Interval: 10 * s, Seed: 5060,
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "One replica of three restored from its snapshot (Paxos state included) forgets the grants, renewals and " +
-			"fencing-counter increments it acknowledged since; each of them is still on a quorum's other replica, every " +
-			"Paxos round's prepare reaches a quorum that holds one of them, and the round's read repairs the restored " +
-			"node: no token goes back, nothing lost (quorum intersection).",
+			"fencing-counter increments it acknowledged since. With nothing else faulted each of them had reached the two " +
+			"other replicas too, so every quorum after the restore holds a replica with the newer state: a round's prepare " +
+			"re-sends the newest commit to the restored node and its QUORUM read repairs it, and no token goes back " +
+			"(quorum intersection). A write the restored node had shared with one other replica only (the third down, or " +
+			"dropping it) would be left on one replica, which a quorum can miss.",
 	},
 	{
 		Name: "register/restore", Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister, Faults: []string{nemesis.Restore},
