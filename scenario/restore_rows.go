@@ -38,10 +38,11 @@ var restoreQuorumAlone = &nemesis.Schedule{Source: "written by hand: two of thre
 		After: &nemesis.Follow{Step: 1, Phase: nemesis.Started}},
 }}
 
-// Restore windows take a minute each (a node's restart on a loaded
-// machine), so the rows run long enough that clients work against the
-// restored node after it is back: 90 s with a window every 10 s (the first
-// restored within about 30 s, a later one may end with the run).
+// A restore window's stop takes as long as a node's restart (up to a
+// minute on a loaded machine), so the rows run long enough that clients
+// work against the restored node after it is back: 90 s with a window
+// every 10 s (the first window's node is back well before the end; a later
+// window may end with the run, and then shows nothing).
 var restoreRows = []Row{
 	{
 		Name: "lease-fenced/restore", Recipe: "lease-fenced", Faults: []string{nemesis.Restore}, Time: 90 * s, Interval: 10 * s, Seed: 5060,
