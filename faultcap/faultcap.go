@@ -32,6 +32,10 @@ const (
 	CPU         Capability = "cpu"
 	Stall       Capability = "stall"
 	DiskLatency Capability = "disk-latency"
+	// Restore is a snapshot of the node's data taken and later put back
+	// while Cassandra is down, as an operator restores a node from its
+	// backup: it needs the node's data directories and its process.
+	Restore Capability = "restore"
 )
 
 var docs = map[Capability]string{
@@ -47,7 +51,9 @@ var docs = map[Capability]string{
 	CPU:         "throttle the node's processes to a share of one core (a cgroup CPU quota: docker update on a Docker node)",
 	Stall:       "stop the Cassandra JVM for a stall the node times itself (SIGSTOP, and SIGCONT from the node after it: a Docker node)",
 	DiskLatency: "delay each write and fsync of the node's data (its lazy filesystem: a cluster of `lockcheck cluster up --lazyfs`)",
-	NetRate:     "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
+	Restore: "snapshot the node's data (nodetool snapshot) and later put the snapshot back into its data directories " +
+		"while Cassandra is down (a Docker node)",
+	NetRate: "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
 }
 
 // Doc says what c lets a node do and how a node gets it ("" for a

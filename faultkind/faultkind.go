@@ -45,6 +45,10 @@ var TwoGrants = []string{Overlap, NonLinearizable, Duplicate, TokenOrder}
 type Anomaly struct {
 	Kind      string
 	Processes []int
+	// Start and End are the anomaly's span (ns since the run started;
+	// End is math.MaxInt64 for one that never ends): a cause that acts
+	// from a moment of its window on (a restore, at its stop) reads them.
+	Start, End int64
 }
 
 // Cause explains anomalies by the windows of one fault kind.

@@ -27,6 +27,7 @@ const (
 	CapCPU         = faultcap.CPU
 	CapStall       = faultcap.Stall
 	CapDiskLatency = faultcap.DiskLatency
+	CapRestore     = faultcap.Restore
 )
 
 // Baseline are the capabilities every node backend lockcheck ships can

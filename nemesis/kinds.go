@@ -125,6 +125,7 @@ var table = []*Kind{
 	&coordGCStallKind,
 	&clientGCStallKind,
 	&slowDiskKind,
+	&restoreKind,
 }
 
 // The table's causes, registered in table order for the reports.

@@ -136,6 +136,9 @@ type Env struct {
 	// step is the schedule's step being dealt (nil: the fault is drawn):
 	// a kind takes its parameters from it (given, givenTargets).
 	step *Step
+	// schedule is the run's schedule (nil: the faults are drawn), which a
+	// kind's Check reads to refuse a step before the run (restore).
+	schedule *Schedule
 	// reached is told the phases a window reports itself (Streamed) for
 	// the step being dealt, when a later step follows it; nil otherwise.
 	reached func(Phase)
@@ -316,6 +319,7 @@ func New(targets []Target, rec Recorder, opts ...Option) (*Nemesis, error) {
 			return nil, err
 		}
 		n.names = n.schedule.Kinds()
+		n.env.schedule = n.schedule
 		n.undealt = len(n.schedule.Steps)
 		for i, st := range n.schedule.Steps {
 			for _, name := range st.Nodes {

@@ -53,6 +53,12 @@ type fakeNode struct {
 	disk time.Duration
 	// ring is the ring the node belongs to (membership kinds).
 	ring *fakeRing
+	// data is the node's data, a version every write bumps; snaps its
+	// snapshots (tag -> data then); restoring a restore's marker
+	// (restore_test.go).
+	data      int
+	snaps     map[string]int
+	restoring string
 }
 
 // fakeRing is the membership of fake nodes: name -> state, and the
@@ -640,7 +646,7 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 			t.Errorf("round %d of faults %v is not one of each kind", i/len(Kinds), order[i:i+len(Kinds)])
 		}
 		// The kinds that restart nodes close the round.
-		slow := []string{Kill, PowerLoss, RackPowerLoss, Join, Leave, Replace, Remove}
+		slow := []string{Kill, PowerLoss, RackPowerLoss, Join, Leave, Replace, Remove, Restore}
 		dealt := order[i : i+len(Kinds)]
 		if first := slices.IndexFunc(dealt, func(k string) bool { return slices.Contains(slow, k) }); first >= 0 {
 			if slices.ContainsFunc(dealt[first:], func(k string) bool { return !slices.Contains(slow, k) }) {

@@ -44,7 +44,7 @@ func rules() []causeRule {
 	for _, r := range faultkind.Causes() {
 		out = append(out, causeRule{fault: r.Kind, anomalies: r.Anomalies, lasting: r.Lasting,
 			explain: func(w faultView, a checker.Anomaly) (string, bool) {
-				return r.Explain(w.FaultWindow, faultkind.Anomaly{Kind: a.Kind, Processes: a.Processes})
+				return r.Explain(w.FaultWindow, faultkind.Anomaly{Kind: a.Kind, Processes: a.Processes, Start: a.Start, End: a.End})
 			}})
 	}
 	return append(out, causeRules...)

@@ -605,3 +605,35 @@ func TestCauseReadsTheCheckersGrants(t *testing.T) {
 		})
 	}
 }
+
+// A restore explains a fencing token issued again or an acknowledged value
+// gone back only after the restored node came back (the stop line less
+// its down time), never before, nor for a window never stopped.
+func TestLikelyCauseRestore(t *testing.T) {
+	restore := func(closed bool) faultView {
+		w := history.FaultWindow{Kind: "restore", Start: 5e9, End: 60e9, Nodes: []string{"n2"},
+			Value: json.RawMessage(`{"replicates_all":true,"snapshot":"lockcheck-restore-0a"}`)}
+		if closed {
+			w.Closed, w.Stop = true, json.RawMessage(`{"commitlog":2,"down_ms":40000,"removed":90,"snapshot":"lockcheck-restore-0a","tables":24}`)
+		}
+		return faultView{FaultWindow: w}
+	}
+	const named = "n2 was restored from its snapshot lockcheck-restore-0a taken at 5.000s (Paxos state included; down from 20.000s"
+	for _, tc := range []struct {
+		name string
+		a    checker.Anomaly
+		w    faultView
+		want string
+	}{
+		{"a token issued again after the restore", checker.Anomaly{Kind: checker.KindTokenOrder, Start: 58e9, End: 70e9, Processes: []int{2}}, restore(true), named},
+		{"a register value gone back after it", checker.Anomaly{Kind: checker.KindNonLinearizable, Start: 1e9, End: 80e9}, restore(true), named},
+		{"an anomaly over before the node went down", checker.Anomaly{Kind: checker.KindTokenOrder, Start: 10e9, End: 15e9}, restore(true), noFault},
+		{"a window never stopped restored nothing", checker.Anomaly{Kind: checker.KindTokenOrder, Start: 58e9, End: 70e9}, restore(false), noFault},
+		{"a stuck lock is not its doing", checker.Anomaly{Kind: checker.KindStuckLock, Start: 58e9, End: 70e9}, restore(true), noFault},
+	} {
+		got := likelyCause(tc.a, []faultView{tc.w}, nil)
+		if !strings.Contains(got, tc.want) || (tc.want == noFault && got != noFault) {
+			t.Errorf("%s: likelyCause = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -16,7 +16,8 @@ var _ nemesis.Node = (*Node)(nil)
 // Capabilities are what the host can do for the fault kinds: a host always
 // signals its JVM; it restarts Cassandra only with a start command; iptables
 // and the clock are what Check found on it (before Check: the clock only
-// with ClockStep, iptables assumed). A host has no power to cut.
+// with ClockStep, iptables assumed). A host has no power to cut, and its
+// data directories are the operator's: no restore.
 func (n *Node) Capabilities() []faultcap.Capability {
 	n.capMu.Lock()
 	defer n.capMu.Unlock()
