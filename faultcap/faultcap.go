@@ -32,6 +32,11 @@ const (
 	CPU         Capability = "cpu"
 	Stall       Capability = "stall"
 	DiskLatency Capability = "disk-latency"
+	// PaxosUpgrade is switching a node's paxos_variant from v1 to v2 while
+	// it runs (cassandra.yaml and its StorageProxy MBean, or a restart) and
+	// repairing Paxos: a one-way change an operator makes once, so a node
+	// offers it only on a cluster started to be upgraded.
+	PaxosUpgrade Capability = "paxos-upgrade"
 )
 
 var docs = map[Capability]string{
@@ -47,7 +52,9 @@ var docs = map[Capability]string{
 	CPU:         "throttle the node's processes to a share of one core (a cgroup CPU quota: docker update on a Docker node)",
 	Stall:       "stop the Cassandra JVM for a stall the node times itself (SIGSTOP, and SIGCONT from the node after it: a Docker node)",
 	DiskLatency: "delay each write and fsync of the node's data (its lazy filesystem: a cluster of `lockcheck cluster up --lazyfs`)",
-	NetRate:     "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
+	PaxosUpgrade: "switch paxos_variant from v1 to v2 and repair Paxos (a Docker cluster of 4.1 or later started on v1 " +
+		"with `lockcheck cluster up --paxos-upgrade`; the next run's heal switches it back)",
+	NetRate: "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
 }
 
 // Doc says what c lets a node do and how a node gets it ("" for a

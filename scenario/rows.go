@@ -25,6 +25,7 @@ var Rows = slices.Concat(
 	Added,
 	slownessRows,
 	toolRows,
+	upgradeRows,
 )
 
 // javaRows are the Java locks' rows: each lock's expectations, then the
