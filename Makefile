@@ -122,10 +122,10 @@ jepsen: build plugins
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	( export LOCKCHECK_SHARED=none; \
-	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
+	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
 	  $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ ./scripts/; b=$$?; \
 	  [ $$a = 0 ] && [ $$b = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1 & own=$$!; \
-	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs' $(JEPSEN_PKGS); rc=$$?; \
+	$(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip 'TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade' $(JEPSEN_PKGS); rc=$$?; \
 	wait $$own; orc=$$?; \
 	echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
