@@ -11,6 +11,9 @@ import (
 // again: the run's leftover heal switches it back, recorded).
 var upgradeCluster = Cluster{PaxosUpgrade: true}
 
+// upgradeCluster41 is the same on the 4.1 line, the first with Paxos v2.
+var upgradeCluster41 = Cluster{PaxosUpgrade: true, Version: "4.1"}
+
 // upgradeRows judge the fenced lock and the register across Paxos v1 to v2
 // on a running cluster, the path an operator takes (issue 50): the nodes
 // switched one by one, live or by a rolling restart, while the clients
@@ -32,5 +35,17 @@ var upgradeRows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "The register's SERIAL reads and conditional writes stay linearizable per key while the coordinators " +
 			"switch variants one by one: a v2 round finishes a v1 proposal it finds accepted, as a v1 round does.",
+	},
+	{
+		Name: "upgrade-c4.1/lease-fenced/paxos-upgrade", Recipe: "lease-fenced", Faults: []string{nemesis.PaxosUpgrade},
+		Cluster: upgradeCluster41, Time: 150 * s, Interval: 40 * s, Seed: 9503, Want: checker.Valid, Tier: Full,
+		Mechanism: "The same switch on 4.1, the release that brought Paxos v2 and its upgrade path: v1's verb handlers and " +
+			"v2's share each partition's Paxos state on a replica, so the mixed period grants the lock once at a time.",
+	},
+	{
+		Name: "upgrade-c4.1/register/paxos-upgrade", Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister,
+		Faults: []string{nemesis.PaxosUpgrade}, Cluster: upgradeCluster41, Time: 150 * s, Interval: 40 * s, Seed: 9504,
+		Want: checker.Valid, Tier: Full,
+		Mechanism: "The register across the same switch on 4.1: linearizable per key through the mixed period.",
 	},
 }
