@@ -94,6 +94,9 @@ func paxosOf(t Target) (PaxosNode, error) {
 }
 
 func (*paxosUpgrade) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
+	if len(e.Targets) == 0 {
+		return nil, fmt.Errorf("nemesis: %s: no nodes", PaxosUpgrade)
+	}
 	// Every draw before anything that waits: how, and the order.
 	how := []string{UpgradeLive, UpgradeRestart}[e.Sched.IntN(2)]
 	var order []Target
