@@ -118,7 +118,7 @@ JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
 # their own (clustertest: a few seconds a package).
 jepsen test: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
 jepsen test: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
-OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs
+OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade
 # The second stream: the tests that start clusters of their own, one at a
 # time, then sshnode's hosts; it needs neither the shared cluster nor the
 # plug-ins, so make test starts it as soon as the binaries are built. The

@@ -274,6 +274,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelSkip:     strconv.FormatBool(c.cfg.skipRepair),
 		labelPurging:  c.cfg.purging,
 		labelNoCache:  strconv.FormatBool(c.cfg.noPaxosCache),
+		labelUpgrade:  strconv.FormatBool(c.cfg.paxosUpgrade),
 	}
 	if i > c.cfg.nodes {
 		labels[labelSpare] = "1"
@@ -363,6 +364,7 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.skipRepair = lb[labelSkip] == "true"
 	cfg.purging = lb[labelPurging]
 	cfg.noPaxosCache = lb[labelNoCache] == "true"
+	cfg.paxosUpgrade = lb[labelUpgrade] == "true"
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -450,6 +452,10 @@ func (c *Cluster) NoPaxosCache() bool { return c.cfg.noPaxosCache }
 
 // SkipPaxosRepair says whether skip_paxos_repair_on_topology_change is set.
 func (c *Cluster) SkipPaxosRepair() bool { return c.cfg.skipRepair }
+
+// PaxosUpgrade says whether a run may switch the nodes from Paxos v1 to v2
+// (WithPaxosUpgrade).
+func (c *Cluster) PaxosUpgrade() bool { return c.cfg.paxosUpgrade }
 
 // Keyspace is the keyspace created for the recipes ("lockcheck").
 func (c *Cluster) Keyspace() string { return c.keyspace }

@@ -298,6 +298,10 @@ func TestValidateOptions(t *testing.T) {
 		{"paxos state purging gc_grace on 5.0", []Option{WithPaxosStatePurging("gc_grace")}, true},
 		{"paxos state purging on 4.0", []Option{WithVersion("4.0"), WithPaxosStatePurging("legacy")}, false},
 		{"paxos state purging unknown", []Option{WithPaxosStatePurging("never")}, false},
+		{"paxos upgrade on 5.0", []Option{WithPaxosUpgrade()}, true},
+		{"paxos upgrade on 4.1", []Option{WithVersion("4.1"), WithPaxosUpgrade()}, true},
+		{"paxos upgrade from v2", []Option{WithPaxos("v2"), WithPaxosUpgrade()}, false},
+		{"paxos upgrade on 4.0", []Option{WithVersion("4.0"), WithPaxosUpgrade()}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -650,5 +654,22 @@ func TestLookupVersion(t *testing.T) {
 	}
 	if err := ValidateOptions(WithVersion("4.1.4")); err == nil || !errors.Is(err, ErrBadOption) {
 		t.Errorf("4.1.4: %v, want ErrBadOption", err)
+	}
+}
+
+// The paxos_variant line a node's variant is read from, as the template
+// renders it, and the one sed rewrites (SetPaxosVariant).
+func TestPaxosLine(t *testing.T) {
+	b, err := renderYAML(nodeConfig{ClusterName: "x", InitialToken: "0", Seeds: "10.0.0.2", Address: "10.0.0.2",
+		CommitlogSync: "periodic", PaxosVariant: "v1", Snitch: "SimpleSnitch", DC: "dc1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := paxosLine.FindAllStringSubmatch(string(b), -1)
+	if len(m) != 1 || m[0][1] != "v1" {
+		t.Fatalf("paxos_variant lines %q, want one naming v1", m)
+	}
+	if paxosLine.MatchString("# paxos_variant: v2\n") {
+		t.Error("a comment matched as the setting")
 	}
 }

@@ -74,7 +74,25 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 	if off = strings.TrimSpace(off); off != strings.TrimSpace(clockOffsetLine(0)) {
 		out = append(out, "clock offset "+off)
 	}
+	// A paxos-upgrade window's switch (one-way within its run): the next
+	// run's heal puts the cluster's variant back.
+	if n.c.cfg.paxosUpgrade && !ins.Container.State.Paused {
+		if f := n.paxosFault(ctx); f != "" {
+			out = append(out, f)
+		}
+	}
 	return out, nil
+}
+
+// paxosFault says how the node's Paxos variant differs from the one the
+// cluster was started with ("" when it does not, or cannot be read: a
+// node that is still starting).
+func (n *Node) paxosFault(ctx context.Context) string {
+	live, file, err := n.PaxosVariant(ctx)
+	if err != nil || (live == n.c.cfg.paxos && file == n.c.cfg.paxos) {
+		return ""
+	}
+	return fmt.Sprintf("paxos %s (cassandra.yaml %s; started on %s)", live, file, n.c.cfg.paxos)
 }
 
 // iptablesRules lists the node's filter rules (-A lines) and chains it did

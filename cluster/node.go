@@ -51,6 +51,9 @@ func (n *Node) Capabilities() []faultcap.Capability {
 	if len(n.c.spares) > 0 {
 		caps = append(caps, faultcap.Membership)
 	}
+	if n.c.cfg.paxosUpgrade {
+		caps = append(caps, faultcap.PaxosUpgrade)
+	}
 	return append(caps, n.shapeCaps()...)
 }
 

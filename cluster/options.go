@@ -41,6 +41,7 @@ type config struct {
 	skipRepair    bool
 	purging       string // paxos_state_purging; "": the release's default
 	noPaxosCache  bool   // paxos_cache_size 0
+	paxosUpgrade  bool   // a run may switch the nodes' Paxos v1 to v2 (paxos-upgrade)
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -162,6 +163,14 @@ func WithPaxosStatePurging(mode string) Option { return func(c *config) { c.purg
 // loads from disk (CASSANDRA-19617) shows only then.
 func WithoutPaxosCache() Option { return func(c *config) { c.noPaxosCache = true } }
 
+// WithPaxosUpgrade lets a run switch the nodes from Paxos v1 to v2 (the
+// paxos-upgrade fault kind, faultcap.PaxosUpgrade): a cluster of 4.1 or
+// later started on v1. Without it no node offers the switch, so that a run
+// on a cluster others share never upgrades it. The change is one-way within
+// a run; the next run's leftover heal switches the nodes back to the
+// cluster's variant, recorded (PaxosUpgradeNode).
+func WithPaxosUpgrade() Option { return func(c *config) { c.paxosUpgrade = true } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -220,6 +229,13 @@ func (c *config) validate() error {
 	}
 	if c.noPaxosCache && c.release().LegacyYAML {
 		errs = append(errs, fmt.Sprintf("paxos cache: Cassandra %s has no such setting (4.1 and later)", c.release().Name))
+	}
+	if c.paxosUpgrade {
+		if c.paxos != "v1" {
+			errs = append(errs, fmt.Sprintf("paxos upgrade: the cluster starts on Paxos v1 (not %s) for a run to switch it to v2", c.paxos))
+		} else if v := c.release(); !v.takesPaxos("v2") {
+			errs = append(errs, fmt.Sprintf("paxos upgrade: Cassandra %s has no Paxos v2 (4.1 and later)", v.Name))
+		}
 	}
 	if c.skipRepair && c.paxos != "v2" {
 		errs = append(errs, "skip Paxos repair on topology change: a Paxos v2 setting (--paxos v2)")

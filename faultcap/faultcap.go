@@ -36,6 +36,11 @@ const (
 	// while Cassandra is down, as an operator restores a node from its
 	// backup: it needs the node's data directories and its process.
 	Restore Capability = "restore"
+	// PaxosUpgrade is switching a node's paxos_variant from v1 to v2 while
+	// it runs (cassandra.yaml and its StorageProxy MBean, or a restart) and
+	// repairing Paxos: a one-way change an operator makes once, so a node
+	// offers it only on a cluster started to be upgraded.
+	PaxosUpgrade Capability = "paxos-upgrade"
 )
 
 var docs = map[Capability]string{
@@ -53,6 +58,8 @@ var docs = map[Capability]string{
 	DiskLatency: "delay each write and fsync of the node's data (its lazy filesystem: a cluster of `lockcheck cluster up --lazyfs`)",
 	Restore: "snapshot the node's data (nodetool snapshot) and later put the snapshot back into its data directories " +
 		"while Cassandra is down (a Docker node)",
+	PaxosUpgrade: "switch paxos_variant from v1 to v2 and repair Paxos (a Docker cluster of 4.1 or later started on v1 " +
+		"with `lockcheck cluster up --paxos-upgrade`; the next run's heal switches it back)",
 	NetRate: "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
 }
 

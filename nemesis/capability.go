@@ -16,18 +16,19 @@ type Capability = faultcap.Capability
 
 // The capabilities of the kinds in the table, by their nemesis names.
 const (
-	CapIPTables    = faultcap.IPTables
-	CapClock       = faultcap.Clock
-	CapSignals     = faultcap.Signals
-	CapRestart     = faultcap.Restart
-	CapPower       = faultcap.Power
-	CapMembership  = faultcap.Membership
-	CapNetDelay    = faultcap.NetDelay
-	CapNetRate     = faultcap.NetRate
-	CapCPU         = faultcap.CPU
-	CapStall       = faultcap.Stall
-	CapDiskLatency = faultcap.DiskLatency
-	CapRestore     = faultcap.Restore
+	CapIPTables     = faultcap.IPTables
+	CapClock        = faultcap.Clock
+	CapSignals      = faultcap.Signals
+	CapRestart      = faultcap.Restart
+	CapPower        = faultcap.Power
+	CapMembership   = faultcap.Membership
+	CapNetDelay     = faultcap.NetDelay
+	CapNetRate      = faultcap.NetRate
+	CapCPU          = faultcap.CPU
+	CapStall        = faultcap.Stall
+	CapDiskLatency  = faultcap.DiskLatency
+	CapPaxosUpgrade = faultcap.PaxosUpgrade
+	CapRestore      = faultcap.Restore
 )
 
 // Baseline are the capabilities every node backend lockcheck ships can

@@ -59,6 +59,12 @@ type Kind struct {
 	// membership kinds: the first range movement's streaming done), which
 	// a schedule's step can follow.
 	Streams bool
+	// OneWay marks a kind whose change outlives its window and its run's
+	// heal, as an operator's upgrade does (paxos-upgrade): its injector
+	// has a Revert, which only the next run's HealLeftovers calls (and
+	// records), and a run that dealt it does not count as leaving the
+	// cluster healed (Nemesis.OneWay).
+	OneWay bool
 	// StartValue and StopValue are examples of the values its start and
 	// stop lines carry, of package history's fault value types (the fault
 	// reference shows them and lists their fields).
@@ -126,6 +132,7 @@ var table = []*Kind{
 	&clientGCStallKind,
 	&slowDiskKind,
 	&restoreKind,
+	&paxosUpgradeKind,
 }
 
 // The table's causes, registered in table order for the reports.

@@ -54,8 +54,17 @@ func HealLeftovers(ctx context.Context, targets []Target, rec Recorder, log *slo
 	}
 	wg.Wait()
 	ring := ringBefore(ctx, targets)
-	healed, err := resetAll(ctx, &Env{Targets: targets, Log: log}, kinds, targets)
+	env := &Env{Targets: targets, Log: log}
+	healed, err := resetAll(ctx, env, kinds, targets)
 	errs := []error{err}
+	// What an earlier run changed for good (a one-way kind: an upgrade) is
+	// put back only here, at a run's start, and recorded below with the
+	// rest.
+	reverted, err := revertAll(ctx, env, kinds, targets)
+	errs = append(errs, err)
+	for n, ks := range reverted {
+		healed[n] = append(healed[n], ks...)
+	}
 	// The ring's membership is the cluster's: every member's membership
 	// kinds share one reset, which the first to run does. It is recorded
 	// on the nodes the ring had moved, by what the ring showed.

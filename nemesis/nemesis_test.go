@@ -40,6 +40,9 @@ type fakeNode struct {
 	jvmDown bool
 	offset  time.Duration
 	calls   []string
+	// paxosLive and paxosFile are the node's Paxos variant running and
+	// in its configuration (paxos-upgrade); "": v1.
+	paxosLive, paxosFile string
 	// lazy: the node's data lives on a lazy filesystem holding unsynced
 	// bytes; a power cut drops them.
 	lazy     bool
@@ -646,7 +649,7 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 			t.Errorf("round %d of faults %v is not one of each kind", i/len(Kinds), order[i:i+len(Kinds)])
 		}
 		// The kinds that restart nodes close the round.
-		slow := []string{Kill, PowerLoss, RackPowerLoss, Join, Leave, Replace, Remove, Restore}
+		slow := []string{Kill, PowerLoss, RackPowerLoss, Join, Leave, Replace, Remove, Restore, PaxosUpgrade}
 		dealt := order[i : i+len(Kinds)]
 		if first := slices.IndexFunc(dealt, func(k string) bool { return slices.Contains(slow, k) }); first >= 0 {
 			if slices.ContainsFunc(dealt[first:], func(k string) bool { return !slices.Contains(slow, k) }) {

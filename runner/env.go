@@ -71,6 +71,10 @@ var (
 // run time, so checked here).
 var _ nemesis.MemberNode = (*cluster.Node)(nil)
 
+// A cluster's node switches its Paxos variant (paxos-upgrade, found by
+// assertion at run time).
+var _ nemesis.PaxosNode = (*cluster.Node)(nil)
+
 // A cluster's node changes its rules while paused (NetExec, found by
 // assertion at run time).
 var _ nemesis.NetExecer = (*cluster.Node)(nil)
@@ -166,6 +170,11 @@ func (e ClusterEnv) Describe() map[string]string {
 	}
 	if e.SkipPaxosRepair() {
 		d["skip_paxos_repair_on_topology_change"] = "true"
+	}
+	if e.PaxosUpgrade() {
+		// The run starts on the cluster's variant (paxos above); a
+		// paxos-upgrade window switches it (its lines say when).
+		d["paxos_upgrade"] = "true"
 	}
 	return d
 }

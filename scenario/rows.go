@@ -26,6 +26,7 @@ var Rows = slices.Concat(
 	slownessRows,
 	toolRows,
 	restoreRows,
+	upgradeRows,
 )
 
 // javaRows are the Java locks' rows: each lock's expectations, then the

@@ -71,6 +71,10 @@ type Cluster struct {
 	// gc_grace, repaired: cluster.PaxosStatePurgings); "": the release's
 	// default, legacy.
 	PaxosStatePurging string `json:",omitempty"`
+	// PaxosUpgrade lets a run switch the cluster from Paxos v1 to v2 (the
+	// paxos-upgrade fault kind; cluster.WithPaxosUpgrade): a cluster of its
+	// own, which every run starts on v1 again.
+	PaxosUpgrade bool `json:",omitempty"`
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -104,6 +108,9 @@ func (c Cluster) Key() string {
 	}
 	if c.PaxosStatePurging != "" {
 		parts = append(parts, "purge-"+purgeKey.Replace(c.PaxosStatePurging))
+	}
+	if c.PaxosUpgrade {
+		parts = append(parts, "upgrade")
 	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
@@ -154,6 +161,9 @@ func (c Cluster) String() string {
 	}
 	if c.PaxosStatePurging != "" {
 		s += ", paxos_state_purging " + c.PaxosStatePurging
+	}
+	if c.PaxosUpgrade {
+		s += ", switched to Paxos v2 during the run"
 	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version
@@ -482,6 +492,9 @@ func (r Row) Check() error {
 		if end := r.Schedule.End(); end > r.Time {
 			bad("the schedule's last window ends at %v, after the row's time %v", end, r.Time)
 		}
+	}
+	if slices.Contains(r.Faults, nemesis.PaxosUpgrade) && !r.Cluster.PaxosUpgrade {
+		bad("fault %s switches the cluster's Paxos for good: the row needs a cluster of its own with PaxosUpgrade", nemesis.PaxosUpgrade)
 	}
 	if r.SkewAhead && !slices.Contains(r.Faults, nemesis.ClientClock) {
 		bad("skew ahead without %s: it sets that fault's direction", nemesis.ClientClock)

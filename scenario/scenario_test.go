@@ -51,6 +51,7 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		{"no mechanism", func(r *Row) { r.Mechanism = " " }, "no mechanism"},
 		{"unknown kind", func(r *Row) { r.Faults, r.Name = []string{"meteor"}, "lease/meteor" }, "unknown fault"},
 		{"aimed without pins", func(r *Row) { r.Faults, r.Name = []string{nemesis.CoordClock}, "lease/coord-clock" }, "needs Pin"},
+		{"paxos upgrade on a cluster of others", func(r *Row) { r.Faults, r.Name = []string{nemesis.PaxosUpgrade}, "lease/paxos-upgrade" }, "cluster of its own with PaxosUpgrade"},
 		{"unknown shape", func(r *Row) { r.Workload, r.Name = "swarm", "lease/client-pause/swarm" }, "workload"},
 		{"name hides the faults", func(r *Row) { r.Name = "lease" }, `want "lease/client-pause"`},
 		{"name hides the cluster", func(r *Row) { r.Cluster = Cluster{Paxos: "v2"} }, `want "v2/lease/client-pause"`},

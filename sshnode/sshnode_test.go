@@ -102,13 +102,13 @@ func TestCapabilities(t *testing.T) {
 	}
 	// A user's hosts, however equipped, never change the ring's
 	// membership, cut their power, throttle their CPU, stall their JVM on
-	// their own timer, slow their disk or swap their data directories for
-	// a snapshot (a Docker node's kinds): what the
+	// their own timer, slow their disk, swap their data directories for
+	// a snapshot or switch their Paxos for good (a Docker node's kinds): what the
 	// best-equipped host is refused, which a kind added for Docker nodes
 	// only joins by itself.
 	never, _ := refusedOn(Config{StartCmd: "x"}, true, true, netshape.Probed{Netem: true, HTB: true, NFQueue: true})
 	for _, k := range []string{nemesis.Join, nemesis.Leave, nemesis.Replace, nemesis.Remove, nemesis.PowerLoss, nemesis.RackPowerLoss,
-		nemesis.SlowNode, nemesis.CoordSlowNode, nemesis.GCStall, nemesis.CoordGCStall, nemesis.SlowDisk, nemesis.Restore} {
+		nemesis.SlowNode, nemesis.CoordSlowNode, nemesis.GCStall, nemesis.CoordGCStall, nemesis.SlowDisk, nemesis.Restore, nemesis.PaxosUpgrade} {
 		if !slices.Contains(never, k) {
 			t.Errorf("the best-equipped host serves %s", k)
 		}
