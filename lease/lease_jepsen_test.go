@@ -96,6 +96,7 @@ func TestReleaseLetsTheOtherIn(t *testing.T) {
 	s, ks, prefix := setup(t)
 	for _, r := range lease.Recipes {
 		t.Run(r.Name, func(t *testing.T) {
+			t.Parallel() // each recipe hands over a lock name of its own
 			a := locktest.New(t, r.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(30*time.Second))
 			b := locktest.New(t, r.New, s, recipe.WithKeyspace(ks), recipe.WithTTL(30*time.Second))
 			if _, _, wait := locktest.Handover(t, a, b, prefix+r.Name); wait > 5*time.Second {
