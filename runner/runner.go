@@ -73,7 +73,7 @@ type Test struct {
 	// logs, and copying them cost about a second a run.
 	NoNodeLogs bool
 
-	runID string // the run directory's name: lock names are fresh each run
+	runID string // the run directory's name, unique in this process (uniqueRunID): lock names are fresh each run
 	// pins are the clients' coordinators (client -> node name) when
 	// PinClients is set.
 	pins map[int]string
@@ -207,7 +207,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err er
 		return Outcome{}, fmt.Errorf("runner: %w", err)
 	}
 	out = Outcome{Dir: dir, Faults: map[string]int{}}
-	t.runID = filepath.Base(dir)
+	t.runID = uniqueRunID(filepath.Base(dir))
 	logFile, err := os.Create(filepath.Join(dir, "lockcheck.log"))
 	if err != nil {
 		return out, fmt.Errorf("runner: %w", err)

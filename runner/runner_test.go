@@ -339,3 +339,16 @@ func TestRunEveryKind(t *testing.T) {
 		t.Errorf("a schedule with --every-kind: err %v, want a refusal naming --every-kind", err)
 	}
 }
+
+// Two runs of one name started in the same second in stores of their own
+// get run IDs, and so lock names, of their own.
+func TestUniqueRunID(t *testing.T) {
+	base := "20991231T235959"
+	ids := map[string]bool{}
+	for range 3 {
+		ids[uniqueRunID(base)] = true
+	}
+	if len(ids) != 3 || !ids[base] || !ids[base+".2"] || !ids[base+".3"] {
+		t.Errorf("run IDs %v, want %s, %[2]s.2 and %[2]s.3", ids, base)
+	}
+}

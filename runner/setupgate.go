@@ -1,6 +1,9 @@
 package runner
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // Runs of one process may share a cluster at once when nothing they deal
 // reaches a node (make test's TestMatrix runs such rows in parallel). Their
@@ -10,3 +13,21 @@ import "sync"
 // coordinators, can leave the schema with two table ids for one name. So
 // the set-ups of one process take turns; the runs themselves overlap.
 var setupMu sync.Mutex
+
+// runIDs are the run IDs (Test.runID) this process has given out. Two runs
+// of one name started in the same second, each in a store of its own (tests
+// side by side), have run directories of one name: their lock names, and
+// the resource's keys, would be one and the runs would contend on them.
+var runIDs sync.Map
+
+// uniqueRunID is base, or base.2, base.3, ... when this process gave it out
+// already.
+func uniqueRunID(base string) string {
+	id := base
+	for n := 2; ; n++ {
+		if _, taken := runIDs.LoadOrStore(id, true); !taken {
+			return id
+		}
+		id = fmt.Sprintf("%s.%d", base, n)
+	}
+}
