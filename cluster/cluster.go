@@ -274,6 +274,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelSkip:     strconv.FormatBool(c.cfg.skipRepair),
 		labelPurging:  c.cfg.purging,
 		labelNoCache:  strconv.FormatBool(c.cfg.noPaxosCache),
+		labelAccord:   c.cfg.accord,
 	}
 	if i > c.cfg.nodes {
 		labels[labelSpare] = "1"
@@ -363,6 +364,7 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.skipRepair = lb[labelSkip] == "true"
 	cfg.purging = lb[labelPurging]
 	cfg.noPaxosCache = lb[labelNoCache] == "true"
+	cfg.accord = lb[labelAccord]
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -443,6 +445,10 @@ func (c *Cluster) Spares() []*Node { return slices.Clone(c.spares) }
 // PaxosStatePurging is the paxos_state_purging the nodes were given ("":
 // none, the release's default).
 func (c *Cluster) PaxosStatePurging() string { return c.cfg.purging }
+
+// Accord is the default transactional_mode the nodes run Accord with (""
+// when Accord is off: WithAccord).
+func (c *Cluster) Accord() string { return c.cfg.accord }
 
 // NoPaxosCache says whether the nodes run with paxos_cache_size 0
 // (WithoutPaxosCache).

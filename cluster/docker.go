@@ -45,6 +45,7 @@ const (
 	labelSkip     = "io.lockcheck.skip-paxos-repair"
 	labelPurging  = "io.lockcheck.paxos-state-purging"
 	labelNoCache  = "io.lockcheck.no-paxos-cache"
+	labelAccord   = "io.lockcheck.accord"
 	// labelHelper marks a short-lived container that is not a node.
 	labelHelper = "io.lockcheck.helper"
 )

@@ -33,6 +33,9 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 	if c.PaxosStatePurging != "" {
 		opts = append(opts, cluster.WithPaxosStatePurging(c.PaxosStatePurging))
 	}
+	if c.Accord != "" {
+		opts = append(opts, cluster.WithAccord(c.Accord))
+	}
 	if c.Commitlog != "" {
 		opts = append(opts, cluster.WithCommitlogSync(c.Commitlog))
 	}
@@ -52,7 +55,7 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 // that a row can run on it rather than on a cluster started for it.
 func Fits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs()),
-		Spares: len(cl.Spares()), SkipPaxosRepair: cl.SkipPaxosRepair(), PaxosStatePurging: cl.PaxosStatePurging()}
+		Spares: len(cl.Spares()), SkipPaxosRepair: cl.SkipPaxosRepair(), PaxosStatePurging: cl.PaxosStatePurging(), Accord: cl.Accord()}
 	if c.Version != "" {
 		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
 			return false

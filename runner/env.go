@@ -167,6 +167,9 @@ func (e ClusterEnv) Describe() map[string]string {
 	if e.SkipPaxosRepair() {
 		d["skip_paxos_repair_on_topology_change"] = "true"
 	}
+	if m := e.Accord(); m != "" {
+		d["accord"] = m
+	}
 	return d
 }
 

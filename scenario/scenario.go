@@ -71,6 +71,10 @@ type Cluster struct {
 	// gc_grace, repaired: cluster.PaxosStatePurgings); "": the release's
 	// default, legacy.
 	PaxosStatePurging string `json:",omitempty"`
+	// Accord switches Accord on (6.0-alpha) with this default
+	// transactional_mode (cluster.AccordModes): the lock and register
+	// tables' LWTs run as Accord transactions. "": off.
+	Accord string `json:",omitempty"`
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -105,6 +109,9 @@ func (c Cluster) Key() string {
 	if c.PaxosStatePurging != "" {
 		parts = append(parts, "purge-"+purgeKey.Replace(c.PaxosStatePurging))
 	}
+	if c.Accord != "" {
+		parts = append(parts, accordKey.Replace(c.Accord))
+	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
 	}
@@ -119,6 +126,10 @@ var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writ
 // purgeKey shortens paxos_state_purging values for keys: a cluster is
 // named NAME-KEY, at most 31 characters ("lockcheck-v2-purge-rep-c4.1").
 var purgeKey = strings.NewReplacer("gc_grace", "gc", "repaired", "rep")
+
+// accordKey names a transactional_mode in keys: "accord" for full,
+// "accord-mixed" for mixed_reads ("lockcheck-accord-c6.0-alpha" fits 31).
+var accordKey = strings.NewReplacer("full", "accord", "mixed_reads", "accord-mixed")
 
 func (c Cluster) commitlog() string {
 	if c.Commitlog == "" {
@@ -154,6 +165,9 @@ func (c Cluster) String() string {
 	}
 	if c.PaxosStatePurging != "" {
 		s += ", paxos_state_purging " + c.PaxosStatePurging
+	}
+	if c.Accord != "" {
+		s += ", Accord (transactional_mode " + c.Accord + ")"
 	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version

@@ -26,6 +26,7 @@ const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
           [--heap 512M] [--rf N] [--image REF] [--subnet CIDR] [--ssh-authorized-key FILE.pub] [--timeout 4m]
           [--lazyfs]  (data on a filesystem that loses unsynced writes on power-loss faults)
           [--dcs N] [--spares N] [--skip-paxos-repair] [--paxos-state-purging legacy|gc_grace|repaired]  (two data centres; stopped spares for join, leave, replace, remove)
+          [--accord full|mixed_reads]  (6.0-alpha: Accord on, the tables' LWTs run as Accord transactions)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version, faults, and who holds the cluster  [--name lockcheck]
   heal    take the cluster, heal what killed runs left, wait until healthy  [--name lockcheck] [--force] [--no-wait]
           (--force: also remove state lockcheck did not make, every iptables rule: the nodes are lockcheck's own)
@@ -94,10 +95,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 // upFlags are `lockcheck cluster up`'s flags.
 type upFlags struct {
-	name, version, paxos, sync, heap, image, subnet, sshKey, purging string
-	nodes, rf, dcs, spares                                           int
-	lazy, skipRepair                                                 bool
-	timeout                                                          time.Duration
+	name, version, paxos, sync, heap, image, subnet, sshKey, purging, accord string
+	nodes, rf, dcs, spares                                                   int
+	lazy, skipRepair                                                         bool
+	timeout                                                                  time.Duration
 }
 
 func newUpFlags() (*flag.FlagSet, *upFlags) {
@@ -113,6 +114,7 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	fs.IntVar(&f.dcs, "dcs", 1, "data centres dc1..dcN, the nodes split in order, at least 2 nodes each (GossipingPropertyFileSnitch, NetworkTopologyStrategy)")
 	fs.IntVar(&f.spares, "spares", 0, fmt.Sprintf("spare nodes (0 to %d) created outside the ring, stopped, for the membership faults (join, leave, replace, remove)", cluster.MaxSpares))
 	fs.StringVar(&f.purging, "paxos-state-purging", "", "4.1 and later: paxos_state_purging, one of "+strings.Join(cluster.PaxosStatePurgings, ", ")+" (default: the release's, legacy)")
+	fs.StringVar(&f.accord, "accord", "", "6.0-alpha: Accord on, with this default transactional_mode for every table ("+strings.Join(cluster.AccordModes, ", ")+"): LWTs run as Accord transactions, not Paxos (default: off)")
 	fs.BoolVar(&f.skipRepair, "skip-paxos-repair", false, "Paxos v2: skip_paxos_repair_on_topology_change (topology changes complete without Paxos repair)")
 	fs.StringVar(&f.image, "image", "", "run this local image instead of building lockcheck's own")
 	fs.StringVar(&f.subnet, "subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
@@ -147,6 +149,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 		cluster.WithName(f.name), cluster.WithNodes(f.nodes), cluster.WithVersion(f.version), cluster.WithPaxos(f.paxos),
 		cluster.WithCommitlogSync(f.sync), cluster.WithHeap(f.heap), cluster.WithReplicationFactor(f.rf), cluster.WithDCs(f.dcs),
 		cluster.WithSpares(f.spares), cluster.WithSkipPaxosRepair(f.skipRepair), cluster.WithPaxosStatePurging(f.purging),
+		cluster.WithAccord(f.accord),
 	}
 	if f.image != "" {
 		opts = append(opts, cluster.WithImage(f.image))
@@ -185,8 +188,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// flags (other processes may be using it), never silently replaced.
 	if c, err := cluster.Attach(ctx, cluster.WithName(f.name), cluster.WithLogger(log)); err == nil {
 		v, _ := cluster.LookupVersion(f.version) // validated above
-		want := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q), commitlog %s, lazyfs %t", f.nodes, f.spares, max(f.dcs, 1), v.Cassandra, f.paxos, f.skipRepair, f.purging, f.sync, f.lazy)
-		have := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q), commitlog %s, lazyfs %t", len(c.Nodes()), len(c.Spares()), len(c.DCs()), c.Version().Cassandra, c.Paxos(), c.SkipPaxosRepair(), c.PaxosStatePurging(), c.CommitlogSync(), c.LazyFS())
+		want := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q), accord %q, commitlog %s, lazyfs %t", f.nodes, f.spares, max(f.dcs, 1), v.Cassandra, f.paxos, f.skipRepair, f.purging, f.accord, f.sync, f.lazy)
+		have := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q), accord %q, commitlog %s, lazyfs %t", len(c.Nodes()), len(c.Spares()), len(c.DCs()), c.Version().Cassandra, c.Paxos(), c.SkipPaxosRepair(), c.PaxosStatePurging(), c.Accord(), c.CommitlogSync(), c.LazyFS())
 		if want != have || (f.image != "" && f.image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}
