@@ -302,3 +302,11 @@ var membershipKills = nemesis.Schedule{Source: "issue 22: coordinator kills insi
 	{Kind: nemesis.Leave, After: &nemesis.Follow{Step: 1, Phase: nemesis.Ended}, At: nemesis.Duration(5 * time.Second), For: nemesis.Duration(100 * time.Second), Value: []byte(`{"node":"n2"}`)},
 	{Kind: nemesis.Kill, After: &nemesis.Follow{Step: 3, Phase: nemesis.Streamed}, At: nemesis.Duration(10 * time.Second), For: nemesis.Duration(8 * time.Second), Overlap: true, Nodes: []string{"n3"}},
 }}
+
+// accordFull is a 6.0-alpha cluster with Accord on and every table's
+// transactional_mode full; accordFaults the faults its rows are judged
+// under: partitions, kills, node clock steps and client clock skew.
+var (
+	accordFull   = Cluster{Accord: "full"}
+	accordFaults = FaultSet{Kinds: []string{nemesis.Partition, nemesis.Kill, nemesis.Clock, nemesis.ClientClock}, Time: 45 * s, Interval: 3 * s}
+)
