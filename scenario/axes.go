@@ -304,9 +304,14 @@ var membershipKills = nemesis.Schedule{Source: "issue 22: coordinator kills insi
 }}
 
 // accordFull is a 6.0-alpha cluster with Accord on and every table's
-// transactional_mode full; accordFaults the faults its rows are judged
-// under: partitions, kills, node clock steps and client clock skew.
+// transactional_mode full; accordFaults the faults its locks are judged
+// under: partitions, node clock steps and client clock skew (the register
+// takes the node kinds only: accordNodeFaults). No kill: a node of
+// 6.0-alpha2 killed with Accord on does not start again (its journal's
+// stop marker, docs/notes-on-cassandra.md), so a kill fails the run's
+// heal and every run after it on the cluster.
 var (
-	accordFull   = Cluster{Accord: "full"}
-	accordFaults = FaultSet{Kinds: []string{nemesis.Partition, nemesis.Kill, nemesis.Clock, nemesis.ClientClock}, Time: 45 * s, Interval: 3 * s}
+	accordFull       = Cluster{Accord: "full"}
+	accordFaults     = FaultSet{Kinds: []string{nemesis.Partition, nemesis.Clock, nemesis.ClientClock}, Time: 45 * s, Interval: 3 * s}
+	accordNodeFaults = FaultSet{Kinds: []string{nemesis.Partition, nemesis.Clock}, Time: 45 * s, Interval: 3 * s}
 )
