@@ -275,6 +275,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelPurging:  c.cfg.purging,
 		labelNoCache:  strconv.FormatBool(c.cfg.noPaxosCache),
 		labelUpgrade:  strconv.FormatBool(c.cfg.paxosUpgrade),
+		labelAccord:   c.cfg.accord,
 	}
 	if i > c.cfg.nodes {
 		labels[labelSpare] = "1"
@@ -365,6 +366,7 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.purging = lb[labelPurging]
 	cfg.noPaxosCache = lb[labelNoCache] == "true"
 	cfg.paxosUpgrade = lb[labelUpgrade] == "true"
+	cfg.accord = lb[labelAccord]
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -445,6 +447,10 @@ func (c *Cluster) Spares() []*Node { return slices.Clone(c.spares) }
 // PaxosStatePurging is the paxos_state_purging the nodes were given ("":
 // none, the release's default).
 func (c *Cluster) PaxosStatePurging() string { return c.cfg.purging }
+
+// Accord is the default transactional_mode the nodes run Accord with (""
+// when Accord is off: WithAccord).
+func (c *Cluster) Accord() string { return c.cfg.accord }
 
 // NoPaxosCache says whether the nodes run with paxos_cache_size 0
 // (WithoutPaxosCache).

@@ -302,6 +302,10 @@ func TestValidateOptions(t *testing.T) {
 		{"paxos upgrade on 4.1", []Option{WithVersion("4.1"), WithPaxosUpgrade()}, true},
 		{"paxos upgrade from v2", []Option{WithPaxos("v2"), WithPaxosUpgrade()}, false},
 		{"paxos upgrade on 4.0", []Option{WithVersion("4.0"), WithPaxosUpgrade()}, false},
+		{"accord full on 6.0-alpha", []Option{WithVersion("6.0-alpha"), WithAccord("full")}, true},
+		{"accord mixed_reads on 6.0-alpha", []Option{WithVersion("6.0-alpha"), WithAccord("mixed_reads")}, true},
+		{"accord on 5.0", []Option{WithAccord("full")}, false},
+		{"accord unknown mode", []Option{WithVersion("6.0-alpha"), WithAccord("test_unsafe")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -467,12 +471,17 @@ func TestRenderYAMLVersions(t *testing.T) {
 		{"5.0", map[string]string{"commitlog_sync_period": "10000ms", "paxos_variant": "v1"}, []string{"paxos_state_purging"}},
 		{"4.1.5", map[string]string{"paxos_variant": "v2", "paxos_state_purging": "repaired"}, nil},
 		{"5.0", map[string]string{"paxos_state_purging": "gc_grace"}, nil},
+		{"5.0", map[string]string{"paxos_variant": "v1"}, []string{"accord"}},
+		{"6.0-alpha", map[string]string{"accord": "map[default_transactional_mode:full enabled:true]"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
 			c := defaultConfig()
 			c.version = tt.version
 			c.purging = tt.want["paxos_state_purging"]
+			if _, ok := tt.want["accord"]; ok {
+				c.accord = "full"
+			}
 			if p, ok := tt.want["paxos_variant"]; ok {
 				c.paxos = p
 			}

@@ -32,6 +32,9 @@ type nodeConfig struct {
 	PaxosStatePurging string
 	// NoPaxosCache sets paxos_cache_size to 0.
 	NoPaxosCache bool
+	// Accord switches Accord on with this default_transactional_mode ("":
+	// not written, Accord off).
+	Accord string
 	// Legacy: Cassandra 4.0, which reads only the old setting names.
 	Legacy bool
 }
@@ -193,6 +196,7 @@ func nodeConfigs(c config, l layout) []nodeConfig {
 			SkipPaxosRepair:   c.skipRepair,
 			PaxosStatePurging: c.purging,
 			NoPaxosCache:      c.noPaxosCache,
+			Accord:            c.accord,
 			Legacy:            c.release().LegacyYAML,
 		}
 	}

@@ -46,6 +46,7 @@ const (
 	labelPurging  = "io.lockcheck.paxos-state-purging"
 	labelNoCache  = "io.lockcheck.no-paxos-cache"
 	labelUpgrade  = "io.lockcheck.paxos-upgrade"
+	labelAccord   = "io.lockcheck.accord"
 	// labelHelper marks a short-lived container that is not a node.
 	labelHelper = "io.lockcheck.helper"
 )

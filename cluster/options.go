@@ -42,6 +42,7 @@ type config struct {
 	purging       string // paxos_state_purging; "": the release's default
 	noPaxosCache  bool   // paxos_cache_size 0
 	paxosUpgrade  bool   // a run may switch the nodes' Paxos v1 to v2 (paxos-upgrade)
+	accord        string // accord.default_transactional_mode; "": Accord off
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -171,6 +172,21 @@ func WithoutPaxosCache() Option { return func(c *config) { c.noPaxosCache = true
 // cluster's variant, recorded (PaxosUpgradeNode).
 func WithPaxosUpgrade() Option { return func(c *config) { c.paxosUpgrade = true } }
 
+// AccordModes are the transactional_mode values WithAccord takes, as the
+// 6.0-alpha2 jar's TransactionalMode names them (its test_* modes left
+// out): full runs every statement on a table through Accord, its LWTs
+// included; mixed_reads runs writes and SERIAL reads through Accord and
+// lets non-SERIAL reads read the replicas as before.
+var AccordModes = []string{"full", "mixed_reads"}
+
+// WithAccord switches Accord on (accord.enabled) with mode as
+// accord.default_transactional_mode: every table created after the nodes
+// start, lockcheck's lock and register tables among them, has that
+// transactional_mode, so their LWTs are Accord transactions and not Paxos
+// rounds. Only a release with Accord (6.0-alpha) takes it; "" leaves
+// Accord off.
+func WithAccord(mode string) Option { return func(c *config) { c.accord = mode } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -235,6 +251,13 @@ func (c *config) validate() error {
 			errs = append(errs, fmt.Sprintf("paxos upgrade: the cluster starts on Paxos v1 (not %s) for a run to switch it to v2", c.paxos))
 		} else if v := c.release(); !v.takesPaxos("v2") {
 			errs = append(errs, fmt.Sprintf("paxos upgrade: Cassandra %s has no Paxos v2 (4.1 and later)", v.Name))
+		}
+	}
+	if c.accord != "" {
+		if !slices.Contains(AccordModes, c.accord) {
+			errs = append(errs, fmt.Sprintf("accord %q: want one of %s", c.accord, strings.Join(AccordModes, ", ")))
+		} else if v := c.release(); !v.Accord {
+			errs = append(errs, fmt.Sprintf("accord: Cassandra %s has no Accord (6.0-alpha)", v.Name))
 		}
 	}
 	if c.skipRepair && c.paxos != "v2" {

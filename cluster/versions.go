@@ -66,6 +66,10 @@ type Version struct {
 	// CASSANDRA-17065, 4.1). 4.0 has no such cap: its nodetool refuses -e
 	// and streams whole SSTables unthrottled.
 	ThrottlesEntireSSTables bool
+	// Accord: the release has Accord (CEP-15), switched on by cassandra.yaml's
+	// accord.enabled, with a table's transactional_mode saying which of its
+	// statements Accord executes (WithAccord).
+	Accord bool
 }
 
 // versions lists every release line lockcheck builds nodes for, newest
@@ -81,7 +85,7 @@ var versions = []Version{
 	{Name: "5.0", Cassandra: "5.0.9", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants,
 		ThrottlesEntireSSTables: true},
 	{Name: "6.0-alpha", Cassandra: "6.0-alpha2", Suite: "bookworm", JRE: "openjdk-17-jre-headless", Paxos: []string{"v1", "v2"}, Unsafe: unsafeVariants, Experimental: true,
-		ThrottlesEntireSSTables: true},
+		ThrottlesEntireSSTables: true, Accord: true},
 }
 
 // The variants that switch off CASSANDRA-12126's fix, as Config.PaxosVariant

@@ -36,6 +36,9 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 	if c.PaxosUpgrade {
 		opts = append(opts, cluster.WithPaxosUpgrade())
 	}
+	if c.Accord != "" {
+		opts = append(opts, cluster.WithAccord(c.Accord))
+	}
 	if c.Commitlog != "" {
 		opts = append(opts, cluster.WithCommitlogSync(c.Commitlog))
 	}
@@ -56,7 +59,7 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 func Fits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs()),
 		Spares: len(cl.Spares()), SkipPaxosRepair: cl.SkipPaxosRepair(), PaxosStatePurging: cl.PaxosStatePurging(),
-		PaxosUpgrade: cl.PaxosUpgrade()}
+		PaxosUpgrade: cl.PaxosUpgrade(), Accord: cl.Accord()}
 	if c.Version != "" {
 		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
 			return false

@@ -176,6 +176,9 @@ func (e ClusterEnv) Describe() map[string]string {
 		// paxos-upgrade window switches it (its lines say when).
 		d["paxos_upgrade"] = "true"
 	}
+	if m := e.Accord(); m != "" {
+		d["accord"] = m
+	}
 	return d
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/bakery"
 	"github.com/lockcheck/lockcheck/lease"
+	"github.com/lockcheck/lockcheck/locks/accordtxn"
 	"github.com/lockcheck/lockcheck/locks/caslock"
 	"github.com/lockcheck/lockcheck/locks/temporal"
 	"github.com/lockcheck/lockcheck/music"
@@ -27,6 +28,7 @@ var registry = [][]recipe.Entry{
 	bakery.Recipes,
 	temporal.Recipes,
 	caslock.Recipes,
+	accordtxn.Recipes,
 }
 
 // FromEntry makes a Recipe of a CQL recipe's entry: on env it opens a

@@ -848,4 +848,45 @@ var Releases = []Release{
 			},
 		},
 	},
+	{
+		// Accord (CEP-15) on 6.0-alpha2, experimental: every table created
+		// on the cluster has transactional_mode full, so the register's and
+		// the lease's LWTs run as Accord transactions (no Paxos state is
+		// written for them), and accord-txn is a lock written as one.
+		Line: "6.0-alpha",
+		Expect: []Expect{
+			{
+				Lock: workload.ShapeRegister, Faults: noFault, Cluster: accordFull, Seed: 23400, Want: checker.Valid, Tier: Full,
+				Mechanism: "Accord on 6.0-alpha2 (transactional_mode full): the register's IF NOT EXISTS, IF value = ? and SERIAL reads run as Accord transactions: linearizable.",
+			},
+			{
+				Lock: workload.ShapeRegister, Faults: accordNodeFaults, Cluster: accordFull, Seed: 23401, Want: checker.Valid, Tier: Full,
+				Mechanism: "The same under partitions and clock steps of the nodes: Accord orders transactions by its own timestamps, agreed by a quorum.",
+			},
+			{
+				Lock: "lease-fenced", Faults: noFault, Cluster: accordFull, Seed: 23402, Want: checker.Valid, Tier: Full,
+				Mechanism: "The fenced lease's conditional batch (a TTL cell and the fence bumped in one LWT) runs as an Accord transaction whose TTL'd owner " +
+					"is gone at once (as the lease's row below), so holds overlap; each grant still bumps the fence, and the resource refuses an older token.",
+			},
+			{
+				Lock: "lease-fenced", Faults: accordFaults, Cluster: accordFull, Seed: 23403, Want: checker.Valid, Tier: Full,
+				Mechanism: "The same under partitions and clock steps: the resource, itself written by LWTs run by Accord, refuses an older token.",
+			},
+			{
+				Lock: "lease", Faults: noFault, Cluster: accordFull, Seed: 23406, Want: checker.Invalid, Tier: Full,
+				Mechanism: "With no fault: the lease's `INSERT ... IF NOT EXISTS USING TTL` applies, but run as an Accord transaction on 6.0-alpha2 " +
+					"its TTL'd cells are gone at once (a SERIAL or QUORUM read right after finds no row), so the next contender's IF NOT EXISTS " +
+					"applies too and holds overlap (docs/notes-on-cassandra.md).",
+			},
+			{
+				Lock: "accord-txn", Faults: noFault, Cluster: accordFull, Seed: 23404, Want: checker.Valid, Tier: Full,
+				Mechanism: "A lock written as one Accord transaction (LET the row; IF its expiry is past THEN set owner, expiry and fence += 1): grants and tokens from the row as it was before.",
+			},
+			{
+				Lock: "accord-txn", Faults: accordFaults, Cluster: accordFull, Seed: 23405, Want: checker.Valid, Tier: Full,
+				Mechanism: "The same under partitions, node clock steps and client clock skew: the lease is on the client's clock " +
+					"(a transaction takes no TTL), so a contender running ahead may enter beside the holder, and the resource refuses the older token.",
+			},
+		},
+	},
 }

@@ -75,6 +75,10 @@ type Cluster struct {
 	// paxos-upgrade fault kind; cluster.WithPaxosUpgrade): a cluster of its
 	// own, which every run starts on v1 again.
 	PaxosUpgrade bool `json:",omitempty"`
+	// Accord switches Accord on (6.0-alpha) with this default
+	// transactional_mode (cluster.AccordModes): the lock and register
+	// tables' LWTs run as Accord transactions. "": off.
+	Accord string `json:",omitempty"`
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -112,6 +116,9 @@ func (c Cluster) Key() string {
 	if c.PaxosUpgrade {
 		parts = append(parts, "upgrade")
 	}
+	if c.Accord != "" {
+		parts = append(parts, accordKey.Replace(c.Accord))
+	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
 	}
@@ -126,6 +133,10 @@ var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writ
 // purgeKey shortens paxos_state_purging values for keys: a cluster is
 // named NAME-KEY, at most 31 characters ("lockcheck-v2-purge-rep-c4.1").
 var purgeKey = strings.NewReplacer("gc_grace", "gc", "repaired", "rep")
+
+// accordKey names a transactional_mode in keys: "accord" for full,
+// "accord-mixed" for mixed_reads ("lockcheck-accord-c6.0-alpha" fits 31).
+var accordKey = strings.NewReplacer("full", "accord", "mixed_reads", "accord-mixed")
 
 func (c Cluster) commitlog() string {
 	if c.Commitlog == "" {
@@ -164,6 +175,9 @@ func (c Cluster) String() string {
 	}
 	if c.PaxosUpgrade {
 		s += ", switched to Paxos v2 during the run"
+	}
+	if c.Accord != "" {
+		s += ", Accord (transactional_mode " + c.Accord + ")"
 	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version

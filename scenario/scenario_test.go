@@ -139,6 +139,8 @@ func TestClusterKeys(t *testing.T) {
 		{Cluster{LazyFS: true, Commitlog: "batch"}, "batch"},
 		{Cluster{Commitlog: "batch"}, "sync-batch"},
 		{Cluster{Nodes: 5, DCs: 2, Version: "4.1"}, "5n-2dc-c4.1"},
+		{Cluster{Accord: "full", Version: "6.0-alpha"}, "accord-c6.0-alpha"},
+		{Cluster{Nodes: 1, Accord: "mixed_reads", Version: "6.0-alpha"}, "1n-accord-mixed-c6.0-alpha"},
 	} {
 		if got := tc.c.Key(); got != tc.want {
 			t.Errorf("%+v.Key() = %q, want %q", tc.c, got, tc.want)
