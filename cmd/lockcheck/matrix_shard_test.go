@@ -18,7 +18,9 @@ import (
 // A --shard that is malformed or out of range is one line and exit 2,
 // before anything touches Docker.
 func TestMatrixShardRejectsBadInput(t *testing.T) {
-	for _, shard := range []string{"", "3", "0/3", "4/3", "1/0", "a/b", "-1/3", "1/3/4", "1 /3"} {
+	// (--shard "" is no shard, the flag's zero value: a dispatch of it
+	// would run the quick matrix on whatever cluster is up.)
+	for _, shard := range []string{"3", "0/3", "4/3", "1/0", "a/b", "-1/3", "1/3/4", "1 /3"} {
 		for _, list := range []bool{false, true} {
 			args := []string{"matrix", "--shard", shard}
 			if list {
@@ -26,10 +28,6 @@ func TestMatrixShardRejectsBadInput(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			code := dispatch(context.Background(), args, &stdout, &stderr)
-			if shard == "" {
-				// --shard "" is no shard: the flag's zero value.
-				continue
-			}
 			if code != exitError || !strings.HasPrefix(stderr.String(), "lockcheck matrix: --shard ") || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() > 0 {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line about --shard", args, code, stdout.String(), stderr.String())
 			}
