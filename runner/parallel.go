@@ -5,6 +5,9 @@ import (
 	"sync"
 )
 
+// What runs of one process that share a cluster at once need (make test's
+// TestMatrix, client-fault tests side by side).
+//
 // Runs of one process may share a cluster at once when nothing they deal
 // reaches a node (make test's TestMatrix runs such rows in parallel). Their
 // set-ups create tables with CREATE TABLE IF NOT EXISTS, and recipes share
