@@ -92,8 +92,8 @@ unit:
 	$(GO) vet ./...
 	$(GO) test ./...
 
-# One cluster serves every jepsen package (-p 1: they run one after another
-# and attach to it; -count=1: results against a live cluster are never taken
+# One cluster serves every jepsen package (they take it one after another,
+# see SHARED_GO_TEST, and attach to it; -count=1: results against a live cluster are never taken
 # from the test cache). Beside them, a second stream runs the tests that
 # start clusters or containers of their own (the configs matrix: Paxos v2
 # and the lazy filesystem; sshnode; the set-up test's clean container; the
@@ -136,7 +136,16 @@ OWN_STREAM = ( export LOCKCHECK_SHARED=none; \
 # another, on the running cluster $(CLUSTER). Only runner's tests run the
 # plug-ins: make test starts the other packages before the plug-ins are
 # built (SHARED_EARLY, then SHARED_RUNNER).
-SHARED_GO_TEST = $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)'
+# -p 2: each package's TestMain holds the shared cluster until its tests end
+# (clustertest.Main), so the packages still run on it one at a time, but the
+# next package's test binary is compiled, linked and started while the one
+# before runs, and waits for the cluster (at most one package's time, well
+# inside clustertest's ten minutes) instead of leaving it idle while it builds.
+# -parallel 3: the tests that fault only clients (TestMatrix's client rows,
+# the plug-ins, the recipes' packages) run three at a time on the cluster;
+# their runs last a fixed time and mostly wait (a client paused past its
+# lease), so a third at once costs CPU, not wall time.
+SHARED_GO_TEST = $(GO) test -tags=jepsen -p 2 -parallel 3 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)'
 SHARED_STREAM = $(SHARED_GO_TEST) $(JEPSEN_PKGS)
 SHARED_EARLY = $(SHARED_GO_TEST) $(filter-out ./runner,$(JEPSEN_PKGS))
 SHARED_RUNNER = $(SHARED_GO_TEST) ./runner
