@@ -23,14 +23,25 @@ import (
 // outlives several TTLs while renewed, a holder on this host whose process
 // is gone is removed at once, and a release frees the row.
 func TestCQLLease(t *testing.T) {
-	// Only read and written: the shared cluster is attached, not taken or
-	// healed (this package's TestMain is the lease helper's).
+	// Only read and written: the shared cluster is attached, not healed
+	// (this package's TestMain is the lease helper's). It is taken, as
+	// clustertest.Main takes it for other packages, so that no package's
+	// faults run beside it when make test builds the next package's tests
+	// while one runs.
 	if os.Getenv("LOCKCHECK_SHARED") == "none" {
 		t.Skip("LOCKCHECK_SHARED=none: no shared cluster")
 	}
+	name := cmp.Or(os.Getenv("LOCKCHECK_CLUSTER"), cluster.DefaultName)
+	wait, stop := context.WithTimeout(context.Background(), 10*time.Minute) // clustertest.Main's wait
+	shared, err := exclusive.Take(wait, exclusive.Local{Name: name}, exclusive.Say(func(line string) { t.Log(line) }))
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Attach(ctx, cluster.WithName(cmp.Or(os.Getenv("LOCKCHECK_CLUSTER"), cluster.DefaultName)))
+	c, err := cluster.Attach(ctx, cluster.WithName(name))
 	if err != nil {
 		t.Fatal(err)
 	}
