@@ -136,7 +136,8 @@ var Catalogue = []Lock{
 		Advice: "A paused Reaper, or one whose requests a partition or a killed node slows past the lead's TTL, can repair a " +
 			"segment another instance also repairs: harmless for repair itself (it is idempotent), but do not reuse this " +
 			"pattern for work that is not. A renew that times out (the driver's 2 s request time-out: a coordinator 2.5 s late, " +
-			"reaper/coord-net-delay/leader) leaves the row to expire up to a second before the lead counted from the last " +
+			"reaper/coord-net-delay/leader), or one that contention with a contender's take leaves unknown on an idle " +
+			"cluster (reaper/none/leader), leaves the row to expire up to a second before the lead counted from the last " +
 			"renew's send: count the lead a second short and stop leading at the first renew that fails.",
 		Missing: "The run's TTL (whole seconds) replaces LEAD_DURATION 90 s; leader_id, a timeuuid, is a version-1 UUID " +
 			"made from the lock name; Reaper renews as its repair goes on, here at lockcheck's heartbeat. The paths are " +
