@@ -57,7 +57,7 @@ func checkClientHold(e *Env) error {
 		}
 		v, ok := faultkind.Decode[ClientHoldStart](st.Value)
 		if !ok {
-			return fmt.Errorf("schedule step %d: value %s is not a client hold's", i+1, st.Value)
+			return fmt.Errorf("schedule step %d: value %s is not a client hold's", i+1, oneLine(st.Value))
 		}
 		for j, c := range v.Clients {
 			if c < 0 || slices.Contains(v.Clients[:j], c) {

@@ -111,7 +111,7 @@ func parseMaintenance(raw json.RawMessage) (MaintenanceStart, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
-		return v, fmt.Errorf("value %s is not a maintenance's: %w", raw, err)
+		return v, fmt.Errorf("value %s is not a maintenance's: %w", oneLine(raw), err)
 	}
 	return v, v.validate()
 }
@@ -345,4 +345,13 @@ func (*maintenance) Reset(ctx context.Context, e *Env, t Target) (bool, error) {
 		return false, fmt.Errorf("nemesis: undo %s on %s: %w", strings.Join(changes, ", "), t.Name, err)
 	}
 	return true, nil
+}
+
+// oneLine is a JSON value on one line, for a refusal's line.
+func oneLine(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return strings.Join(strings.Fields(string(raw)), " ")
+	}
+	return b.String()
 }
