@@ -80,7 +80,7 @@ func c19617Row(release string, seed int64, back bool) Row {
 	r := Row{
 		Recipe: workload.ShapeRegister, Workload: workload.ShapeRegister, Deletes: true, Ticket: "CASSANDRA-19617",
 		Faults: c19617Schedule.Kinds(), Schedule: c19617Schedule, Cluster: c19617Cluster(release),
-		Time: 180 * s, Interval: 10 * s, Locks: 20, Seed: seed, Tier: Full,
+		Time: 180 * s, Interval: 10 * s, Locks: 40, Seed: seed, Tier: Full,
 	}
 	if back {
 		r.Want, r.Unsafe = checker.Invalid, true
