@@ -57,7 +57,9 @@ func (n *Node) nodetoolOn(ctx context.Context, cmd, name string) error {
 }
 
 // Flush writes the table's memtables to SSTables (nodetool flush).
-func (n *Node) Flush(ctx context.Context, table string) error { return n.nodetoolOn(ctx, "flush", table) }
+func (n *Node) Flush(ctx context.Context, table string) error {
+	return n.nodetoolOn(ctx, "flush", table)
+}
 
 // Compact compacts every SSTable of the table (nodetool compact).
 func (n *Node) Compact(ctx context.Context, table string) error {

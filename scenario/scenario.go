@@ -293,7 +293,7 @@ type Row struct {
 	// project's tracker does ("CASSANDRA-19617"): the row is named after
 	// it and its release (c19617-c4.1.5/...), and pins a release.
 	Ticket string `json:",omitempty"`
-	Tier       Tier
+	Tier   Tier
 	// Mechanism says in a sentence or two why the lock fails or holds here.
 	Mechanism string
 }
