@@ -51,8 +51,9 @@ func after(st nemesis.Step, step int, at time.Duration) nemesis.Step {
 // flushes; n3 compacts only the Paxos SSTables newer than the mark, which
 // purges the later commits and leaves the marked ones; n1 and n2 compact
 // all theirs away; every node compacts the register's table, whose
-// tombstones are past its gc_grace_seconds (5 s, set at the start). n2 is
-// killed, and the clients go on through n1 and n3.
+// tombstones are past its gc_grace_seconds (5 s, set at the start), and
+// the table gets its default gc_grace_seconds back. n2 is killed, and the
+// clients go on through n1 and n3.
 var c19617Schedule = &nemesis.Schedule{Source: "written by hand from CASSANDRA-19617's fixing commit's test (issue 50)", Steps: []nemesis.Step{
 	maintain(`{"gc_grace":5,"op":"gc-grace","table":"`+registerTable+`"}`, "n1"),
 	maintain(`{"op":"autocompaction-off","table":"system.paxos"}`, "n3"),
@@ -66,8 +67,13 @@ var c19617Schedule = &nemesis.Schedule{Source: "written by hand from CASSANDRA-1
 	after(maintain(`{"newer_than":"before","op":"compact","table":"system.paxos"}`, "n3"), 7, 0),
 	after(maintain(`{"op":"compact","table":"system.paxos"}`, "n1", "n2"), 8, 0),
 	after(maintain(`{"op":"compact","table":"`+registerTable+`"}`, "n1", "n2", "n3"), 9, 0),
+	// gc_grace_seconds back to its default before a node goes down: with
+	// 5 s, the deletes n2 misses would be purged (and their hints, whose
+	// TTL is the table's gc_grace, dropped) before it is back, and the
+	// values they deleted would come back from n2 on any release.
+	after(maintain(`{"gc_grace":864000,"op":"gc-grace","table":"`+registerTable+`"}`, "n1"), 10, 0),
 	func() nemesis.Step {
-		st := after(nemesis.Step{Kind: nemesis.Kill, Nodes: []string{"n2"}}, 10, 2*s)
+		st := after(nemesis.Step{Kind: nemesis.Kill, Nodes: []string{"n2"}}, 11, 2*s)
 		st.For = nemesis.Duration(60 * s)
 		return st
 	}(),
