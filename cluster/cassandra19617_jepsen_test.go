@@ -46,7 +46,10 @@ const paxosPurgeGrace = 60 * time.Second
 // gc_grace_seconds. With n2 down, an LWT through n1 and n3 finds n3's
 // stale commit newer than n1's nothing: 4.1.5 re-distributes it (the
 // deleted row comes back), 4.1.6 drops it as older than the repair's low
-// bound.
+// bound. The ticket rows (scenario/ticket_rows.go, `lockcheck matrix
+// --rows '^c19617-'`) deal the same steps as a run's schedule
+// (maintenance, client-hold, kill) on the register's clients; this test
+// keeps the scripted form and its controls.
 func TestCassandra19617(t *testing.T) {
 	names := os.Getenv("LOCKCHECK_19617")
 	if names == "" {

@@ -74,6 +74,13 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 	if off = strings.TrimSpace(off); off != strings.TrimSpace(clockOffsetLine(0)) {
 		out = append(out, "clock offset "+off)
 	}
+	// A maintenance window's setting (autocompaction off, a
+	// gc_grace_seconds): the heal undoes it.
+	if !ins.Container.State.Paused {
+		if changes, err := n.MaintenanceChanges(ctx); err == nil {
+			out = append(out, changes...)
+		}
+	}
 	// A paxos-upgrade window's switch (one-way within its run): the next
 	// run's heal puts the cluster's variant back.
 	if n.c.cfg.paxosUpgrade && !ins.Container.State.Paused {

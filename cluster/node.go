@@ -39,12 +39,13 @@ func (n *Node) String() string { return n.Name }
 
 // Capabilities are what a Docker node can do for the fault kinds
 // (faultcap, the leaf package the nemesis shares): everything (restore
-// included: its data directories are the harness's to swap), a power cut
+// included: its data directories are the harness's to swap; maintenance:
+// nodetool and its data directory's listing), a power cut
 // that loses something only when its data lives on the lazy filesystem,
 // and the shaping of its links its kernel and the shaper allow (probed
 // once per cluster: shape.go).
 func (n *Node) Capabilities() []faultcap.Capability {
-	caps := []faultcap.Capability{faultcap.IPTables, faultcap.Clock, faultcap.Signals, faultcap.Restart, faultcap.CPU, faultcap.Stall, faultcap.Restore}
+	caps := []faultcap.Capability{faultcap.IPTables, faultcap.Clock, faultcap.Signals, faultcap.Restart, faultcap.CPU, faultcap.Stall, faultcap.Restore, faultcap.Maintenance}
 	if n.c.LazyFS() {
 		caps = append(caps, faultcap.Power, faultcap.DiskLatency)
 	}

@@ -41,6 +41,12 @@ const (
 	// repairing Paxos: a one-way change an operator makes once, so a node
 	// offers it only on a cluster started to be upgraded.
 	PaxosUpgrade Capability = "paxos-upgrade"
+	// Maintenance is an operator's routine work on a node: nodetool flush,
+	// compact (all of a table's SSTables or chosen ones), repair
+	// --paxos-only, autocompaction off and on, and a table's
+	// gc_grace_seconds, with the node's SSTables listed. It needs nodetool
+	// and the data directory's listing on the node.
+	Maintenance Capability = "maintenance"
 )
 
 var docs = map[Capability]string{
@@ -60,6 +66,8 @@ var docs = map[Capability]string{
 		"while Cassandra is down (a Docker node)",
 	PaxosUpgrade: "switch paxos_variant from v1 to v2 and repair Paxos (a Docker cluster of 4.1 or later started on v1 " +
 		"with `lockcheck cluster up --paxos-upgrade`; the next run's heal switches it back)",
+	Maintenance: "flush, compact (all of a table's SSTables, or chosen ones by name), repair Paxos, switch autocompaction and " +
+		"set a table's gc_grace_seconds (nodetool and a listing of the data directory: a Docker node)",
 	NetRate: "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",
 }
 

@@ -12,7 +12,7 @@ func TestDocs(t *testing.T) {
 	if !slices.Equal(all[:len(Baseline)], Baseline) {
 		t.Errorf("All() = %v, want the baseline %v first", all, Baseline)
 	}
-	for _, c := range []Capability{IPTables, Clock, Signals, Restart, Power, Membership, NetDelay, NetRate, CPU, Stall, DiskLatency, PaxosUpgrade} {
+	for _, c := range []Capability{IPTables, Clock, Signals, Restart, Power, Membership, NetDelay, NetRate, CPU, Stall, DiskLatency, PaxosUpgrade, Maintenance} {
 		if Doc(c) == "" {
 			t.Errorf("%s has no doc", c)
 		}

@@ -33,6 +33,9 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 	if c.PaxosStatePurging != "" {
 		opts = append(opts, cluster.WithPaxosStatePurging(c.PaxosStatePurging))
 	}
+	if c.NoPaxosCache {
+		opts = append(opts, cluster.WithoutPaxosCache())
+	}
 	if c.PaxosUpgrade {
 		opts = append(opts, cluster.WithPaxosUpgrade())
 	}
@@ -59,7 +62,7 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 func Fits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs()),
 		Spares: len(cl.Spares()), SkipPaxosRepair: cl.SkipPaxosRepair(), PaxosStatePurging: cl.PaxosStatePurging(),
-		PaxosUpgrade: cl.PaxosUpgrade(), Accord: cl.Accord()}
+		NoPaxosCache: cl.NoPaxosCache(), PaxosUpgrade: cl.PaxosUpgrade(), Accord: cl.Accord()}
 	if c.Version != "" {
 		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
 			return false

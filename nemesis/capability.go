@@ -29,6 +29,7 @@ const (
 	CapDiskLatency  = faultcap.DiskLatency
 	CapPaxosUpgrade = faultcap.PaxosUpgrade
 	CapRestore      = faultcap.Restore
+	CapMaintenance  = faultcap.Maintenance
 )
 
 // Baseline are the capabilities every node backend lockcheck ships can

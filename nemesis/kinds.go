@@ -59,6 +59,11 @@ type Kind struct {
 	// membership kinds: the first range movement's streaming done), which
 	// a schedule's step can follow.
 	Streams bool
+	// AnyClients marks a client kind that any workload's clients serve,
+	// the register's too (client-hold: clients rest between operations);
+	// the others act on a lock's clients (a holder, a lease's clock, a
+	// lock's process).
+	AnyClients bool
 	// OneWay marks a kind whose change outlives its window and its run's
 	// heal, as an operator's upgrade does (paxos-upgrade): its injector
 	// has a Revert, which only the next run's HealLeftovers calls (and
@@ -133,6 +138,8 @@ var table = []*Kind{
 	&slowDiskKind,
 	&restoreKind,
 	&paxosUpgradeKind,
+	&maintenanceKind,
+	&clientHoldKind,
 }
 
 // The table's causes, registered in table order for the reports.
@@ -205,6 +212,14 @@ func (k *Kind) inAll() bool {
 func Aimed(name string) bool {
 	k := lookup(name)
 	return k != nil && k.Pins
+}
+
+// AnyClients says whether the kind of that name is a client kind that any
+// workload's clients serve (Kind.AnyClients): the register workload takes
+// it.
+func AnyClients(name string) bool {
+	k := lookup(name)
+	return k != nil && k.AnyClients
 }
 
 // needPins is the check of the kinds aimed by Env.Pins: clients on at least

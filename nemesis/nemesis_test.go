@@ -62,6 +62,9 @@ type fakeNode struct {
 	data      int
 	snaps     map[string]int
 	restoring string
+	// maint is the node's tables as maintenance sees them
+	// (maintenance_test.go).
+	maint fakeMaint
 }
 
 // fakeRing is the membership of fake nodes: name -> state, and the

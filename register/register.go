@@ -83,6 +83,15 @@ func (r *Register) CAS(ctx context.Context, key string, expect, v int64) (bool, 
 	return result(key, applied, cur, err)
 }
 
+// Delete removes key's row when it holds expect; not applied, it returns
+// what key held (no row: the [applied] column alone, or a null value).
+func (r *Register) Delete(ctx context.Context, key string, expect int64) (bool, int64, bool, error) {
+	var cur *int64
+	applied, err := workload.LWT(r.s.Query(`DELETE FROM `+r.table+` WHERE key = ? IF value = ?`, key, expect)).
+		ScanCASContext(ctx, &cur)
+	return result(key, applied, cur, err)
+}
+
 func result(key string, applied bool, cur *int64, err error) (bool, int64, bool, error) {
 	if err != nil {
 		return false, 0, false, fmt.Errorf("write %q: %w", key, workload.ClassifyLWT(err))

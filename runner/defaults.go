@@ -42,8 +42,8 @@ func (t Test) Validate() error {
 			bad("--nemesis: unknown fault kind %q (one of %s)", k, strings.Join(nemesis.Kinds, ", "))
 			continue
 		}
-		if register && nemesis.ScopeOf(k) == nemesis.ScopeClient {
-			bad("--nemesis %s acts on a lock's clients: the register workload takes the node faults", k)
+		if register && nemesis.ScopeOf(k) == nemesis.ScopeClient && !nemesis.AnyClients(k) {
+			bad("--nemesis %s acts on a lock's clients: the register workload takes the node faults and %s", k, nemesis.ClientHold)
 		}
 		if nemesis.Aimed(k) && !t.PinClients {
 			bad("--nemesis %s is aimed by the clients' coordinators: it needs --pin-clients", k)

@@ -75,6 +75,10 @@ var _ nemesis.MemberNode = (*cluster.Node)(nil)
 // assertion at run time).
 var _ nemesis.PaxosNode = (*cluster.Node)(nil)
 
+// A cluster's node is maintained (flush, compact, repair: the
+// maintenance kind, found by assertion at run time).
+var _ nemesis.MaintenanceNode = (*cluster.Node)(nil)
+
 // A cluster's node changes its rules while paused (NetExec, found by
 // assertion at run time).
 var _ nemesis.NetExecer = (*cluster.Node)(nil)

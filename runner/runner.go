@@ -369,7 +369,7 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 	}
 	sw.lap(&tm.Leftovers)
 	var wl clients
-	var control nemesis.Clients // nil: a workload without clients (register)
+	var control nemesis.Clients
 	if t.Workload == workload.ShapeRegister {
 		setupMu.Lock()
 		newReg, finalReg, closeFn, err := setupRegister(ctx, env, t)
@@ -378,12 +378,17 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 			return &SetupError{Recipe: t.Recipe.Name, Err: err}
 		}
 		defer closeFn()
-		rw, err := workload.NewRegister(newReg, mon, workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...),
-			workload.WithSeed(t.Seed), workload.WithLogger(log))
+		ropts := []workload.Option{workload.WithClients(t.Clients), workload.WithLocks(t.LockNames()...),
+			workload.WithSeed(t.Seed), workload.WithLogger(log)}
+		if t.Deletes {
+			ropts = append(ropts, workload.WithDeletes())
+		}
+		rw, err := workload.NewRegister(newReg, mon, ropts...)
 		if err != nil {
 			return fmt.Errorf("runner: %w", err)
 		}
 		wl = registerClients{rw, finalReg}
+		control = rw.Control()
 	} else {
 		setupMu.Lock()
 		newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
@@ -657,11 +662,9 @@ func (t *Test) newNemesis(env Env, timeUp <-chan struct{}) (nem *nemesis.Nemesis
 			opts = append(opts, nemesis.WithFirstRound(timeUp))
 		}
 	}
-	// The register workload has no clients for the client kinds: they
-	// are refused now.
-	if t.Workload != workload.ShapeRegister {
-		opts = append(opts, nemesis.WithClientsLater())
-	}
+	// The clients come with Attach (the register's too: they serve
+	// client-hold; Validate refused the kinds that need a lock's).
+	opts = append(opts, nemesis.WithClientsLater())
 	if t.SkewMax > 0 {
 		opts = append(opts, nemesis.WithClientSkew(t.SkewMin, t.SkewMax), nemesis.WithCoordSkew(t.SkewMin, t.SkewMax))
 	}

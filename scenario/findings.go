@@ -187,7 +187,10 @@ func faultsCell(r Row) string {
 }
 
 func retired(r Row) string {
-	if !r.RetireStuck {
+	switch {
+	case r.Deletes:
+		return ", deleting keys too (`--deletes`)"
+	case !r.RetireStuck:
 		return ""
 	}
 	return ", a fresh lock name whenever a holder is abandoned with a grant that never expires (`--retire-stuck`)"

@@ -27,6 +27,7 @@ var Rows = slices.Concat(
 	toolRows,
 	restoreRows,
 	upgradeRows,
+	ticketRows,
 )
 
 // javaRows are the Java locks' rows: each lock's expectations, then the

@@ -71,6 +71,10 @@ type Cluster struct {
 	// gc_grace, repaired: cluster.PaxosStatePurgings); "": the release's
 	// default, legacy.
 	PaxosStatePurging string `json:",omitempty"`
+	// NoPaxosCache sets paxos_cache_size to 0 (4.1 and later;
+	// cluster.WithoutPaxosCache): every Paxos round reads the node's
+	// Paxos state from its tables, as compaction left it.
+	NoPaxosCache bool `json:",omitempty"`
 	// PaxosUpgrade lets a run switch the cluster from Paxos v1 to v2 (the
 	// paxos-upgrade fault kind; cluster.WithPaxosUpgrade): a cluster of its
 	// own, which every run starts on v1 again.
@@ -108,10 +112,15 @@ func (c Cluster) Key() string {
 		parts = append(parts, fmt.Sprintf("%ddc", c.DCs))
 	}
 	if c.SkipPaxosRepair {
-		parts = append(parts, "skip-repair")
+		// "skip": skip_paxos_repair_on_topology_change (its rows were
+		// named "skip-repair" until keys were held to MaxKey).
+		parts = append(parts, "skip")
 	}
 	if c.PaxosStatePurging != "" {
-		parts = append(parts, "purge-"+purgeKey.Replace(c.PaxosStatePurging))
+		parts = append(parts, purgeKey.Replace(c.PaxosStatePurging))
+	}
+	if c.NoPaxosCache {
+		parts = append(parts, "nc")
 	}
 	if c.PaxosUpgrade {
 		parts = append(parts, "upgrade")
@@ -130,9 +139,11 @@ func (c Cluster) Key() string {
 // v2_without_linearizable_reads "v2-unsafe-reads".
 var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writes", "-unsafe", "_without_linearizable_reads", "-unsafe-reads")
 
-// purgeKey shortens paxos_state_purging values for keys: a cluster is
-// named NAME-KEY, at most 31 characters ("lockcheck-v2-purge-rep-c4.1").
-var purgeKey = strings.NewReplacer("gc_grace", "gc", "repaired", "rep")
+// purgeKey names paxos_state_purging values in keys, "p" and the value
+// shortened: a cluster is named NAME-KEY, at most 31 characters
+// (MaxKey), and the purging clusters name a patch release and the Paxos
+// cache too ("lockcheck-v2-prep-nc-c4.1.5").
+var purgeKey = strings.NewReplacer("gc_grace", "pgc", "repaired", "prep", "legacy", "plegacy")
 
 // accordKey names a transactional_mode in keys: "accord" for full,
 // "accord-mixed" for mixed_reads ("lockcheck-accord-c6.0-alpha" fits 31).
@@ -172,6 +183,9 @@ func (c Cluster) String() string {
 	}
 	if c.PaxosStatePurging != "" {
 		s += ", paxos_state_purging " + c.PaxosStatePurging
+	}
+	if c.NoPaxosCache {
+		s += ", no Paxos cache"
 	}
 	if c.PaxosUpgrade {
 		s += ", switched to Paxos v2 during the run"
@@ -272,7 +286,14 @@ type Row struct {
 	Load *LoadBound `json:",omitempty"`
 	// KillTarget is client-kill's target (run --kill-target; "": any).
 	KillTarget string
-	Tier       Tier
+	// Deletes makes the register's clients delete keys too (run
+	// --deletes).
+	Deletes bool `json:",omitempty"`
+	// Ticket names the Cassandra bug a regression row shows, as the
+	// project's tracker does ("CASSANDRA-19617"): the row is named after
+	// it and its release (c19617-c4.1.5/...), and pins a release.
+	Ticket string `json:",omitempty"`
+	Tier   Tier
 	// Mechanism says in a sentence or two why the lock fails or holds here.
 	Mechanism string
 }
@@ -345,6 +366,7 @@ func (r Row) Spec(run int) spec.Spec {
 	if r.KillTarget != "" {
 		s.KillTarget = r.KillTarget
 	}
+	s.Deletes = r.Deletes
 	if r.Net != (nemesis.NetBounds{}) {
 		s.NetDelay, s.NetJitter, s.NetRate = r.Net.Flags()
 	}
@@ -415,6 +437,13 @@ func (r Row) Tries() int {
 	}
 	return n
 }
+
+var ticketRE = regexp.MustCompile(`^CASSANDRA-[0-9]+$`)
+
+// MaxKey is the longest cluster key: a cluster of its own is named
+// NAME-KEY, by default "lockcheck-" and the key, and a Docker network and
+// container name, which the cluster's validation holds to 31 characters.
+const MaxKey = 31 - len("lockcheck-")
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(/[a-z0-9][a-z0-9.+-]*)*$`)
 
@@ -507,6 +536,12 @@ func (r Row) Check() error {
 			bad("the schedule's last window ends at %v, after the row's time %v", end, r.Time)
 		}
 	}
+	if r.Ticket != "" && (!ticketRE.MatchString(r.Ticket) || r.Cluster.Version == "") {
+		bad("ticket %q: want CASSANDRA-N on a cluster that pins its release (Cluster.Version)", r.Ticket)
+	}
+	if len(r.Cluster.Key()) > MaxKey {
+		bad("cluster %s: its key %q is %d characters, over %d (the cluster's name is NAME-KEY, at most 31)", r.Cluster, r.Cluster.Key(), len(r.Cluster.Key()), MaxKey)
+	}
 	if slices.Contains(r.Faults, nemesis.PaxosUpgrade) && !r.Cluster.PaxosUpgrade {
 		bad("fault %s switches the cluster's Paxos for good: the row needs a cluster of its own with PaxosUpgrade", nemesis.PaxosUpgrade)
 	}
@@ -541,7 +576,12 @@ func (r Row) Check() error {
 
 func (r Row) canonicalName() string {
 	name := r.Recipe + "/" + r.FaultsName()
-	if k := r.Cluster.Key(); k != "" {
+	switch k := r.Cluster.Key(); {
+	case r.Ticket != "":
+		// The ticket stands for the cluster the bug needs; the release
+		// tells the buggy row from the fixed one.
+		name = "c" + strings.TrimPrefix(r.Ticket, "CASSANDRA-") + "-c" + r.Cluster.Version + "/" + name
+	case k != "":
 		name = k + "/" + name
 	}
 	if r.Workload != "" && r.Workload != workload.ShapeCycle && r.Workload != r.Recipe {
@@ -562,7 +602,9 @@ func (r Row) canonicalName() string {
 // Check checks every row and that names and seeds are unique.
 func Check(rows []Row) error {
 	var errs []error
-	names, seeds := map[string]bool{}, map[int64]string{}
+	// A ticket's rows share their seed: the buggy release and the fixed
+	// one run the same draws.
+	names, seeds, tickets := map[string]bool{}, map[int64]string{}, map[string]string{}
 	for _, r := range rows {
 		if err := r.Check(); err != nil {
 			errs = append(errs, err)
@@ -571,10 +613,11 @@ func Check(rows []Row) error {
 			errs = append(errs, fmt.Errorf("row %q: name used twice", r.Name))
 		}
 		names[r.Name] = true
-		if other, ok := seeds[r.Seed]; ok {
+		if other, ok := seeds[r.Seed]; ok && !(r.Ticket != "" && tickets[other] == r.Ticket) {
 			errs = append(errs, fmt.Errorf("row %q: seed %d is row %q's", r.Name, r.Seed, other))
 		}
 		seeds[r.Seed] = r.Name
+		tickets[r.Name] = r.Ticket
 	}
 	return errors.Join(errs...)
 }

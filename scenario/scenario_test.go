@@ -12,6 +12,7 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/golden"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/register"
 	"github.com/lockcheck/lockcheck/workload"
 )
 
@@ -141,6 +142,9 @@ func TestClusterKeys(t *testing.T) {
 		{Cluster{Nodes: 5, DCs: 2, Version: "4.1"}, "5n-2dc-c4.1"},
 		{Cluster{Accord: "full", Version: "6.0-alpha"}, "accord-c6.0-alpha"},
 		{Cluster{Nodes: 1, Accord: "mixed_reads", Version: "6.0-alpha"}, "1n-accord-mixed-c6.0-alpha"},
+		{Cluster{Nodes: 4, Spares: 1, Paxos: PaxosV2, SkipPaxosRepair: true}, "4n-v2-1spare-skip"},
+		{Cluster{Paxos: PaxosV2, PaxosStatePurging: purgeGCGrace, Version: "4.1"}, "v2-pgc-c4.1"},
+		{c19617Cluster("4.1.5"), "v2-prep-nc-c4.1.5"},
 	} {
 		if got := tc.c.Key(); got != tc.want {
 			t.Errorf("%+v.Key() = %q, want %q", tc.c, got, tc.want)
@@ -516,5 +520,25 @@ func TestLoadBoundsNameTheirSlownessRow(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no row is bound by the load")
+	}
+}
+
+// Every row's cluster of its own is named NAME-KEY, "lockcheck-KEY" by
+// default, and a cluster's name is at most 31 characters (Docker's names
+// and the cluster's validation): no row's key may make it longer.
+func TestClusterNamesFit(t *testing.T) {
+	for _, r := range Rows {
+		if k := r.Cluster.Key(); k != "" && len("lockcheck-"+k) > 31 {
+			t.Errorf("row %s: cluster lockcheck-%s is %d characters, over 31", r.Name, k, len("lockcheck-"+k))
+		}
+	}
+	long := good()
+	long.Cluster = Cluster{Nodes: 1, Accord: "mixed_reads", Version: "6.0-alpha"}
+	long.Name = long.canonicalName()
+	if err := long.Check(); err == nil || !strings.Contains(err.Error(), "over 21") {
+		t.Errorf("a row on cluster key %q: %v, want it refused", long.Cluster.Key(), err)
+	}
+	if registerTable != register.Table {
+		t.Errorf("the ticket rows' table %q is not the register's %q", registerTable, register.Table)
 	}
 }

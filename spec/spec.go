@@ -115,6 +115,10 @@ type Spec struct {
 	// lease goes on being tested after one unknown write instead of
 	// staying held to the end.
 	RetireStuck bool `json:"retire-stuck"`
+	// Deletes makes the register's clients delete keys too (DELETE ... IF
+	// value = ?), as often as they insert, so that a key goes back to no
+	// row: what a stale write re-applied after a purge shows.
+	Deletes bool `json:"deletes"`
 	// EveryKind makes a drawn run deal every one of its kinds at least
 	// once, running past Time to deal those it has not (one try each):
 	// a short run, such as a newcomer's first, still shows every kind.
@@ -209,6 +213,8 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.PinClients }},
 	{Flag: "retire-stuck", Help: "when a holder is abandoned (its write's outcome unknown) with a grant that never expires, move the clients to a fresh lock name (l0 -> l0.1) instead of leaving them to wait on it to the end",
 		ptr: func(s *Spec) any { return &s.RetireStuck }},
+	{Flag: "deletes", Help: "register: the clients also delete keys (DELETE ... IF value = ?), as often as they insert, so that a key goes back to no row",
+		ptr: func(s *Spec) any { return &s.Deletes }},
 	{Flag: "acquire-timeout", Help: "how long one acquire may take before the client gives up on it (a library whose one attempt takes seconds needs more); availability is counted with it",
 		ptr: func(s *Spec) any { return &s.AcquireTimeout }, fill: true,
 		check: func(s *Spec) error { return positive(s.AcquireTimeout) }},
@@ -279,6 +285,9 @@ func (s Spec) Validate() error {
 	}
 	if (s.SkewMin != 0 || s.SkewMax != 0) && (s.SkewMin <= 0 || s.SkewMax < s.SkewMin) {
 		errs = append(errs, fmt.Errorf("--skew-min and --skew-max: skew bounds must be 0 < skew-min <= skew-max, got %v and %v", s.SkewMin, s.SkewMax))
+	}
+	if s.Deletes && s.Workload != "register" {
+		errs = append(errs, errors.New("--deletes: only the register workload deletes (a lock's clients release, they do not delete)"))
 	}
 	if s.RetireStuck && s.Workload == "register" {
 		errs = append(errs, errors.New("--retire-stuck: the register workload takes no lock, so none can be stuck"))

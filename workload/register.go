@@ -33,6 +33,9 @@ type Register interface {
 	// CAS writes v when key holds expect. When it does not apply, seen is
 	// what key held (row false: no row).
 	CAS(ctx context.Context, key string, expect, v int64) (applied bool, seen int64, row bool, err error)
+	// Delete removes key's row when it holds expect. When it does not
+	// apply, seen is what key held (row false: no row).
+	Delete(ctx context.Context, key string, expect int64) (applied bool, seen int64, row bool, err error)
 }
 
 // NewRegisterFunc makes client i's register (its own session when the
@@ -50,6 +53,10 @@ type RegisterWorkload struct {
 
 	mu   sync.Mutex       // guards last
 	last map[string]int64 // the latest value some client saw on a key, to aim the CASes
+
+	// ctl holds the clients between operations for client-hold, the one
+	// client fault the register takes (their clocks are never read).
+	ctl *Control
 }
 
 // NewRegister makes a register workload on the keys WithLocks names (the
@@ -75,8 +82,17 @@ func NewRegister(newReg NewRegisterFunc, rec Recorder, opts ...Option) (*Registe
 	}
 	w := &RegisterWorkload{cfg: cfg, newReg: newReg, rec: rec, keys: cfg.locks, last: map[string]int64{}}
 	w.procs = newProcesses(cfg.clients)
+	clocks := make([]*SkewClock, cfg.clients)
+	for i := range clocks {
+		clocks[i] = &SkewClock{}
+	}
+	w.ctl = newControl(clocks, cfg.log)
 	return w, nil
 }
+
+// Control is the door of the client faults: the register's clients serve
+// client-hold (HoldAtRest) alone, holding no lock and reading no clock.
+func (w *RegisterWorkload) Control() *Control { return w.ctl }
 
 // Keys are the register's keys.
 func (w *RegisterWorkload) Keys() []string { return w.keys }
@@ -103,7 +119,12 @@ func (w *RegisterWorkload) client(ctx context.Context, i int, reg Register) erro
 	for ctx.Err() == nil {
 		key := w.keys[r.IntN(len(w.keys))]
 		var err error
-		switch x := r.IntN(10); {
+		x := r.IntN(10)
+		switch {
+		case w.cfg.deletes && x >= 8:
+			// With deletes: reads 4, inserts 1, CASes 3, deletes 2 of
+			// 10 (the mix without them draws the same x for the rest).
+			err = w.del(ctx, i, reg, key, r)
 		case x < 4:
 			err = w.read(ctx, i, reg, key)
 		case x < 5:
@@ -115,6 +136,7 @@ func (w *RegisterWorkload) client(ctx context.Context, i int, reg Register) erro
 			return err
 		}
 		sleep(ctx, randDur(r, w.cfg.thinkMax))
+		w.ctl.rest(ctx, i)
 	}
 	return nil
 }
@@ -219,6 +241,38 @@ func (w *RegisterWorkload) cas(ctx context.Context, i int, reg Register, key str
 	applied, seen, row, err := reg.CAS(wctx, key, expect, nv)
 	cancel()
 	return w.write(i, proc, history.FRegCAS, key, inv, nv, applied, seen, row, err)
+}
+
+// del deletes key if it holds the value last seen on it (now and then a
+// value it may never have held, as cas aims).
+func (w *RegisterWorkload) del(ctx context.Context, i int, reg Register, key string, r *rand.Rand) error {
+	w.mu.Lock()
+	expect, known := w.last[key]
+	w.mu.Unlock()
+	if !known || r.IntN(8) == 0 {
+		expect = 1 + r.Int64N(max(w.val.Load(), 1))
+	}
+	proc := w.proc(i)
+	inv := history.RegValue{Expect: num(expect)}
+	if err := w.invoke(proc, history.FRegDelete, key, regJSON(inv)); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.opTimeout)
+	applied, seen, row, err := reg.Delete(wctx, key, expect)
+	cancel()
+	switch {
+	case err != nil && ClassifyOutcome(err) == Failed:
+		return w.done(proc, history.Fail, history.FRegDelete, key, regJSON(inv), err)
+	case err != nil:
+		return w.unknown(i, proc, history.FRegDelete, key, regJSON(inv), err)
+	case applied:
+		w.saw(key, 0, false)
+		return w.done(proc, history.OK, history.FRegDelete, key, regJSON(inv), nil)
+	}
+	w.saw(key, seen, row)
+	rej := inv
+	rej.Seen = seenJSON(seen, row)
+	return w.done(proc, history.Fail, history.FRegDelete, key, regJSON(rej), nil)
 }
 
 // write records a conditional write's outcome: applied (ok), rejected with

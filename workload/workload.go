@@ -59,6 +59,7 @@ type config struct {
 	stagger        time.Duration
 	pinned         bool
 	retireStuck    bool
+	deletes        bool
 	shape          string
 	term           time.Duration
 	classify       Classifier
@@ -102,6 +103,13 @@ func WithPinnedLocks() Option { return func(c *config) { c.pinned = true } }
 
 // WithClassifier sets how errors map to fail or info (default DefaultClassifier).
 func WithClassifier(f Classifier) Option { return func(c *config) { c.classify = f } }
+
+// WithDeletes makes the register's clients delete keys too (DELETE ... IF
+// value = ?, history.FRegDelete), as often as they insert: a key then goes
+// back to no row, which a stale write re-applied after a purge shows
+// (CASSANDRA-19617). Without it the register inserts, compares-and-sets
+// and reads, as its rows were measured.
+func WithDeletes() Option { return func(c *config) { c.deletes = true } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
