@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -30,7 +31,14 @@ import (
 // flush (nodetool getsstables, and the SSTables' rows dumped by
 // Cassandra's SSTableExport inside the node), not by reads at ONE, which
 // the dynamic snitch may send to another replica under load.
+//
+// Full tier (LOCKCHECK_FULL=1): it takes about 80 s of make test's shared
+// stream, the longer of its two, whose length decides whether make test
+// meets its 15-minute budget (docs/measurements.md#make-test).
 func TestRestoreBringsTheOldDataBack(t *testing.T) {
+	if os.Getenv("LOCKCHECK_FULL") != "1" {
+		t.Skip("full tier: set LOCKCHECK_FULL=1 (about 80 s on the shared cluster)")
+	}
 	c := clustertest.Get(t)
 	ts := targetsOf(c)
 	if len(ts) < 2 {
