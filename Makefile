@@ -10,7 +10,7 @@ BIN := bin/lockcheck
 CLUSTER := $(or $(LOCKCHECK_CLUSTER),lockcheck)
 export LOCKCHECK_CLUSTER := $(CLUSTER)
 
-.PHONY: setup setup-run build cli plugins run test unit jepsen clean
+.PHONY: setup setup-run image-inputs build cli plugins run test unit jepsen clean
 
 # scripts/setup.sh installs what is missing (docs/setup.md): `run` only what
 # make run needs (the engine, debootstrap, Maven), `test` also what the tests
@@ -76,14 +76,22 @@ $(JAVA_LOCKS_CDS): $(JAVA_LOCKS)
 	  LOCKCHECK_HOSTS=127.0.0.1:1 LOCKCHECK_KEYSPACE=lockcheck LOCKCHECK_TTL_MS=3000 plugins/java-locks/run shedlock >/dev/null 2>&1; \
 	  test -s $@ || echo "java-locks: no class-data archive dumped (the plug-ins start slower)" >&2
 
+# The default node image's inputs (the Debian root filesystem, the Cassandra
+# jars), fetched once set-up has installed debootstrap and Maven, before the
+# CLI that builds the image exists (scripts/image-inputs.sh; nothing when the
+# image or its inputs are there).
+image-inputs: setup-run
+	@scripts/image-inputs.sh
+
 # A real test end to end: the fenced lease under every fault kind of `all`
 # (--every-kind: each dealt at least once, however long the kill's restart),
 # stored, checked and reported under store/ (the cluster stays up for more
 # runs; `make clean` removes it). Its set-up installs only what the run
-# needs (scripts/setup.sh run), while Go builds the CLI: on a fresh machine
-# both take tens of seconds, and neither needs the other.
+# needs (scripts/setup.sh run), then fetches the node image's inputs, all
+# while Go builds the CLI: on a fresh machine each takes a minute or more,
+# and neither needs the other.
 run:
-	@$(MAKE) --no-print-directory -j2 setup-run cli
+	@$(MAKE) --no-print-directory -j2 image-inputs cli
 	$(BIN) cluster up
 	$(BIN) cluster status
 	$(BIN) run --lock lease-fenced --nemesis all --time 45s --interval 2s --every-kind --seed 1

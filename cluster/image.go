@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/template"
 	"time"
@@ -177,10 +178,6 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 	log := c.logger
 	start := time.Now()
 	log.Info("building the node image (first run: a few minutes)", "image", ref, "cassandra", c.release().Cassandra)
-	base, err := ensureBaseImage(ctx, d, dir, c.release(), log)
-	if err != nil {
-		return "", err
-	}
 	work, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return "", fmt.Errorf("build directory: %w", err)
@@ -197,8 +194,39 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 	if err := renderPOM(work, c.release()); err != nil {
 		return "", err
 	}
-	if err := mavenLib(ctx, work, log); err != nil {
-		return "", err
+	// The base image (debootstrap, about a minute from nothing) and the
+	// Cassandra jars (Maven, up to two minutes into an empty ~/.m2) need
+	// nothing of each other, and both wait on the network much of the
+	// time: on a fresh machine they run side by side. The first to fail
+	// stops the other.
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error // the cause, not the other's cancellation
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	jars := make(chan struct{})
+	go func() {
+		defer close(jars)
+		if err := mavenLib(bctx, work, log); err != nil {
+			fail(err)
+		}
+	}()
+	base, err := ensureBaseImage(bctx, d, dir, c.release(), log)
+	if err != nil {
+		fail(err)
+	}
+	<-jars
+	if first != nil {
+		return "", first
 	}
 	if err := d.build(ctx, work, base, ref, log); err != nil {
 		return "", err
@@ -229,6 +257,7 @@ func ensureBaseImage(ctx context.Context, d *docker, cacheDir string, v Version,
 		}
 	}
 	log.Info("importing the root filesystem", "tarball", tarball, "image", ref)
+	start := time.Now()
 	f, err := os.Open(tarball)
 	if err != nil {
 		return "", fmt.Errorf("import root filesystem: %w", err)
@@ -242,6 +271,7 @@ func ensureBaseImage(ctx context.Context, d *docker, cacheDir string, v Version,
 	if err := readJSONMessages(rc, log); err != nil {
 		return "", fmt.Errorf("import root filesystem: %w", err)
 	}
+	log.Info("root filesystem imported", "image", ref, "took", time.Since(start).Round(100*time.Millisecond))
 	return ref, nil
 }
 
@@ -262,6 +292,7 @@ func debootstrap(ctx context.Context, cacheDir, tarball string, v Version, log *
 	}
 	defer os.RemoveAll(root)
 	log.Info("debootstrap: making the Debian root filesystem (about a minute)", "dir", root, "suite", v.Suite, "java", v.JRE)
+	start := time.Now()
 	args := []string{"--variant=" + debianVariant, "--include=" + strings.Join(v.debianPackages(), ","), v.Suite, root, debianMirror}
 	if err := run(ctx, "debootstrap", args...); err != nil {
 		return fmt.Errorf("debootstrap: %w", err)
@@ -278,6 +309,7 @@ func debootstrap(ctx context.Context, cacheDir, tarball string, v Version, log *
 		os.Remove(tmp)
 		return fmt.Errorf("tar root filesystem: %w", err)
 	}
+	log.Info("debootstrap: done", "took", time.Since(start).Round(100*time.Millisecond))
 	return os.Rename(tmp, tarball)
 }
 
@@ -304,6 +336,7 @@ func mavenLib(ctx context.Context, dir string, log *slog.Logger) error {
 		return fmt.Errorf("%w: mvn (Maven) is not installed (run `make setup` as root, or apt-get install maven)", ErrMissingTool)
 	}
 	log.Info("maven: resolving the Cassandra server jars", "pom", filepath.Join(dir, "pom.xml"))
+	start := time.Now()
 	err := run(ctx, "mvn", "-B", "-q", "-f", filepath.Join(dir, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(dir, "lib"))
 	if err != nil {
@@ -313,6 +346,8 @@ func mavenLib(ctx context.Context, dir string, log *slog.Logger) error {
 	if len(jars) == 0 {
 		return errors.New("maven: no cassandra-all jar in lib/")
 	}
+	all, _ := filepath.Glob(filepath.Join(dir, "lib", "*.jar"))
+	log.Info("maven: done", "jars", len(all), "took", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
