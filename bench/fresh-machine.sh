@@ -25,11 +25,13 @@
 # The inner make run starts a cluster: run this under the project's
 # private-cluster lock (flock /tmp/lc/private-cluster.lock ...).
 #
-# Usage: bench/fresh-machine.sh [--prepare] [TARGET]
+# Usage: [FRESH_REF=COMMIT] bench/fresh-machine.sh [--prepare] [TARGET]
 #   --prepare   only make the fresh machine's image (debootstrap, about a
 #               minute; kept as lockcheck-fresh-machine:bookworm)
 #   TARGET      what runs in the fresh clone: run (default: make run), or
 #               setup-test (scripts/setup.sh run, then scripts/setup.sh test)
+#   FRESH_REF   the commit to clone (default: the branch's head), e.g. an
+#               earlier one to compare with
 # Output: .cache/fresh-machine/<stamp>/ (make.log stamped, load.log, facts.txt)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,7 +70,7 @@ mkdir -p "$out"
 name=lockcheck-fresh-$$
 label=io.lockcheck.cluster=fresh-machine
 branch=$(git -C "$repo" rev-parse --abbrev-ref HEAD)
-commit=$(git -C "$repo" rev-parse --short HEAD)
+commit=$(git -C "$repo" rev-parse --short "${FRESH_REF:-HEAD}")
 goroot=$(go env GOROOT)
 client=$(readlink -f "$(command -v docker)")
 loadpid=
@@ -92,6 +94,7 @@ docker exec "$name" mkdir -p /etc/docker
 echo "{\"cgroup-parent\": \"$parent/$id/engine\"}" | docker exec -i "$name" tee /etc/docker/daemon.json >/dev/null
 docker cp "$client" "$name:/usr/local/bin/docker" >/dev/null
 git clone -q --branch "$branch" "$repo" "$out/clone"
+git -C "$out/clone" checkout -q "$commit"
 docker cp "$out/clone" "$name:/root/lockcheck" >/dev/null
 
 # The machine as the newcomer has it: a docker client, no engine, none of
