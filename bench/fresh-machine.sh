@@ -34,7 +34,15 @@
 #               earlier one to compare with
 # Output: .cache/fresh-machine/<stamp>/ (make.log stamped, load.log, facts.txt)
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=${FRESH_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
+# Bash reads a script as it runs: run a copy, so that editing this file
+# meanwhile cannot change a measurement under way.
+if [ -z "${FRESH_COPY:-}" ]; then
+  copy=$(mktemp /tmp/fresh-machine-XXXXXX.sh)
+  cp "$0" "$copy"
+  FRESH_COPY=$copy FRESH_REPO=$repo exec bash "$copy" "$@"
+fi
+rm -f "$FRESH_COPY"
 machine=lockcheck-fresh-machine:bookworm
 mirror=http://deb.debian.org/debian
 
@@ -93,6 +101,13 @@ parent=${parent:-/docker}
 docker exec "$name" mkdir -p /etc/docker
 echo "{\"cgroup-parent\": \"$parent/$id/engine\"}" | docker exec -i "$name" tee /etc/docker/daemon.json >/dev/null
 docker cp "$client" "$name:/usr/local/bin/docker" >/dev/null
+# The certificate authorities this machine trusts beyond Debian's (an
+# egress proxy's, where there is one): a machine of this workplace has them,
+# and Go's module proxy and Maven Central are reached through it.
+for crt in /usr/local/share/ca-certificates/*.crt; do
+  [ -e "$crt" ] && docker cp "$crt" "$name:/usr/local/share/ca-certificates/" >/dev/null
+done
+docker exec "$name" update-ca-certificates >/dev/null 2>&1
 git clone -q --branch "$branch" "$repo" "$out/clone"
 git -C "$out/clone" checkout -q "$commit"
 docker cp "$out/clone" "$name:/root/lockcheck" >/dev/null
