@@ -3,19 +3,20 @@
 # (make run): on a fresh machine the image's inputs take a minute or two and
 # the CLI's first build about as long, and neither needs the other. Package
 # cluster builds the image when `lockcheck cluster up` first runs; this only
-# gives it a head start:
-#   - the Debian root filesystem: debootstrap into the cache's tarball
-#     (~/.cache/lockcheck, or $XDG_CACHE_HOME/lockcheck), imported as the
-#     base image
-#   - the Cassandra jars: Maven resolves them into the local repository
-#     (~/.m2), where the build's own Maven then finds them
-# side by side, each as package cluster does it, with what
-# scripts/image-inputs.env says (rendered from package cluster's tables:
-# `go test ./cluster -run TestImageInputsFile`). It holds the build's lock
-# (build.lock in the cache) meanwhile, so that a `cluster up` started then
-# waits for it and finds the tarball and the jars.
+# gives it a head start, each step as package cluster does it:
+#   rootfs  the Debian root filesystem: debootstrap into the cache's tarball
+#           (~/.cache/lockcheck, or $XDG_CACHE_HOME/lockcheck); needs only
+#           debootstrap (scripts/setup.sh rootfs), not the engine
+#   jars    the Cassandra jars: Maven resolves them into the local repository
+#           (~/.m2), where the build's own Maven then finds them
+#   import  the tarball imported as the base image (needs the engine)
+# (all three, in that order, when none is named). What to fetch comes from
+# scripts/image-inputs.env, rendered from package cluster's tables (`go test
+# ./cluster -run TestImageInputsFile`). Each step holds the build's lock
+# (build.lock in the cache, shared among the steps), so that a `cluster up`
+# started meanwhile waits for them and finds what they fetched.
 #
-# Best effort: a machine that has the node image, or the inputs, is left
+# Best effort: a machine that has the node image, or a step's input, is left
 # alone at once; a step that fails is said in one line and left to the
 # build, which fetches what is missing and reports its own error.
 set -uo pipefail
@@ -26,35 +27,39 @@ here=$(cd "$(dirname "$0")" && pwd)
 log() { echo "image-inputs: $*" >&2; }
 secs() { echo $((${EPOCHREALTIME/./} / 1000000)); }
 
+steps=("$@")
+((${#steps[@]} == 0)) && steps=(rootfs jars import)
+for s in "${steps[@]}"; do
+  case "$s" in
+  rootfs | jars | import) ;;
+  *) log "unknown step '$s': rootfs, jars or import"; exit 2 ;;
+  esac
+done
+
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/lockcheck
 tarball=$cache/$TARBALL
 jar=$HOME/.m2/repository/org/apache/cassandra/cassandra-all/$CASSANDRA/cassandra-all-$CASSANDRA.jar
 engine=0
 docker info >/dev/null 2>&1 && engine=1
+has_image() { [ "$engine" = 1 ] && docker image inspect "$1" >/dev/null 2>&1; }
 
-if [ "$engine" = 1 ] && docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
-  exit 0 # the image is built: nothing to fetch
-fi
-need_rootfs=1
-if [ -e "$tarball" ] || { [ "$engine" = 1 ] && docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; }; then
-  need_rootfs=0
-elif [ "$(id -u)" != 0 ] || ! command -v debootstrap >/dev/null 2>&1; then
-  need_rootfs=0 # the build says what is missing
-fi
-need_jars=1
-if [ -e "$jar" ] || ! command -v mvn >/dev/null 2>&1; then
-  need_jars=0
-fi
-[ "$need_rootfs" = 0 ] && [ "$need_jars" = 0 ] && exit 0
+# The image is built: nothing to fetch.
+has_image "$NODE_IMAGE" && exit 0
 
 mkdir -p "$cache"
 exec 9>"$cache/build.lock"
-flock 9
+flock -s 9
 work=$(mktemp -d "$cache/inputs-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 rootfs() {
   local t root
+  if [ -e "$tarball" ] || has_image "$BASE_IMAGE"; then
+    return 0
+  fi
+  if [ "$(id -u)" != 0 ] || ! command -v debootstrap >/dev/null 2>&1; then
+    return 0 # the build says what is missing
+  fi
   t=$(secs)
   root=$work/rootfs
   mkdir "$root"
@@ -67,24 +72,18 @@ rootfs() {
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   if ! tar -C "$root" --numeric-owner -cf "$tarball.tmp" .; then
     rm -f "$tarball.tmp"
-    log "tar of the root filesystem failed"
+    log "tar of the root filesystem failed (cluster up tries again)"
     return 0
   fi
   mv "$tarball.tmp" "$tarball"
-  rm -rf "$root"
   log "debootstrap done in $(($(secs) - t)) s: $tarball"
-  if [ "$engine" = 1 ]; then
-    t=$(secs)
-    if docker import "$tarball" "$BASE_IMAGE" >/dev/null 2>"$work/import.log"; then
-      log "imported as $BASE_IMAGE in $(($(secs) - t)) s"
-    else
-      log "import failed (cluster up tries again): $(tail -1 "$work/import.log")"
-    fi
-  fi
 }
 
 jars() {
   local t
+  if [ -e "$jar" ] || ! command -v mvn >/dev/null 2>&1; then
+    return 0
+  fi
   t=$(secs)
   log "maven: cassandra-all $CASSANDRA and its runtime dependencies"
   sed "s/{{.Cassandra}}/$CASSANDRA/" "$here/../cluster/image/pom.xml.tmpl" >"$work/pom.xml"
@@ -97,7 +96,20 @@ jars() {
   fi
 }
 
-[ "$need_jars" = 1 ] && jars &
-[ "$need_rootfs" = 1 ] && rootfs
-wait
+import() {
+  local t
+  if [ "$engine" = 0 ] || [ ! -e "$tarball" ] || has_image "$BASE_IMAGE"; then
+    return 0
+  fi
+  t=$(secs)
+  if docker import "$tarball" "$BASE_IMAGE" >/dev/null 2>"$work/import.log"; then
+    log "imported as $BASE_IMAGE in $(($(secs) - t)) s"
+  else
+    log "import failed (cluster up tries again): $(tail -1 "$work/import.log")"
+  fi
+}
+
+for s in "${steps[@]}"; do
+  "$s"
+done
 exit 0
