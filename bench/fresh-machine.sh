@@ -28,7 +28,9 @@
 # Usage: [FRESH_REF=COMMIT] bench/fresh-machine.sh [--prepare] [TARGET]
 #   --prepare   only make the fresh machine's image (debootstrap, about a
 #               minute; kept as lockcheck-fresh-machine:bookworm)
-#   TARGET      what runs in the fresh clone: run (default: make run), or
+#   TARGET      what runs in the fresh clone: run (default: make run),
+#               image (make run's steps up to the node image, `lockcheck
+#               cluster image`: no cluster, so no lock needed), or
 #               setup-test (scripts/setup.sh run, then scripts/setup.sh test)
 #   FRESH_REF   the commit to clone (default: the branch's head), e.g. an
 #               earlier one to compare with
@@ -53,8 +55,8 @@ if [ "${1:-}" = --prepare ]; then
 fi
 target=${1:-run}
 case "$target" in
-run | setup-test) ;;
-*) echo "fresh-machine: unknown target '$target' (run or setup-test)" >&2; exit 2 ;;
+run | image | setup-test) ;;
+*) echo "fresh-machine: unknown target '$target' (run, image or setup-test)" >&2; exit 2 ;;
 esac
 
 if ! docker image inspect "$machine" >/dev/null 2>&1; then
@@ -134,6 +136,7 @@ loadpid=$!
 
 case "$target" in
 run) cmd='make run' ;;
+image) cmd='make --no-print-directory -j4 image-inputs cli && bin/lockcheck cluster image' ;;
 setup-test) cmd='scripts/setup.sh run && scripts/setup.sh test' ;;
 esac
 echo "fresh-machine: $cmd in $name (log: $out/make.log); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
