@@ -216,7 +216,7 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 	jars := make(chan struct{})
 	go func() {
 		defer close(jars)
-		if err := mavenLib(bctx, work, log); err != nil {
+		if err := cachedLib(bctx, dir, work, log); err != nil {
 			fail(err)
 		}
 	}()
@@ -328,6 +328,88 @@ func renderPOM(dir string, v Version) error {
 		return fmt.Errorf("pom.xml: %w", err)
 	}
 	return os.WriteFile(filepath.Join(dir, "pom.xml"), b.Bytes(), 0o644)
+}
+
+// jarsDir is the cache's copy of the jars Maven resolved for a rendered
+// POM: "jars-" and 12 hex digits of the POM's SHA-256 (what Maven was
+// asked is what names the answer).
+func jarsDir(pom []byte) string {
+	s := sha256.Sum256(pom)
+	return "jars-" + hex.EncodeToString(s[:])[:12]
+}
+
+// cachedLib fills work/lib with the jars of work/pom.xml: from the cache
+// when an earlier build, or scripts/image-inputs.sh while Go built the
+// CLI, resolved them, else by Maven, keeping a copy in the cache (hard
+// links: the build directory is in the cache). Resolved once, a release's
+// jars serve every image built on them (a changed entrypoint rebuilds the
+// image, not the jars).
+func cachedLib(ctx context.Context, cacheDir, work string, log *slog.Logger) error {
+	pom, err := os.ReadFile(filepath.Join(work, "pom.xml"))
+	if err != nil {
+		return fmt.Errorf("pom.xml: %w", err)
+	}
+	cached := filepath.Join(cacheDir, jarsDir(pom))
+	lib := filepath.Join(work, "lib")
+	if _, err := os.Stat(cached); err == nil {
+		if err := linkDir(cached, lib); err != nil {
+			return fmt.Errorf("jars from the cache: %w", err)
+		}
+		log.Info("maven: the Cassandra server jars from the cache", "dir", cached)
+		return nil
+	}
+	if err := mavenLib(ctx, work, log); err != nil {
+		return err
+	}
+	// A copy that fails costs the next build its head start, not this one.
+	tmp := cached + ".tmp"
+	os.RemoveAll(tmp)
+	if err := linkDir(lib, tmp); err != nil || os.Rename(tmp, cached) != nil {
+		os.RemoveAll(tmp)
+	}
+	return nil
+}
+
+// linkDir makes dst with the regular files of src, hard-linked where it
+// can, copied where it cannot.
+func linkDir(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		if os.Link(from, to) == nil {
+			continue
+		}
+		if err := copyFile(from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // mavenLib resolves cassandra-all and its runtime dependencies into dir/lib.

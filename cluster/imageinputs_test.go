@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +19,9 @@ import (
 // scripts/image-inputs.env, rendered here from the same tables the build
 // uses. A stale file only costs the head start (the build fetches what is
 // missing), but this test keeps it true.
-func renderImageInputs(v Version) []byte {
+func renderImageInputs(t *testing.T, v Version) []byte {
 	base := BaseImageRef(v)
+	pom := renderedPOM(t, v)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# What the default node image (Cassandra %s) is built from, for scripts/image-inputs.sh.\n", v.Cassandra)
 	b.WriteString("# Rendered from package cluster (versions.go, image.go, image/): do not edit; after changing\n")
@@ -30,6 +34,7 @@ func renderImageInputs(v Version) []byte {
 	fmt.Fprintf(&b, "SUITE=%s\n", v.Suite)
 	fmt.Fprintf(&b, "MIRROR=%s\n", debianMirror)
 	fmt.Fprintf(&b, "CASSANDRA=%s\n", v.Cassandra)
+	fmt.Fprintf(&b, "JARS=%s\n", jarsDir(pom))
 	return []byte(b.String())
 }
 
@@ -38,7 +43,7 @@ func TestImageInputsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("..", "scripts", "image-inputs.env"), renderImageInputs(v),
+	golden.Check(t, filepath.Join("..", "scripts", "image-inputs.env"), renderImageInputs(t, v),
 		"go test ./cluster -run TestImageInputsFile -update")
 }
 
@@ -54,6 +59,19 @@ func TestImageInputsPOM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := renderedPOM(t, v)
+	if sub := strings.ReplaceAll(string(tmpl), "{{.Cassandra}}", v.Cassandra); sub != string(got) {
+		t.Errorf("the POM template has more than the {{.Cassandra}} placeholder that scripts/image-inputs.sh substitutes:\n%s", got)
+	}
+}
+
+// renderedPOM is the POM the image build gives Maven for v.
+func renderedPOM(t *testing.T, v Version) []byte {
+	t.Helper()
+	tmpl, err := imageFS.ReadFile("image/pom.xml.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "pom.xml.tmpl"), tmpl, 0o644); err != nil {
 		t.Fatal(err)
@@ -65,7 +83,51 @@ func TestImageInputsPOM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sub := strings.ReplaceAll(string(tmpl), "{{.Cassandra}}", v.Cassandra); sub != string(got) {
-		t.Errorf("the POM template has more than the {{.Cassandra}} placeholder that scripts/image-inputs.sh substitutes:\n%s", got)
+	return got
+}
+
+// The jars a build resolved, or the script left, serve the next build of
+// the same POM without Maven; a POM that differs names another copy.
+func TestCachedLib(t *testing.T) {
+	cache := t.TempDir()
+	work := filepath.Join(cache, "build")
+	pom := []byte("<project>one</project>")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "pom.xml"), pom, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cached := filepath.Join(cache, jarsDir(pom))
+	if err := os.MkdirAll(cached, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{"cassandra-all-9.9.9.jar", "guava-1.jar"} {
+		if err := os.WriteFile(filepath.Join(cached, j), []byte(j), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No mvn is run: PATH holds none.
+	t.Setenv("PATH", t.TempDir())
+	if err := cachedLib(context.Background(), cache, work, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{"cassandra-all-9.9.9.jar", "guava-1.jar"} {
+		if b, err := os.ReadFile(filepath.Join(work, "lib", j)); err != nil || string(b) != j {
+			t.Errorf("lib/%s = %q, %v; want the cached jar", j, b, err)
+		}
+	}
+	if jarsDir([]byte("<project>two</project>")) == jarsDir(pom) {
+		t.Error("two POMs name one copy of jars")
+	}
+	// Another POM finds no copy and goes to Maven, which is missing here.
+	if err := os.WriteFile(filepath.Join(work, "pom.xml"), []byte("<project>two</project>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(work, "lib")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cachedLib(context.Background(), cache, work, slog.New(slog.DiscardHandler)); !errors.Is(err, ErrMissingTool) {
+		t.Errorf("a POM with no cached jars and no mvn: %v, want ErrMissingTool", err)
 	}
 }

@@ -7,8 +7,9 @@
 #   rootfs  the Debian root filesystem: debootstrap into the cache's tarball
 #           (~/.cache/lockcheck, or $XDG_CACHE_HOME/lockcheck); needs only
 #           debootstrap (scripts/setup.sh rootfs), not the engine
-#   jars    the Cassandra jars: Maven resolves them into the local repository
-#           (~/.m2), where the build's own Maven then finds them
+#   jars    the Cassandra jars: Maven resolves them (into ~/.m2) and they are
+#           kept in the cache's jars-<hash of the POM>, where the build takes
+#           them instead of asking Maven again
 #   import  the tarball imported as the base image (needs the engine)
 # (all three, in that order, when none is named). What to fetch comes from
 # scripts/image-inputs.env, rendered from package cluster's tables (`go test
@@ -38,7 +39,7 @@ done
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/lockcheck
 tarball=$cache/$TARBALL
-jar=$HOME/.m2/repository/org/apache/cassandra/cassandra-all/$CASSANDRA/cassandra-all-$CASSANDRA.jar
+jars=$cache/$JARS
 engine=0
 docker info >/dev/null 2>&1 && engine=1
 has_image() { [ "$engine" = 1 ] && docker image inspect "$1" >/dev/null 2>&1; }
@@ -81,16 +82,18 @@ rootfs() {
 
 jars() {
   local t
-  if [ -e "$jar" ] || ! command -v mvn >/dev/null 2>&1; then
+  if [ -e "$jars" ] || ! command -v mvn >/dev/null 2>&1; then
     return 0
   fi
   t=$(secs)
   log "maven: cassandra-all $CASSANDRA and its runtime dependencies"
   sed "s/{{.Cassandra}}/$CASSANDRA/" "$here/../cluster/image/pom.xml.tmpl" >"$work/pom.xml"
-  # The build's own goal, so that its plug-ins are fetched once too.
+  # The build's own goal; the POM is the build's (TestImageInputsPOM), so
+  # the jars are kept under the name the build looks for.
   if mvn -B -q -f "$work/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
-    -DoutputDirectory="$work/lib" >"$work/maven.log" 2>&1; then
-    log "maven done in $(($(secs) - t)) s: $(ls "$work/lib" | wc -l) jars"
+    -DoutputDirectory="$work/lib" >"$work/maven.log" 2>&1 &&
+    ls "$work"/lib/cassandra-all-*.jar >/dev/null 2>&1 && mv "$work/lib" "$jars"; then
+    log "maven done in $(($(secs) - t)) s: $(ls "$jars" | wc -l) jars in $jars"
   else
     log "maven failed (cluster up tries again): $(tail -1 "$work/maven.log")"
   fi
