@@ -194,11 +194,10 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 	if err := renderPOM(work, c.release()); err != nil {
 		return "", err
 	}
-	// The base image (debootstrap, about a minute from nothing) and the
-	// Cassandra jars (Maven, up to two minutes into an empty ~/.m2) need
-	// nothing of each other, and both wait on the network much of the
-	// time: on a fresh machine they run side by side. The first to fail
-	// stops the other.
+	// The base image (debootstrap, one to three minutes from nothing on 2
+	// cores) and the Cassandra jars (Maven, 30-60 s into an empty ~/.m2)
+	// need nothing of each other: they run side by side, and the first to
+	// fail stops the other.
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
