@@ -6,7 +6,8 @@
 # The fresh machine is Debian bookworm as debootstrap makes it (minbase)
 # plus what the README assumes a newcomer has: git and make, Go (this
 # machine's GOROOT, mounted read-only: the version go.mod names) and a docker
-# *client* (this machine's, copied in) with no engine. Its HOME is empty: no
+# *client* (this machine's, copied in) with no engine; apt's sources are
+# bookworm main alone, as debootstrap writes them. Its HOME is empty: no
 # Go module or build cache, no ~/.m2, no ~/.cache/lockcheck; its engine is
 # the one scripts/setup.sh installs (Debian's docker.io) and starts inside
 # it, with its own data root (a volume: overlay2 does not stack on the
