@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/template"
 	"time"
@@ -177,10 +178,6 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 	log := c.logger
 	start := time.Now()
 	log.Info("building the node image (first run: a few minutes)", "image", ref, "cassandra", c.release().Cassandra)
-	base, err := ensureBaseImage(ctx, d, dir, c.release(), log)
-	if err != nil {
-		return "", err
-	}
 	work, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return "", fmt.Errorf("build directory: %w", err)
@@ -197,8 +194,38 @@ func ensureNodeImage(ctx context.Context, d *docker, c *config) (string, error) 
 	if err := renderPOM(work, c.release()); err != nil {
 		return "", err
 	}
-	if err := mavenLib(ctx, work, log); err != nil {
-		return "", err
+	// The base image (debootstrap, one to three minutes from nothing on 2
+	// cores) and the Cassandra jars (Maven, 30-60 s into an empty ~/.m2)
+	// need nothing of each other: they run side by side, and the first to
+	// fail stops the other.
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error // the cause, not the other's cancellation
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	jars := make(chan struct{})
+	go func() {
+		defer close(jars)
+		if err := cachedLib(bctx, dir, work, log); err != nil {
+			fail(err)
+		}
+	}()
+	base, err := ensureBaseImage(bctx, d, dir, c.release(), log)
+	if err != nil {
+		fail(err)
+	}
+	<-jars
+	if first != nil {
+		return "", first
 	}
 	if err := d.build(ctx, work, base, ref, log); err != nil {
 		return "", err
@@ -229,6 +256,7 @@ func ensureBaseImage(ctx context.Context, d *docker, cacheDir string, v Version,
 		}
 	}
 	log.Info("importing the root filesystem", "tarball", tarball, "image", ref)
+	start := time.Now()
 	f, err := os.Open(tarball)
 	if err != nil {
 		return "", fmt.Errorf("import root filesystem: %w", err)
@@ -242,6 +270,7 @@ func ensureBaseImage(ctx context.Context, d *docker, cacheDir string, v Version,
 	if err := readJSONMessages(rc, log); err != nil {
 		return "", fmt.Errorf("import root filesystem: %w", err)
 	}
+	log.Info("root filesystem imported", "image", ref, "took", time.Since(start).Round(100*time.Millisecond))
 	return ref, nil
 }
 
@@ -262,6 +291,7 @@ func debootstrap(ctx context.Context, cacheDir, tarball string, v Version, log *
 	}
 	defer os.RemoveAll(root)
 	log.Info("debootstrap: making the Debian root filesystem (about a minute)", "dir", root, "suite", v.Suite, "java", v.JRE)
+	start := time.Now()
 	args := []string{"--variant=" + debianVariant, "--include=" + strings.Join(v.debianPackages(), ","), v.Suite, root, debianMirror}
 	if err := run(ctx, "debootstrap", args...); err != nil {
 		return fmt.Errorf("debootstrap: %w", err)
@@ -278,6 +308,7 @@ func debootstrap(ctx context.Context, cacheDir, tarball string, v Version, log *
 		os.Remove(tmp)
 		return fmt.Errorf("tar root filesystem: %w", err)
 	}
+	log.Info("debootstrap: done", "took", time.Since(start).Round(100*time.Millisecond))
 	return os.Rename(tmp, tarball)
 }
 
@@ -298,12 +329,95 @@ func renderPOM(dir string, v Version) error {
 	return os.WriteFile(filepath.Join(dir, "pom.xml"), b.Bytes(), 0o644)
 }
 
+// jarsDir is the cache's copy of the jars Maven resolved for a rendered
+// POM: "jars-" and 12 hex digits of the POM's SHA-256 (what Maven was
+// asked is what names the answer).
+func jarsDir(pom []byte) string {
+	s := sha256.Sum256(pom)
+	return "jars-" + hex.EncodeToString(s[:])[:12]
+}
+
+// cachedLib fills work/lib with the jars of work/pom.xml: from the cache
+// when an earlier build, or scripts/image-inputs.sh while Go built the
+// CLI, resolved them, else by Maven, keeping a copy in the cache (hard
+// links: the build directory is in the cache). Resolved once, a release's
+// jars serve every image built on them (a changed entrypoint rebuilds the
+// image, not the jars).
+func cachedLib(ctx context.Context, cacheDir, work string, log *slog.Logger) error {
+	pom, err := os.ReadFile(filepath.Join(work, "pom.xml"))
+	if err != nil {
+		return fmt.Errorf("pom.xml: %w", err)
+	}
+	cached := filepath.Join(cacheDir, jarsDir(pom))
+	lib := filepath.Join(work, "lib")
+	if _, err := os.Stat(cached); err == nil {
+		if err := linkDir(cached, lib); err != nil {
+			return fmt.Errorf("jars from the cache: %w", err)
+		}
+		log.Info("maven: the Cassandra server jars from the cache", "dir", cached)
+		return nil
+	}
+	if err := mavenLib(ctx, work, log); err != nil {
+		return err
+	}
+	// A copy that fails costs the next build its head start, not this one.
+	tmp := cached + ".tmp"
+	os.RemoveAll(tmp)
+	if err := linkDir(lib, tmp); err != nil || os.Rename(tmp, cached) != nil {
+		os.RemoveAll(tmp)
+	}
+	return nil
+}
+
+// linkDir makes dst with the regular files of src, hard-linked where it
+// can, copied where it cannot.
+func linkDir(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		if os.Link(from, to) == nil {
+			continue
+		}
+		if err := copyFile(from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // mavenLib resolves cassandra-all and its runtime dependencies into dir/lib.
 func mavenLib(ctx context.Context, dir string, log *slog.Logger) error {
 	if _, err := exec.LookPath("mvn"); err != nil {
 		return fmt.Errorf("%w: mvn (Maven) is not installed (run `make setup` as root, or apt-get install maven)", ErrMissingTool)
 	}
 	log.Info("maven: resolving the Cassandra server jars", "pom", filepath.Join(dir, "pom.xml"))
+	start := time.Now()
 	err := run(ctx, "mvn", "-B", "-q", "-f", filepath.Join(dir, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+filepath.Join(dir, "lib"))
 	if err != nil {
@@ -313,6 +427,8 @@ func mavenLib(ctx context.Context, dir string, log *slog.Logger) error {
 	if len(jars) == 0 {
 		return errors.New("maven: no cassandra-all jar in lib/")
 	}
+	all, _ := filepath.Glob(filepath.Join(dir, "lib", "*.jar"))
+	log.Info("maven: done", "jars", len(all), "took", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -5,6 +5,9 @@
 #
 #   scripts/setup.sh run    what `make run` needs: the engine, and what builds
 #                           the node image
+#   scripts/setup.sh rootfs debootstrap alone: make run installs it first, so
+#                           that the node image's root filesystem is made
+#                           while the rest installs and Go builds
 #   scripts/setup.sh test   (the default) the run's set plus what the tests
 #                           need: `make test`
 #
@@ -36,8 +39,8 @@ die() { echo "setup: $*" >&2; exit 1; }
 
 set_=${1:-test}
 case "$set_" in
-run | test) ;;
-*) die "unknown set '$set_': use 'run' (make run) or 'test' (make test, the default)" ;;
+run | test | rootfs) ;;
+*) die "unknown set '$set_': use 'run' (make run), 'test' (make test, the default) or 'rootfs' (debootstrap alone)" ;;
 esac
 
 # Each probe runs the tool as lockcheck will; a probe that fails means the
@@ -57,8 +60,30 @@ dockerd_path() {
   return 1
 }
 
+is_debian() { [ -r /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; }
+# The package lists once: the rootfs set's update, a minute before the run
+# set's, serves both (the stamp of apt's last successful update that
+# Debian's periodic apt jobs read).
+apt_update() {
+  local stamp=/var/lib/apt/periodic/update-success-stamp
+  find "$stamp" -mmin -10 2>/dev/null | grep -q . && return 0
+  apt-get update -qq && mkdir -p "${stamp%/*}" && touch "$stamp"
+}
+
 missing=()
 probe_debootstrap || missing+=(debootstrap)
+if [ "$set_" = rootfs ]; then
+  ((${#missing[@]} == 0)) && exit 0
+  if [ "$(id -u)" -ne 0 ] || ! is_debian; then
+    exit 0 # the run set says what to install
+  fi
+  log "installing debootstrap"
+  export DEBIAN_FRONTEND=noninteractive
+  apt_update
+  apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  probe_debootstrap || die "debootstrap installed but does not run"
+  exit 0
+fi
 probe_mvn || missing+=(maven)
 if [ "$set_" = test ]; then
   probe_chromium || missing+=(chromium)
@@ -72,7 +97,6 @@ if ! engine_answers && ! dockerd_path >/dev/null; then
   missing+=(docker.io)
 fi
 
-is_debian() { [ -r /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; }
 
 if ((${#missing[@]} > 0)); then
   if [ "$(id -u)" -ne 0 ] || ! is_debian; then
@@ -80,7 +104,7 @@ if ((${#missing[@]} > 0)); then
   fi
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  apt_update
   # No recommends: docker.io's would pull needrestart and apparmor.
   apt-get install -y -qq --no-install-recommends "${missing[@]}" ca-certificates xz-utils >/dev/null
   # A package that installed but still does not run is a broken machine, not

@@ -83,16 +83,36 @@ func TestSetupInstallsEngineBesideClient(t *testing.T) {
 		}
 	}
 
-	// make run's set first: the engine and the node image's tools, no
-	// browser and no plug-in toolchains.
+	// make run installs debootstrap alone first, so that the node image's
+	// root filesystem is made while the rest installs: nothing else.
 	start := time.Now()
-	out, err := docker(ctx, "exec", name, "/src/scripts/setup.sh", "run")
+	out, err := docker(ctx, "exec", name, "/src/scripts/setup.sh", "rootfs")
+	t.Logf("setup.sh rootfs took %v:\n%s", time.Since(start).Round(time.Second), out)
+	if err != nil {
+		t.Fatalf("setup.sh rootfs failed: %v", err)
+	}
+	if _, err := docker(ctx, "exec", name, "sh", "-c", "debootstrap --version"); err != nil {
+		t.Errorf("after setup.sh rootfs, debootstrap does not run: %v", err)
+	}
+	for _, tool := range []string{"dockerd", "mvn"} {
+		if _, err := docker(ctx, "exec", name, "sh", "-c", "command -v "+tool); err == nil {
+			t.Errorf("setup.sh rootfs installed %s, which the rest of the run set brings", tool)
+		}
+	}
+
+	// make run's set: the engine and the node image's tools, no browser
+	// and no plug-in toolchains.
+	start = time.Now()
+	out, err = docker(ctx, "exec", name, "/src/scripts/setup.sh", "run")
 	t.Logf("setup.sh run took %v:\n%s", time.Since(start).Round(time.Second), out)
 	if err != nil {
 		t.Fatalf("setup.sh run failed: %v", err)
 	}
 	if !strings.Contains(out, "installing") || !strings.Contains(out, "docker.io") {
 		t.Errorf("setup.sh run did not say it installs docker.io")
+	}
+	if strings.Contains(out, "debootstrap maven") || strings.Contains(out, "installing debootstrap") {
+		t.Errorf("setup.sh run installed debootstrap again:\n%s", out)
 	}
 	if info, err := docker(ctx, "exec", name, "docker", "info", "--format", "{{.ServerVersion}}"); err != nil {
 		dlog, _ := docker(ctx, "exec", name, "tail", "-20", "/var/log/dockerd.log")
