@@ -52,6 +52,7 @@ func TestValidate(t *testing.T) {
 		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "--dc-local: lock mutex does not take LOCAL_SERIAL"},
 		{"retire-stuck on the register workload", func(t *Test) { t.RetireStuck, t.Workload = true, workload.ShapeRegister }, "--retire-stuck: the register workload takes no lock"},
 		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "--nemesis coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
+		{"aim at the write without its faults", func(t *Test) { t.Nemesis, t.AimWrite = []string{nemesis.CoordGCStall}, true }, "--aim-write without --nemesis coord-net-delay or coord-slow-node"},
 	}
 	for _, tt := range tests {
 		tc := Defaults()
