@@ -105,7 +105,7 @@ type Spec struct {
 	// AimWrite begins each window of coord-net-delay and coord-slow-node as
 	// the next holder enters its critical section, on its coordinator,
 	// instead of at once.
-	AimWrite bool `json:"aim-write,omitempty"`
+	AimWrite bool `json:"aim-write"`
 	// PinClients sends every query of client i through node i mod nodes
 	// instead of the token-aware replica every client shares: clients then
 	// read through different coordinators, which the aimed faults
