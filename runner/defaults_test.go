@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 		{"stall past the windows", func(t *Test) {
 			t.Nemesis, t.Interval, t.Stall = []string{nemesis.GCStall}, 2*time.Second, "1s..3s"
 		}, "stall max 3s: want it shorter than the fault windows"},
-		{"quota below the kernel's", func(t *Test) { t.SlowCPU = "0.001..0.2" }, "slow-node CPU share"},
+		{"quota below the kernel's", func(t *Test) { t.SlowCPU = "0.0005..0.2" }, "slow-node CPU share"},
 		{"zero quota", func(t *Test) { t.SlowCPU = "0..0.2" }, "--slow-cpu"},
 		{"negative latency", func(t *Test) { t.DiskLatency = "-1ms..1s" }, "--disk-latency"},
 		{"jitter above the delay", func(t *Test) { t.NetDelay, t.NetJitter = "100ms..1s", "2s" }, "jitter 2s is above the delay 100ms"},

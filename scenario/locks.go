@@ -661,7 +661,12 @@ func slowness(r Row) string {
 		nb = nemesis.DefaultNetBounds
 	}
 	span := func(a, b time.Duration) string { return fmt.Sprintf("%g-%g s", a.Seconds(), b.Seconds()) }
-	share := func(a, b float64) string { return fmt.Sprintf("%g-%g %% of a core", a*100, b*100) }
+	share := func(a, b float64) string {
+		if a == b {
+			return fmt.Sprintf("%g %% of a core", a*100)
+		}
+		return fmt.Sprintf("%g-%g %% of a core", a*100, b*100)
+	}
 	switch r.Faults[0] {
 	case nemesis.CoordGCStall:
 		return "its coordinator's JVM stops for " + span(sl.StallMin, sl.StallMax) + " between a holder's read and its write"

@@ -194,7 +194,7 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.NetJitter }},
 	{Flag: "net-rate", Help: "net-rate: the bandwidth limit's bounds in kbit/s, MIN..MAX, drawn log-uniform (default 64..1024)",
 		ptr: func(s *Spec) any { return &s.NetRate }},
-	{Flag: "slow-cpu", Help: "slow-node, coord-slow-node: the starved node's share of one core, MIN..MAX (log-uniform) or one value (default 0.02..0.1; at least 0.01, at most 1)",
+	{Flag: "slow-cpu", Help: "slow-node, coord-slow-node: the starved node's share of one core, MIN..MAX (log-uniform) or one value (default 0.02..0.1; at least 0.001, at most 1: under 0.01 the node runs 1 ms of CPU per a longer period)",
 		ptr: func(s *Spec) any { return &s.SlowCPU }},
 	{Flag: "stall", Help: "gc-stall, coord-gc-stall, client-gc-stall: one stall's length, MIN..MAX (log-uniform) or one value (default 20ms..2s, cut to half the interval when that is shorter; given, it must be shorter than the interval)",
 		ptr: func(s *Spec) any { return &s.Stall }},
