@@ -7,9 +7,19 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 )
 
-// The slowness rows of the fenced controls besides lease-fenced, of the
-// published lease under a slowed coordinator, and of every real lock of the
-// catalogue without one yet (issue 48, items 3 and 4). Seeds 4860-4899.
+// The slowness rows of the fenced control besides lease-fenced and of every
+// real lock of the catalogue without one yet (issue 48, items 3 and 4).
+// Seeds 4860-4899.
+//
+// No row of the published lease under coord-slow-node: a starved
+// coordinator does not make its late write certain. Aimed at a holder's
+// write (--aim-write), a coordinator at 1 % of a core (the smallest share of
+// a 100 ms period) acknowledged the write 2.0-2.9 s after it was sent, about
+// the 3 s lease, and one at 1.1-1.9 % in 0.6-2 s; at 0.5 % (1 ms every
+// 200 ms) the node answered its own write time-out (unknown) 3-9 s later. A
+// late write that is unknown proves nothing, and one acknowledged inside the
+// lease is no fault: runs caught it in 1 of 5 at 1-2 % and 1 of 5 at 0.5 %
+// (rates.jsonl), a bar the row cannot be asserted at.
 
 // writeDelay is the delay of the rows that slow a holder's coordinator from
 // its write on (AimWrite). The holder's write reaches the coordinator's own
@@ -25,13 +35,6 @@ import (
 var writeDelay = nemesis.NetBounds{DelayMin: 1600 * time.Millisecond, DelayMax: 1800 * time.Millisecond, Jitter: 40 * time.Millisecond,
 	RateMin: nemesis.DefaultNetBounds.RateMin, RateMax: nemesis.DefaultNetBounds.RateMax}
 
-// starvedAtWrite is a coordinator at 0.5 % of a core (1 ms of CPU every
-// 200 ms) from a holder's write on. Measured on the shared cluster, a write
-// through a coordinator at 1 % (the smallest share of a 100 ms period) was
-// acknowledged 2.3-2.9 s after it was sent, about the lease's 3 s, and one
-// at 1.1-1.9 % in 0.6-2 s, inside it: half the share doubles that, past the
-// row's expiry and the next grant, and inside the clients' 10 s time-out.
-var starvedAtWrite = nemesis.Slowness{CPUMin: 0.005, CPUMax: 0.005}
 
 // The rows aimed at a holder's write have windows of 5-15 s (the interval,
 // 10 s: half of it to one and a half), each longer than the write's two
@@ -44,9 +47,9 @@ const astyanaxCmd = "plugins/java-locks/run astyanax"
 
 var slownessCatalogueRows = []Row{
 	// Item 3: temporal-shard, the other fenced control, under every kind
-	// and the bounds lease-fenced has, but for the coordinator kinds, which
-	// deal the fault that catches the published lease (from a holder's
-	// write on).
+	// and the bounds lease-fenced has, but for coord-net-delay, which deals
+	// the fault that catches the published lease (lease/coord-net-delay:
+	// from a holder's write on).
 	{
 		Name: "temporal-shard/net-delay", Recipe: "temporal-shard", Faults: []string{nemesis.NetDelay}, Time: 20 * s, Interval: 3 * s, Seed: 4860,
 		Want: checker.Valid, Tier: Full,
@@ -77,12 +80,11 @@ var slownessCatalogueRows = []Row{
 		Mechanism: "A node starved to 1-5 % of a core answers seconds late; a late shard write is refused by range_id after a steal.",
 	},
 	{
-		// The published lease's fault (lease/coord-slow-node), as above.
-		Name: "temporal-shard/coord-slow-node", Recipe: "temporal-shard", Faults: []string{nemesis.CoordSlowNode}, Pin: true,
-		Slow: starvedAtWrite, AimWrite: true, Time: 30 * s, Interval: 10 * s, Seed: 4864,
+		Name: "temporal-shard/coord-slow-node", Recipe: "temporal-shard", Faults: []string{nemesis.CoordSlowNode}, Pin: true, Slow: starved,
+		Time: 30 * s, Interval: 5 * s, Seed: 4864,
 		Want: checker.Valid, Tier: Full,
-		Mechanism: "As an owner sends its write, its coordinator is starved to 0.5 % of a core (the fault that catches the " +
-			"published lease): the write's Paxos rounds are seconds late, and range_id refuses the batch once a steal landed.",
+		Mechanism: "The starved node coordinates a group of pinned owners: their writes are seconds late, and range_id still " +
+			"refuses those that land after a steal.",
 	},
 	{
 		Name: "batch/temporal-shard/slow-disk", Recipe: "temporal-shard", Faults: []string{nemesis.SlowDisk}, Cluster: batch, Slow: slowSync,
@@ -112,21 +114,6 @@ var slownessCatalogueRows = []Row{
 		Want: checker.Valid, Tier: Full,
 		Mechanism: "An owner stalls 3.5-4.5 s between its read and its write: its batch carries the range id it owned, which a " +
 			"steal meanwhile has bumped, so it does not apply.",
-	},
-
-	// Item 3: the published lease caught under a starved coordinator, from
-	// a holder's write on (the slow-node counterpart of lease/coord-net-delay).
-	{
-		Name: "lease/coord-slow-node", Recipe: "lease", Faults: []string{nemesis.CoordSlowNode}, Pin: true, Slow: starvedAtWrite, AimWrite: true,
-		Time: 30 * s, Interval: 10 * s, Seed: 4870,
-		Want: checker.Invalid, Unsafe: true, Tier: Full,
-		Mechanism: "The coordinator of the next holder to write is starved to 0.5 % of a core as the holder sends its write, " +
-			"inside its lease: the node handles and replicates the write seconds late, after the row's TTL ran out and a " +
-			"client pinned to a fast coordinator was granted the lock, and acknowledges it then (stale-holder-write; " +
-			"lost-add where the next holder read the set before the write reached its replicas). The published lease " +
-			"fences nothing. A window that only starves the coordinator, at a random moment, rarely catches it: the " +
-			"starved node's clients are not granted the lock while it lasts (their Paxos rounds take seconds and the fast " +
-			"coordinators' newer ballots preempt them), so only a write already under way is slowed.",
 	},
 
 	// Item 4: the catalogue's real locks without a slowness row, each under
