@@ -34,7 +34,6 @@ import (
 var writeDelay = nemesis.NetBounds{DelayMin: 1600 * time.Millisecond, DelayMax: 1800 * time.Millisecond, Jitter: 40 * time.Millisecond,
 	RateMin: nemesis.DefaultNetBounds.RateMin, RateMax: nemesis.DefaultNetBounds.RateMax}
 
-
 // The rows aimed at a holder's write have windows of 5-15 s (the interval,
 // 10 s: half of it to one and a half), each longer than the write's two
 // delays and a contender's grant, so that the acknowledgement leaves the
