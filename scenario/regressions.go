@@ -207,17 +207,16 @@ var Added = []Row{
 		Mechanism: "The published lease under a slow coordinator: as the next holder sends its add's write, inside its lease, " +
 			"everything its coordinator sends starts to wait 1.6-1.8 s. The write reaches that node's replica at once and the " +
 			"other replicas one delay later, while the lease the holder counted runs out; its acknowledgement comes two delays " +
-			"after it was sent (3.4-3.9 s after the add's invocation, with the read and the shaping's set-up), after the row's " +
+			"after it was sent (3.4-4.5 s after the add's invocation, with the read and the shaping's set-up), after the row's " +
 			"TTL (3 s, whole seconds from the acquire's ballot) ran out and a client pinned to a fast coordinator was granted " +
-			"the lock: an add acknowledged inside another's hold (stale-holder-write). The write itself reached a quorum " +
-			"before that grant in the runs measured, so nothing was lost: the holder learned it had written only in the next " +
-			"holder's term, and any step after it would land there. A delay of 2 s or more would apply it later, but the " +
-			"coordinator then answers a write time-out (unknown), and a late write with the holder's older timestamp loses to " +
-			"the next holder's: a delayed coordinator cannot land this lease's write late and acknowledged. A window begun at " +
-			"a random moment catches it rarely: a holder's critical section is a few milliseconds of its hold, and the slowed " +
-			"coordinator's clients are not granted the lock again while it lasts (each Paxos round through it takes seconds, " +
-			"and the fast coordinators' newer ballots preempt it). A run misses where the write times out under load, or where " +
-			"the window the run's end cuts short releases the acknowledgement early.",
+			"the lock: an add acknowledged inside another's hold (stale-holder-write). Mostly the write reached a quorum " +
+			"before that grant, so only its holder's knowledge came late; where the set-up under load sent it later, the next " +
+			"holder's quorum read came before it reached a second replica, and that holder's newer write of the set dropped " +
+			"it (lost-add). Each delay stays under the node's 2 s write time-out, so the write is acknowledged, not unknown. " +
+			"A window begun at a random moment catches it rarely: a holder's critical section is a few milliseconds of its " +
+			"hold, and the slowed coordinator's clients are not granted the lock again while it lasts (each Paxos round " +
+			"through it takes seconds, and the fast coordinators' newer ballots preempt it). A run misses where the write " +
+			"times out under load anyway, or where the window the run's end cuts short releases the acknowledgement early.",
 	},
 	{
 		Name: "lease-fenced/coord-net-delay", Recipe: "lease-fenced", Faults: []string{nemesis.CoordNetDelay}, Pin: true, Time: 30 * s, Interval: 6 * s, Seed: 7102,
