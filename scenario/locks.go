@@ -161,9 +161,9 @@ var Catalogue = []Lock{
 		Advice: "The pattern to copy: fencing kept in the data, checked in the same Paxos round as the write it guards. " +
 			"It holds only for data in the fenced partition, and only as long as the data: on Cassandra's default " +
 			"commitlog (periodic) a power cut of every replica at once undid acknowledged shard writes and moved range_id " +
-			"back; on commitlog_sync batch it held. Slowness does not break it: a stale owner's write, however late it lands " +
-			"(a link 2 s slow, a coordinator starved or its JVM stopped past the lease), carries the range id it owned and " +
-			"is refused once a steal bumped it (the temporal-shard slowness rows).",
+			"back; on commitlog_sync batch it held. By its mechanism slowness cannot break it: a stale owner's write, however " +
+			"late it lands (a link 2 s slow, a coordinator starved or its JVM stopped past the lease), carries the range id " +
+			"it owned and is refused once a steal bumped it; the temporal-shard slowness rows assert so.",
 		Missing: "The shard's ShardInfo protobuf is JSON ({shard_id, range_id, owner}); the protected set is one " +
 			"workflow execution's blob. Hosts are given shards by a membership ring, here every client steals.",
 	},
@@ -214,7 +214,7 @@ var Catalogue = []Lock{
 			"after the row expires; a contended LWT answered unknown (CASWriteUnknownException) makes migrate() throw, and if " +
 			"that LWT applied the lead is held by nobody for the same 300 s. Nothing else is needed to free it. Slowness is " +
 			"harmless while the migration plus the slowest write stays under those 300 s: a coordinator or the instance " +
-			"stopped 3.5-4.5 s held (cassandra-migration/coord-gc-stall, cassandra-migration/client-gc-stall).",
+			"stopped 3.5-4.5 s is far inside it (cassandra-migration/coord-gc-stall, cassandra-migration/client-gc-stall).",
 		Missing: "Nothing of the lock: the released jar runs, its TTL and wait are constants of the class. The application " +
 			"is lockcheck's plug-in: a subclass of Database in the library's package (execute takes a package-private type) " +
 			"whose one script is lockcheck's critical section and is never recorded, so every migrate() seeks the lead, and " +
@@ -251,7 +251,7 @@ var Catalogue = []Lock{
 			"the loaded test cluster the default 100 ms was often shorter than one, and such transactions fail with " +
 			"\"Lock write retry count exceeded\". Slowness costs locks, not safety: a claim write slower than lockWait is " +
 			"deleted and tried again, 3 tries, then the transaction fails (janusgraph/net-delay: links 0.2-2 s slow); a " +
-			"held lock stays safe through a stall of seconds (janusgraph/gc-stall) and up to lockExpire (300 s).",
+			"claim stays senior through a stall of seconds (janusgraph/gc-stall), up to lockExpire (300 s).",
 		Missing: "Nothing of the lock: the released jars run, built by Backend's own recipe over the store " +
 			"`edgestore_lock_` and driven as ExpectedValueCheckingTransaction drives them (writeLock, checkLocks, deleteLocks " +
 			"on a transaction with the store's key-consistent configuration), without a graph; the lock's key is the lock " +
