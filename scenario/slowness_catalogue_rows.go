@@ -135,7 +135,8 @@ var slownessCatalogueRows = []Row{
 		Want: checker.Invalid, Unsafe: true, Tier: Full,
 		Mechanism: "The holder's JVM (the plug-in's process) stops for 3.5-4.5 s between its read and its write, as a GC pause " +
 			"does, past the 3 s lock timeout: the other client counts its column stale, takes the lock and adds, and the " +
-			"stalled write lands over it (stale-holder-write, lost-add).",
+			"stalled write lands over it (stale-holder-write, lost-add; the runs measured also showed overlapping-holds, " +
+			"not yet traced).",
 	},
 	// cassandra-migration's lead lasts 300 s (USING TTL 300, never renewed):
 	// stalls of seconds are far inside it.
