@@ -314,6 +314,13 @@ func WithSlowness(s nemesis.Slowness) Option {
 	return func(c *config) { c.test.SlowCPU, c.test.Stall, c.test.StallEvery, c.test.DiskLatency = s.FlagValues() }
 }
 
+// WithAimWrite begins each window of coord-net-delay and coord-slow-node as
+// the next holder enters its critical section, between its read and its
+// write, on that holder's coordinator (--aim-write), as coord-gc-stall's
+// stalls are aimed: the write a lease protects then goes through the slowed
+// node.
+func WithAimWrite() Option { return func(c *config) { c.test.AimWrite = true } }
+
 // WithPinClients sends client i's queries through node i mod nodes alone
 // instead of the token-aware replica all clients share (--pin-clients): the
 // coord-* faults need it. Only a lock with New or Recipe can be pinned.

@@ -15,8 +15,26 @@ import (
 // The node actions of the slowness faults (nemesis: slow-node, gc-stall,
 // slow-disk).
 
-// cpuPeriod is the CFS period a CPU quota is a share of.
-const cpuPeriod = 100 * time.Millisecond
+// cpuPeriod is the CFS period a CPU quota is a share of; a share under
+// 1 % takes a longer one, up to maxCPUPeriod, since the kernel takes no
+// quota under 1 ms (cfsQuota).
+const (
+	cpuPeriod    = 100 * time.Millisecond
+	maxCPUPeriod = time.Second
+)
+
+// cfsQuota is the CFS period and quota, in microseconds, of share of one
+// core: share of a 100 ms period, or, for a share under 1 %, 1 ms of CPU per
+// a period long enough (0.5 %: 1 ms every 200 ms). The node then runs in
+// bursts of 1 ms that far apart, as a coordinator starved by its neighbours
+// is scheduled.
+func cfsQuota(share float64) (period, quota int64) {
+	p := cpuPeriod
+	if need := time.Duration(float64(time.Millisecond) / share); need > p {
+		p = min(need, maxCPUPeriod)
+	}
+	return p.Microseconds(), int64(share * float64(p.Microseconds()))
+}
 
 // SetCPUQuota limits the node's processes together to share of one core
 // (a CFS quota on its cgroup, as `docker update --cpu-quota` sets it);
@@ -26,7 +44,8 @@ const cpuPeriod = 100 * time.Millisecond
 func (n *Node) SetCPUQuota(ctx context.Context, share float64) error {
 	res := &container.Resources{CPUQuota: -1}
 	if share > 0 {
-		res = &container.Resources{CPUPeriod: cpuPeriod.Microseconds(), CPUQuota: int64(share * float64(cpuPeriod.Microseconds()))}
+		period, quota := cfsQuota(share)
+		res = &container.Resources{CPUPeriod: period, CPUQuota: quota}
 	}
 	if _, err := n.c.d.ContainerUpdate(ctx, n.ContainerID, client.ContainerUpdateOptions{Resources: res}); err != nil {
 		return fmt.Errorf("cpu quota %s: %w", n.Name, err)

@@ -127,6 +127,10 @@ type Env struct {
 	// LeaseTTL is the lease recipes' TTL: coord-clock skews a coordinator
 	// ahead by more than that, more than any lease has left.
 	LeaseTTL time.Duration
+	// AimWrite begins each window of coord-net-delay and coord-slow-node as
+	// the next holder enters its critical section, on that holder's
+	// coordinator (atwrite.go), instead of at once.
+	AimWrite bool
 
 	Log *slog.Logger
 	rec Recorder
@@ -256,6 +260,11 @@ func WithPins(pins map[int]string) Option { return func(n *Nemesis) { n.env.Pins
 // WithLeaseTTL is the lease recipes' TTL (default 3s): coord-clock skews by
 // more than it.
 func WithLeaseTTL(d time.Duration) Option { return func(n *Nemesis) { n.env.LeaseTTL = d } }
+
+// WithAimWrite begins each window of coord-net-delay and coord-slow-node as
+// the next holder enters its critical section, between its read and its
+// write, on that holder's coordinator (run --aim-write).
+func WithAimWrite(on bool) Option { return func(n *Nemesis) { n.env.AimWrite = on } }
 
 // WithSpares gives the nemesis the cluster's spare nodes (join needs one).
 func WithSpares(ts []Target) Option { return func(n *Nemesis) { n.env.Spares = ts } }

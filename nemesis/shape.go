@@ -152,19 +152,25 @@ func (s *shaper) draw(e *Env) (history.ShapeStart, error) {
 				node = cands[e.Pick.IntN(len(cands))]
 			}
 		}
-		links := []string{GatewayName}
-		for _, t := range e.Targets {
-			if t.Name != node {
-				links = append(links, t.Name)
-			}
-		}
-		return history.ShapeStart{Clients: groups[node], Links: Grudge{node: links}, Mode: "coord", Node: node, Shape: sh}, nil
+		return history.ShapeStart{Clients: groups[node], Links: coordLinks(e, node), Mode: "coord", Node: node, Shape: sh}, nil
 	}
 	mode, links, err := drawLinks(e, s.kind)
 	if err != nil {
 		return history.ShapeStart{}, err
 	}
 	return history.ShapeStart{Links: links, Mode: mode, Shape: sh}, nil
+}
+
+// coordLinks are all of a coordinator's links: to the clients and to the
+// other nodes.
+func coordLinks(e *Env, node string) Grudge {
+	links := []string{GatewayName}
+	for _, t := range e.Targets {
+		if t.Name != node {
+			links = append(links, t.Name)
+		}
+	}
+	return Grudge{node: links}
 }
 
 // fromStep is the step's value when a schedule gives one that shapes
@@ -189,7 +195,7 @@ func (s *shaper) fromStep(e *Env, drawn history.ShapeStart) (history.ShapeStart,
 	return v, nil
 }
 
-func (s *shaper) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+func (s *shaper) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
 	drawn, err := s.draw(e)
 	if err != nil {
 		return nil, err
@@ -198,43 +204,22 @@ func (s *shaper) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, erro
 	if err != nil {
 		return nil, err
 	}
-	ips := map[string]string{GatewayName: e.Gateway}
-	for _, t := range e.Targets {
-		ips[t.Name] = t.IP
-	}
-	var names []string
-	for _, t := range e.Targets {
-		if len(v.Links[t.Name]) > 0 {
-			names = append(names, t.Name)
-		}
-	}
-	shaped, err := onNodes(ctx, e, names, func(t Target) error {
-		sn, ok := t.Node.(ShapeNode)
-		if !ok {
-			return fmt.Errorf("node %s cannot shape its links", t.Name)
-		}
-		ns := netshape.Shape{Delay: time.Duration(v.Shape.DelayMS) * time.Millisecond,
-			Jitter: time.Duration(v.Shape.JitterMS) * time.Millisecond, RateKbit: v.Shape.RateKbit}
-		for _, p := range v.Links[t.Name] {
-			if ip := ips[p]; ip != "" {
-				ns.Peers = append(ns.Peers, ip)
-			}
-		}
-		return sn.Shape(ctx, ns)
-	})
-	if err == nil && len(shaped) == 0 && len(names) > 0 {
-		err = errNothingCut
-	}
-	unshape := func(ctx context.Context) error {
-		_, err := onNodes(ctx, e, names, func(t Target) error {
-			sn, ok := t.Node.(ShapeNode)
-			if !ok {
-				return nil
-			}
-			_, err := sn.Unshape(ctx)
-			return err
+	var shaped []string
+	var unshape func(context.Context) error
+	if s.coord && aimsAtWrite(e) {
+		// The delay drawn above; the node is the coordinator of the next
+		// holder to write, shaped before that write is sent.
+		err = atHoldersWrite(ctx, e, hold, s.kind, func(node string, clients []int) error {
+			v.Node, v.Clients, v.Links = node, clients, coordLinks(e, node)
+			var aerr error
+			shaped, unshape, aerr = s.apply(ctx, e, v)
+			return aerr
 		})
-		return err
+		if err != nil && unshape == nil {
+			return nil, err
+		}
+	} else {
+		shaped, unshape, err = s.apply(ctx, e, v)
 	}
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("nemesis: %s: %w", s.kind, err), unshape(context.WithoutCancel(ctx)))
@@ -254,6 +239,50 @@ func (s *shaper) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, erro
 		}
 		return errors.Join(err, e.Record(history.StopF(s.kind), history.ShapeStop{Mode: v.Mode}, shaped))
 	}, nil
+}
+
+// apply shapes the links of v on each node it names: the nodes shaped, and
+// the undo of all of them (also when err says some could not be).
+func (s *shaper) apply(ctx context.Context, e *Env, v history.ShapeStart) (shaped []string, unshape func(context.Context) error, err error) {
+	ips := map[string]string{GatewayName: e.Gateway}
+	for _, t := range e.Targets {
+		ips[t.Name] = t.IP
+	}
+	var names []string
+	for _, t := range e.Targets {
+		if len(v.Links[t.Name]) > 0 {
+			names = append(names, t.Name)
+		}
+	}
+	shaped, err = onNodes(ctx, e, names, func(t Target) error {
+		sn, ok := t.Node.(ShapeNode)
+		if !ok {
+			return fmt.Errorf("node %s cannot shape its links", t.Name)
+		}
+		ns := netshape.Shape{Delay: time.Duration(v.Shape.DelayMS) * time.Millisecond,
+			Jitter: time.Duration(v.Shape.JitterMS) * time.Millisecond, RateKbit: v.Shape.RateKbit}
+		for _, p := range v.Links[t.Name] {
+			if ip := ips[p]; ip != "" {
+				ns.Peers = append(ns.Peers, ip)
+			}
+		}
+		return sn.Shape(ctx, ns)
+	})
+	if err == nil && len(shaped) == 0 && len(names) > 0 {
+		err = errNothingCut
+	}
+	unshape = func(ctx context.Context) error {
+		_, err := onNodes(ctx, e, names, func(t Target) error {
+			sn, ok := t.Node.(ShapeNode)
+			if !ok {
+				return nil
+			}
+			_, err := sn.Unshape(ctx)
+			return err
+		})
+		return err
+	}
+	return shaped, unshape, err
 }
 
 // Reset removes whatever shaping the node has, from this kind or another

@@ -40,9 +40,10 @@ var DefaultSlowness = Slowness{
 	DiskMin: 50 * time.Millisecond, DiskMax: 500 * time.Millisecond,
 }
 
-// minCPU is the smallest quota the kernel takes: 1 ms of CPU per 100 ms
-// period (the period cluster.Node's quota uses).
-const minCPU = 0.01
+// minCPU is the smallest share a node's quota gives: the kernel takes no
+// quota under 1 ms of CPU, and cluster.Node lengthens its period to at most
+// 1 s for shares under 1 % (1 ms per 100 ms).
+const minCPU = 0.001
 
 // WithDefaults fills the zero pairs with DefaultSlowness's.
 func (s Slowness) WithDefaults() Slowness {

@@ -59,7 +59,7 @@ func TestSlownessValidate(t *testing.T) {
 		{"client stall as long as the windows", Slowness{StallMin: time.Second, StallMax: 3 * time.Second}, []string{ClientGCStall}, 3 * time.Second, "shorter than the fault windows"},
 		{"zero quota", Slowness{CPUMin: 0, CPUMax: 0.5}, nil, 0, "slow-node CPU share"},
 		{"negative quota", Slowness{CPUMin: -0.1, CPUMax: 0.5}, nil, 0, "slow-node CPU share"},
-		{"quota below the kernel's", Slowness{CPUMin: 0.001, CPUMax: 0.005}, nil, 0, "slow-node CPU share"},
+		{"quota below the kernel's", Slowness{CPUMin: 0.0005, CPUMax: 0.005}, nil, 0, "slow-node CPU share"},
 		{"quota above a core", Slowness{CPUMin: 0.5, CPUMax: 2}, nil, 0, "slow-node CPU share"},
 		{"inverted quota", Slowness{CPUMin: 0.5, CPUMax: 0.2}, nil, 0, "slow-node CPU share"},
 		{"negative stall", Slowness{StallMin: -time.Second, StallMax: time.Second}, nil, 0, "stall -1s..1s"},

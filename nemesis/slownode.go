@@ -64,7 +64,7 @@ func (s *slowNode) kind() string {
 	return SlowNode
 }
 
-func (s *slowNode) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, error) {
+func (s *slowNode) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, error) {
 	var t Target
 	var clients []int
 	if s.aimed {
@@ -93,13 +93,31 @@ func (s *slowNode) Start(ctx context.Context, e *Env, _ time.Duration) (Stop, er
 	if share < minCPU || share > 1 {
 		return nil, fmt.Errorf("nemesis: %s: CPU share %g: want %g..1", s.kind(), share, minCPU)
 	}
-	c, ok := t.Node.(CPUNode)
-	if !ok {
-		return nil, fmt.Errorf("nemesis: %s: node %s cannot throttle its CPU", s.kind(), t.Name)
+	var lift func(context.Context) error
+	starve := func() error {
+		c, ok := t.Node.(CPUNode)
+		if !ok {
+			return fmt.Errorf("nemesis: %s: node %s cannot throttle its CPU", s.kind(), t.Name)
+		}
+		lift = func(ctx context.Context) error { return c.SetCPUQuota(ctx, 0) }
+		if err := c.SetCPUQuota(ctx, share); err != nil {
+			return errors.Join(fmt.Errorf("nemesis: %s %s: %w", s.kind(), t.Name, err), lift(context.WithoutCancel(ctx)))
+		}
+		return nil
 	}
-	lift := func(ctx context.Context) error { return c.SetCPUQuota(ctx, 0) }
-	if err := c.SetCPUQuota(ctx, share); err != nil {
-		return nil, errors.Join(fmt.Errorf("nemesis: %s %s: %w", s.kind(), t.Name, err), lift(context.WithoutCancel(ctx)))
+	if s.aimed && aimsAtWrite(e) {
+		// The share drawn above; the node is the coordinator of the next
+		// holder to write, starved before that write is sent.
+		err := atHoldersWrite(ctx, e, hold, s.kind(), func(node string, cs []int) error {
+			t = e.Targets[slices.IndexFunc(e.Targets, func(t Target) bool { return t.Name == node })]
+			clients = cs
+			return starve()
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else if err := starve(); err != nil {
+		return nil, err
 	}
 	var value any = history.SlowNodeStart{CPU: share}
 	if s.aimed {

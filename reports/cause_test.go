@@ -407,8 +407,9 @@ func TestCauseFromTimeline(t *testing.T) {
 				"1.2 s past it and after process 2 was granted the lock at 3.500s", "it took 1.7 s, with these windows open during it: partition (2.000s – 5.000s)"}, []string{noFault}},
 		{"a write delayed on a node's link", stale(2500), []faultView{slowN2}, nil,
 			[]string{"a write outlived its lease: the add sent at 2.500s was delayed 1500 ms (±40 ms) on n2's links to n1, n3 (net-delay, 2.000s – 5.000s), " +
-				"inside process 1's lease (to 3.000s), and applied after the next grant (process 2's, at 3.500s)",
-				"net-delay (2.000s – 5.000s: +1500 ms ±40 ms on n2's links to n1, n3)"}, []string{noFault}},
+				"inside process 1's lease (to 3.000s), and was acknowledged after the next grant (process 2's, at 3.500s), at 4.200s",
+				"the write may have reached a quorum before that grant",
+				"net-delay (2.000s – 5.000s: +1500 ms ±40 ms on n2's links to n1, n3)"}, []string{noFault, "applied after"}},
 		// The slowed coordinator is a replica too: its answers to the
 		// others' coordinators wait as well.
 		{"a coordinator slowed for other clients slows their quorums too", stale(2500), []faultView{slowCoordN1}, newCauseTimeline(stale(2500).Ops, numbered(5, ""), nil),

@@ -508,9 +508,19 @@ func lateWrite(a checker.Anomaly, faults []faultView, tl *causeTimeline) (string
 		return "", false
 	}
 	slow := slowedBy(faults, "add", inv.Time, ret.Time)
-	if slow == "" {
-		slow = heldBy(faults, "add", inv.Time, ret.Time, p, tl)
+	if slow != "" {
+		// A delay on a node's links holds back its answers as well as
+		// its copies to the replicas: the write may have reached a quorum
+		// before the next grant, only its acknowledgement after (the
+		// timeline cannot tell which), so the cause says what it shows.
+		return fmt.Sprintf("a write outlived its lease: %s, inside process %d's lease (to %s), and was acknowledged after the "+
+			"next grant (process %d's, at %s), at %s, %s past the lease: the delay holds back the answers as well as the "+
+			"copies to the replicas, so the write may have reached a quorum before that grant, but its holder learned it had "+
+			"written only in another's term; the lock hands the resource no token to refuse a late write",
+			slow, p, secs(g.deadline()), q, secs(other.OK.Time), secs(ret.Time), span(ret.Time-g.deadline())) +
+			inFlight(faults, inv, ret, p, tl), true
 	}
+	slow = heldBy(faults, "add", inv.Time, ret.Time, p, tl)
 	if slow != "" {
 		// The slowness is the cause: say it first, with the link.
 		return fmt.Sprintf("a write outlived its lease: %s, inside process %d's lease (to %s), and applied after the next grant "+

@@ -56,6 +56,9 @@ func (t Test) Validate() error {
 	} else if slices.Contains(t.Nemesis, nemesis.ClientKill) && t.KillRestart >= t.Time {
 		bad("--kill-restart %v is not shorter than the run's --time %v: a killed client would never come back", t.KillRestart, t.Time)
 	}
+	if t.AimWrite && !slices.ContainsFunc(t.Nemesis, func(k string) bool { return k == nemesis.CoordNetDelay || k == nemesis.CoordSlowNode }) {
+		bad("--aim-write without --nemesis %s or %s: it aims those faults' windows", nemesis.CoordNetDelay, nemesis.CoordSlowNode)
+	}
 	if _, _, err := t.netBounds(); err != nil {
 		bad("--net-delay, --net-jitter, --net-rate: %v", err)
 	}

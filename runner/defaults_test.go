@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 		{"stall past the windows", func(t *Test) {
 			t.Nemesis, t.Interval, t.Stall = []string{nemesis.GCStall}, 2*time.Second, "1s..3s"
 		}, "stall max 3s: want it shorter than the fault windows"},
-		{"quota below the kernel's", func(t *Test) { t.SlowCPU = "0.001..0.2" }, "slow-node CPU share"},
+		{"quota below the kernel's", func(t *Test) { t.SlowCPU = "0.0005..0.2" }, "slow-node CPU share"},
 		{"zero quota", func(t *Test) { t.SlowCPU = "0..0.2" }, "--slow-cpu"},
 		{"negative latency", func(t *Test) { t.DiskLatency = "-1ms..1s" }, "--disk-latency"},
 		{"jitter above the delay", func(t *Test) { t.NetDelay, t.NetJitter = "100ms..1s", "2s" }, "jitter 2s is above the delay 100ms"},
@@ -52,6 +52,7 @@ func TestValidate(t *testing.T) {
 		{"dc-local on a recipe that ignores it", func(t *Test) { t.DCLocal = true }, "--dc-local: lock mutex does not take LOCAL_SERIAL"},
 		{"retire-stuck on the register workload", func(t *Test) { t.RetireStuck, t.Workload = true, workload.ShapeRegister }, "--retire-stuck: the register workload takes no lock"},
 		{"aimed fault unpinned", func(t *Test) { t.Nemesis = []string{nemesis.CoordClock} }, "--nemesis coord-clock is aimed by the clients' coordinators: it needs --pin-clients"},
+		{"aim at the write without its faults", func(t *Test) { t.Nemesis, t.AimWrite = []string{nemesis.CoordGCStall}, true }, "--aim-write without --nemesis coord-net-delay or coord-slow-node"},
 	}
 	for _, tt := range tests {
 		tc := Defaults()

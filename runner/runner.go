@@ -676,7 +676,7 @@ func (t *Test) newNemesis(env Env, timeUp <-chan struct{}) (nem *nemesis.Nemesis
 	}
 	opts = append(opts, nemesis.WithSeed(t.Seed), nemesis.WithInterval(t.Interval), nemesis.WithGateway(gateway),
 		nemesis.WithClientPauseExtra(t.PauseExtra), nemesis.WithClientKill(t.KillRestart, t.KillTarget), nemesis.WithClientSkewAhead(t.SkewAhead), nemesis.WithPins(t.pins),
-		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares))
+		nemesis.WithLeaseTTL(t.TTL), nemesis.WithSpares(spares), nemesis.WithAimWrite(t.AimWrite))
 	nem, err = nemesis.New(targets, nil, opts...)
 	return nem, inFull, err
 }

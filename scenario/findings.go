@@ -177,6 +177,9 @@ func faultsCell(r Row) string {
 	if r.Pin {
 		s += ", clients pinned"
 	}
+	if r.AimWrite {
+		s += ", from a holder's write"
+	}
 	if f := r.Slow.Flags(); f != "" {
 		s += " (" + strings.TrimSpace(f) + ")"
 	}

@@ -162,7 +162,9 @@ var Catalogue = []Lock{
 		Advice: "The pattern to copy: fencing kept in the data, checked in the same Paxos round as the write it guards. " +
 			"It holds only for data in the fenced partition, and only as long as the data: on Cassandra's default " +
 			"commitlog (periodic) a power cut of every replica at once undid acknowledged shard writes and moved range_id " +
-			"back; on commitlog_sync batch it held.",
+			"back; on commitlog_sync batch it held. By its mechanism slowness cannot break it: a stale owner's write, however " +
+			"late it lands (a link 2 s slow, a coordinator starved or its JVM stopped past the lease), carries the range id " +
+			"it owned and is refused once a steal bumped it; the temporal-shard slowness rows assert so.",
 		Missing: "The shard's ShardInfo protobuf is JSON ({shard_id, range_id, owner}); the protected set is one " +
 			"workflow execution's blob. Hosts are given shards by a membership ring, here every client steals.",
 	},
@@ -176,7 +178,10 @@ var Catalogue = []Lock{
 			"off if another live one is there. No LWT.",
 		Fix: "Use an LWT (`INSERT ... IF NOT EXISTS`) for the lock column, or fence the work with a token.",
 		Advice: "Do not use it where mutual exclusion matters; two writers that write then read at once can both " +
-			"see the other and both back off, or, with clocks apart, both proceed.",
+			"see the other and both back off, or, with clocks apart, both proceed. A holder's writes are safe only while " +
+			"they land within the lock timeout counted from its lock column's write: one held 3.5-4.5 s by a stalled " +
+			"coordinator or a GC pause, past a 3 s timeout, lands after the next take (astyanax/coord-gc-stall, " +
+			"astyanax/client-gc-stall), so keep the task plus the worst pause or slow write well inside expireLockAfter.",
 		Missing: "Astyanax speaks Thrift, gone from Cassandra 4.0: the column family is its CQL view " +
 			"(key, column1, value), with the driver's client-side timestamps as Thrift mutations carried. The lock " +
 			"timeout (expireLockAfter, 60 minutes by default) is the run's TTL; no column TTL (withTtl unset); the " +
@@ -208,7 +213,9 @@ var Catalogue = []Lock{
 			"instance take the lead and migrate at the same time. A migrating instance that dies holds the lead for up to " +
 			"300 s: the other instances of the deployment sleep in 10 s steps and start (or fail their health checks) only " +
 			"after the row expires; a contended LWT answered unknown (CASWriteUnknownException) makes migrate() throw, and if " +
-			"that LWT applied the lead is held by nobody for the same 300 s. Nothing else is needed to free it.",
+			"that LWT applied the lead is held by nobody for the same 300 s. Nothing else is needed to free it. Slowness is " +
+			"harmless while the migration plus the slowest write stays under those 300 s: a coordinator or the instance " +
+			"stopped 3.5-4.5 s is far inside it (cassandra-migration/coord-gc-stall, cassandra-migration/client-gc-stall).",
 		Missing: "Nothing of the lock: the released jar runs, its TTL and wait are constants of the class. The application " +
 			"is lockcheck's plug-in: a subclass of Database in the library's package (execute takes a package-private type) " +
 			"whose one script is lockcheck's critical section and is never recorded, so every migrate() seeks the lead, and " +
@@ -243,7 +250,9 @@ var Catalogue = []Lock{
 			"locked values narrows, but does not close, the window. A holder that dies leaves its claim for 300 s " +
 			"(lockExpire): locks on that key fail until then. Size storage.lock.wait-time to a few QUORUM write times: on " +
 			"the loaded test cluster the default 100 ms was often shorter than one, and such transactions fail with " +
-			"\"Lock write retry count exceeded\".",
+			"\"Lock write retry count exceeded\". Slowness costs locks, not safety: a claim write slower than lockWait is " +
+			"deleted and tried again, 3 tries, then the transaction fails (janusgraph/net-delay: links 0.2-2 s slow); a " +
+			"claim stays senior through a stall of seconds (janusgraph/gc-stall), up to lockExpire (300 s).",
 		Missing: "Nothing of the lock: the released jars run, built by Backend's own recipe over the store " +
 			"`edgestore_lock_` and driven as ExpectedValueCheckingTransaction drives them (writeLock, checkLocks, deleteLocks " +
 			"on a transaction with the store's key-consistent configuration), without a graph; the lock's key is the lock " +
@@ -284,7 +293,9 @@ var Catalogue = []Lock{
 			"as the holder, and so does every later run, on any host, until `liquibase releaseLocks`. Where the lock " +
 			"message names the very host that is waiting, that is this, not a concurrent migration: release the lock " +
 			"and run again. Running Liquibase at consistency QUORUM (`consistency=QUORUM` in the JDBC URL) makes the " +
-			"commit and the read-back meet on a replica, which closes this window; it does not help the host name.",
+			"commit and the read-back meet on a replica, which closes this window; it does not help the host name. " +
+			"Slowness makes no second holder (no TTL, no lease: liquibase/net-delay, liquibase/client-gc-stall), but links " +
+			"0.2-2 s slow make that missed read-back, and so the stuck lock, more likely.",
 		Missing: "liquibase-cassandra is not on Maven Central here, so its lock service is re-expressed; the statements " +
 			"go through the JDBC wrapper its pom names (com.ing.data:cassandra-jdbc-wrapper 4.16.3, compliancemode=" +
 			"Liquibase, driver 4.19.2), as Liquibase's executor sends them. Liquibase has one lock row (ID = 1) per " +
@@ -425,6 +436,9 @@ func RunCommand(r Row) string {
 		fmt.Fprintf(&b, " --net-delay %s..%s --net-jitter %s --net-rate %d..%d", n.DelayMin, n.DelayMax, n.Jitter, n.RateMin, n.RateMax)
 	}
 	b.WriteString(r.Slow.Flags())
+	if r.AimWrite {
+		b.WriteString(" --aim-write")
+	}
 	if r.ClientCount() != DefaultClients {
 		fmt.Fprintf(&b, " --clients %d", r.ClientCount())
 	}
@@ -648,7 +662,12 @@ func slowness(r Row) string {
 		nb = nemesis.DefaultNetBounds
 	}
 	span := func(a, b time.Duration) string { return fmt.Sprintf("%g-%g s", a.Seconds(), b.Seconds()) }
-	share := func(a, b float64) string { return fmt.Sprintf("%g-%g %% of a core", a*100, b*100) }
+	share := func(a, b float64) string {
+		if a == b {
+			return fmt.Sprintf("%g %% of a core", a*100)
+		}
+		return fmt.Sprintf("%g-%g %% of a core", a*100, b*100)
+	}
 	switch r.Faults[0] {
 	case nemesis.CoordGCStall:
 		return "its coordinator's JVM stops for " + span(sl.StallMin, sl.StallMax) + " between a holder's read and its write"
@@ -657,12 +676,18 @@ func slowness(r Row) string {
 	case nemesis.ClientGCStall:
 		return "the client stalls for " + span(sl.StallMin, sl.StallMax) + " between its read and its write"
 	case nemesis.CoordNetDelay:
+		if r.AimWrite {
+			return "everything its coordinator sends is " + span(nb.DelayMin, nb.DelayMax) + " late from a holder's write on"
+		}
 		return "everything its coordinator sends is " + span(nb.DelayMin, nb.DelayMax) + " late"
 	case nemesis.NetDelay:
 		return "links are delayed " + span(nb.DelayMin, nb.DelayMax)
 	case nemesis.NetRate:
 		return fmt.Sprintf("links are held to %d-%d kbit/s", nb.RateMin, nb.RateMax)
 	case nemesis.CoordSlowNode:
+		if r.AimWrite {
+			return "its coordinator is starved to " + share(sl.CPUMin, sl.CPUMax) + " from a holder's write on"
+		}
 		return "its coordinator is starved to " + share(sl.CPUMin, sl.CPUMax)
 	case nemesis.SlowNode:
 		return "a node is starved to " + share(sl.CPUMin, sl.CPUMax)

@@ -24,6 +24,7 @@ var Rows = slices.Concat(
 	releaseRows(),
 	Added,
 	slownessRows,
+	slownessCatalogueRows,
 	toolRows,
 	restoreRows,
 	upgradeRows,

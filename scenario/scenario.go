@@ -258,6 +258,10 @@ type Row struct {
 	Net nemesis.NetBounds
 	// Slow bounds the slowness kinds' draws (zero pairs: defaults).
 	Slow nemesis.Slowness
+	// AimWrite begins each window of coord-net-delay and coord-slow-node as
+	// the next holder enters its critical section, on its coordinator (run
+	// --aim-write), instead of at once.
+	AimWrite bool `json:",omitempty"`
 	// Seed is the seed of a single run; run r of a repeated row uses
 	// Seed+r.
 	Seed int64
@@ -371,6 +375,7 @@ func (r Row) Spec(run int) spec.Spec {
 		s.NetDelay, s.NetJitter, s.NetRate = r.Net.Flags()
 	}
 	s.SlowCPU, s.Stall, s.StallEvery, s.DiskLatency = r.Slow.FlagValues()
+	s.AimWrite = r.AimWrite
 	return s
 }
 
@@ -550,6 +555,9 @@ func (r Row) Check() error {
 	}
 	if (r.SkewMin != 0 || r.SkewMax != 0) && !slices.Contains(r.Faults, nemesis.ClientClock) && !slices.Contains(r.Faults, nemesis.CoordClock) {
 		bad("skew bounds without %s or %s: they bound those faults' skew", nemesis.ClientClock, nemesis.CoordClock)
+	}
+	if r.AimWrite && !slices.Contains(r.Faults, nemesis.CoordNetDelay) && !slices.Contains(r.Faults, nemesis.CoordSlowNode) {
+		bad("aim at the write without %s or %s: it aims those faults' windows", nemesis.CoordNetDelay, nemesis.CoordSlowNode)
 	}
 	if r.Net != (nemesis.NetBounds{}) {
 		shaped := slices.ContainsFunc(r.Faults, func(k string) bool {

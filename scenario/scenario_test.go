@@ -64,6 +64,7 @@ func TestCheckRefusesInconsistentRows(t *testing.T) {
 		}, "want the schedule's kinds [client-clock]"},
 		{"schedule longer than the row", func(r *Row) { r.Name, r.Schedule, r.Time = "lease/client-pause/shrunk", &pauseSchedule, 3*s }, "after the row's time"},
 		{"skew bounds without client-clock", func(r *Row) { r.SkewMin, r.SkewMax = 4*s, 8*s }, "skew bounds without client-clock or coord-clock"},
+		{"aim at the write without its faults", func(r *Row) { r.AimWrite = true }, "aim at the write without coord-net-delay or coord-slow-node"},
 		{"skew bounds reversed", func(r *Row) {
 			r.Name, r.Faults, r.SkewMin, r.SkewMax = "lease/client-clock", []string{nemesis.ClientClock}, 8*s, 4*s
 		}, "skew bounds must be 0 < skew-min <= skew-max"},

@@ -102,6 +102,10 @@ type Spec struct {
 	Stall       string `json:"stall"`
 	StallEvery  string `json:"stall-every"`
 	DiskLatency string `json:"disk-latency"`
+	// AimWrite begins each window of coord-net-delay and coord-slow-node as
+	// the next holder enters its critical section, on its coordinator,
+	// instead of at once.
+	AimWrite bool `json:"aim-write"`
 	// PinClients sends every query of client i through node i mod nodes
 	// instead of the token-aware replica every client shares: clients then
 	// read through different coordinators, which the aimed faults
@@ -194,7 +198,7 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.NetJitter }},
 	{Flag: "net-rate", Help: "net-rate: the bandwidth limit's bounds in kbit/s, MIN..MAX, drawn log-uniform (default 64..1024)",
 		ptr: func(s *Spec) any { return &s.NetRate }},
-	{Flag: "slow-cpu", Help: "slow-node, coord-slow-node: the starved node's share of one core, MIN..MAX (log-uniform) or one value (default 0.02..0.1; at least 0.01, at most 1)",
+	{Flag: "slow-cpu", Help: "slow-node, coord-slow-node: the starved node's share of one core, MIN..MAX (log-uniform) or one value (default 0.02..0.1; at least 0.001, at most 1: under 0.01 the node runs 1 ms of CPU per a longer period)",
 		ptr: func(s *Spec) any { return &s.SlowCPU }},
 	{Flag: "stall", Help: "gc-stall, coord-gc-stall, client-gc-stall: one stall's length, MIN..MAX (log-uniform) or one value (default 20ms..2s, cut to half the interval when that is shorter; given, it must be shorter than the interval)",
 		ptr: func(s *Spec) any { return &s.Stall }},
@@ -202,6 +206,8 @@ var Fields = []Field{
 		ptr: func(s *Spec) any { return &s.StallEvery }},
 	{Flag: "disk-latency", Help: "slow-disk: the latency each write and fsync waits, MIN..MAX (uniform) or one value (default 50ms..500ms)",
 		ptr: func(s *Spec) any { return &s.DiskLatency }},
+	{Flag: "aim-write", Help: "coord-net-delay, coord-slow-node: begin each window as the next holder enters its critical section (between its read and its write), on that holder's coordinator, so that its write goes through the slowed node (default: at once, on the coordinator of a client holding then)",
+		ptr: func(s *Spec) any { return &s.AimWrite }},
 	{Flag: "heal-timeout", Help: "how long healing the faults and waiting for a healthy cluster may take (membership faults get more)",
 		ptr: func(s *Spec) any { return &s.HealTimeout }, fill: true,
 		check: func(s *Spec) error { return positive(s.HealTimeout) }},
