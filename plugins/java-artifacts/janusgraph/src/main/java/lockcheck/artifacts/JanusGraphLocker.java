@@ -52,8 +52,17 @@ final class JanusGraphLocker implements Lock {
   private CQLStoreManager manager;
   private ConsistentKeyLocker locker;
   private ModifiableConfiguration config;
-  /** The transactions holding a lock, by lock name. */
+  /**
+   * The transactions holding a lock, by lock name and owner: after an {@code info} the client goes
+   * on as a new owner in this same process, and the old owner's transaction is abandoned, not
+   * handed over (keyed by name alone, the new owner's first acquire took it as a heartbeat and its
+   * release deleted the old owner's claim, which the history still counts as held).
+   */
   private final Map<String, StoreTransaction> held = new HashMap<>();
+
+  private static String heldKey(String name, String owner) {
+    return name + "\u0000" + owner;
+  }
 
   public static void main(String[] args) throws Exception {
     Protocol.serve(new JanusGraphLocker());
@@ -122,7 +131,7 @@ final class JanusGraphLocker implements Lock {
   @Override
   public long acquire(String name, String owner, long deadline) throws Unknown, Failed {
     // A leader's heartbeat (this plug-in has no renew): the transaction still holds its lock.
-    if (held.containsKey(name)) return NO_LEASE;
+    if (held.containsKey(heldKey(name, owner))) return NO_LEASE;
     KeyColumn kc = keyColumn(name);
     long poll = 5;
     while (true) {
@@ -148,7 +157,7 @@ final class JanusGraphLocker implements Lock {
       }
       try {
         locker.checkLocks(tx);
-        held.put(name, tx);
+        held.put(heldKey(name, owner), tx);
         return NO_LEASE;
       } catch (TemporaryLockingException e) {
         // Another instance's claim is senior: the transaction fails and is rolled back (its
@@ -180,7 +189,7 @@ final class JanusGraphLocker implements Lock {
 
   @Override
   public void release(String name, String owner, long deadline) throws Unknown, Failed {
-    StoreTransaction tx = held.remove(name);
+    StoreTransaction tx = held.remove(heldKey(name, owner));
     if (tx == null) throw new Failed("not held");
     try {
       // deleteSingleLock retries a time-out 3 times and gives up silently, as a commit's end does.
