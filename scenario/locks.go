@@ -708,13 +708,16 @@ func slownessParagraph(rows []Row, byRow map[string][]Rate) string {
 		if what == "" {
 			continue
 		}
-		verdict := "holds when "
+		rt, _, ok := Measured(r, byRow[r.Name])
+		verdict, measured := "holds when ", ""
 		if r.Unsafe {
 			verdict = "breaks when "
 		}
-		measured := "not measured"
-		if rt, _, ok := Measured(r, byRow[r.Name]); ok {
+		if ok {
 			measured = fmt.Sprintf("invalid in %d of %d measured runs", rt.Invalid, rt.Runs)
+		} else {
+			// An asserted row no run has judged yet says so, not that it held.
+			verdict, measured = "is asserted to "+strings.TrimSuffix(verdict, "s when ")+" when ", "not measured yet"
 		}
 		parts = append(parts, fmt.Sprintf("%s%s (`%s`, %s)", verdict, what, r.Name, measured))
 	}
