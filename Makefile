@@ -160,11 +160,11 @@ OWN_STREAM = ( export LOCKCHECK_SHARED=none; \
 # next package's test binary is compiled, linked and started while the one
 # before runs, and waits for the cluster (at most one package's time, well
 # inside clustertest's ten minutes) instead of leaving it idle while it builds.
-# -parallel 3: the tests that fault only clients (TestMatrix's client rows,
-# the plug-ins, the recipes' packages) run three at a time on the cluster;
-# their runs last a fixed time and mostly wait (a client paused past its
-# lease), so a third at once costs CPU, not wall time.
-SHARED_GO_TEST = $(GO) test -tags=jepsen -p 2 -parallel 3 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)'
+# The tests that fault only clients (TestMatrix's client rows, the plug-ins,
+# the recipes' packages) run two at a time (-parallel defaults to the cores):
+# three at once failed a Java plug-in's set-up (its schema statement past
+# the driver's 2 s request time-out, docs/measurements.md#make-test).
+SHARED_GO_TEST = $(GO) test -tags=jepsen -p 2 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)'
 SHARED_STREAM = $(SHARED_GO_TEST) $(JEPSEN_PKGS)
 SHARED_EARLY = $(SHARED_GO_TEST) $(filter-out ./runner,$(JEPSEN_PKGS))
 SHARED_RUNNER = $(SHARED_GO_TEST) ./runner

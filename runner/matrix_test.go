@@ -158,8 +158,8 @@ func judgeOnce(t *testing.T, env runner.Env, store string, row scenario.Row) {
 // parallel, go test -parallel at a time, after the others: lock names are
 // fresh every run, and nothing one deals reaches a node the other uses.
 // Those rows are most of the quick tier and mostly wait (a client paused
-// past its lease), so several at once (make test: three) cut make test's
-// longer stream by minutes.
+// past its lease), so two at once (go test -parallel, the cores) cut make
+// test's longer stream by minutes.
 // Their set-ups take turns (runner's setupMu: tables are created there).
 // Measurements (TestUnsafeCaught, lockcheck matrix) stay one run at a time.
 func TestMatrix(t *testing.T) {
