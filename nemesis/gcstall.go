@@ -219,64 +219,37 @@ func (s *gcStall) Start(ctx context.Context, e *Env, hold time.Duration) (Stop, 
 // the wrong moment. The client stands still only for the stop (the
 // workload's pause hook, 1 ms, then the docker exec of the stop).
 func stallHoldersCoordinator(ctx context.Context, e *Env, hold, d time.Duration) error {
-	hctx, cancel := context.WithTimeout(ctx, hold)
-	defer cancel()
-	claimed := make(chan history.ClientPauseStart, 1)
-	type stopped struct {
+	var (
 		t       Target
 		clients []int
 		began   time.Time
-		err     error
-	}
-	stalled := make(chan stopped, 1)
-	_, groups := coordGroups(e)
-	// abandoned is closed when no stall came of the request: a claimer
-	// that resumes then has nothing to wait for.
-	abandoned := make(chan struct{})
-	resumed := func() {
-		var p history.ClientPauseStart
-		select {
-		case p = <-claimed:
-		case <-abandoned:
-			return
-		}
-		node, ok := e.Pins[p.Client]
+	)
+	err := atHoldersWrite(ctx, e, hold, CoordGCStall, func(node string, group []int) error {
 		i := slices.IndexFunc(e.Targets, func(t Target) bool { return t.Name == node })
-		if !ok || i < 0 {
-			stalled <- stopped{err: fmt.Errorf("nemesis: %s: client %d has no coordinator", CoordGCStall, p.Client)}
-			return
-		}
-		t := e.Targets[i]
+		t, clients = e.Targets[i], group
 		sn, ok := t.Node.(StallNode)
 		if !ok {
-			stalled <- stopped{err: fmt.Errorf("nemesis: %s: node %s cannot stall its JVM", CoordGCStall, t.Name)}
-			return
+			return fmt.Errorf("nemesis: %s: node %s cannot stall its JVM", CoordGCStall, t.Name)
 		}
 		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer scancel()
 		err := sn.StallJVM(sctx, d)
-		stalled <- stopped{t: t, clients: groups[node], began: time.Now(), err: err}
-	}
-	p, _, err := e.Clients.PauseHolder(hctx, 0, time.Millisecond, resumed)
+		began = time.Now()
+		return err
+	})
 	if err != nil {
-		close(abandoned)
-		return fmt.Errorf("nemesis: %s: no holder entered a critical section: %w", CoordGCStall, err)
+		return err
 	}
-	claimed <- p
-	st := <-stalled
-	if st.err != nil {
-		return st.err
-	}
-	nodes := []string{st.t.Name}
+	nodes := []string{t.Name}
 	ms := d.Milliseconds()
-	rerr := e.Record(history.StartF(CoordGCStall), history.GCStallStart{Clients: st.clients, MS: ms}, nodes)
-	sleep(context.Background(), d-time.Since(st.began))
+	rerr := e.Record(history.StartF(CoordGCStall), history.GCStallStart{Clients: clients, MS: ms}, nodes)
+	sleep(context.Background(), d-time.Since(began))
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	if err := st.t.Node.SignalJVM(cctx, "CONT"); err != nil {
-		e.Log.Warn("nemesis: "+CoordGCStall+": resume not confirmed", "node", st.t.Name, "err", err)
+	if err := t.Node.SignalJVM(cctx, "CONT"); err != nil {
+		e.Log.Warn("nemesis: "+CoordGCStall+": resume not confirmed", "node", t.Name, "err", err)
 	}
 	ccancel()
-	return errors.Join(rerr, e.Record(history.StopF(CoordGCStall), history.GCStallStop{MS: ms, StalledMS: time.Since(st.began).Milliseconds()}, nodes))
+	return errors.Join(rerr, e.Record(history.StopF(CoordGCStall), history.GCStallStop{MS: ms, StalledMS: time.Since(began).Milliseconds()}, nodes))
 }
 
 // Reset resumes a stopped JVM (any java process in state T), as pause's
