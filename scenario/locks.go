@@ -727,7 +727,7 @@ func slownessParagraph(rows []Row, byRow map[string][]Rate) string {
 			continue
 		}
 		if rt, _, ok := Measured(r, byRow[r.Name]); ok && rt.Invalid > 0 {
-			loaded = append(loaded, fmt.Sprintf("`%s` broke in %d of %d runs", r.Name, rt.Invalid, rt.Runs))
+			loaded = append(loaded, fmt.Sprintf("`%s` broke in %d of %d runs (load %s)", r.Name, rt.Invalid, rt.Runs, rt.Load))
 		}
 	}
 	if len(parts) == 0 && len(loaded) == 0 {
@@ -738,8 +738,8 @@ func slownessParagraph(rows []Row, byRow map[string][]Rate) string {
 		s = fmt.Sprintf("With the rows' %g s TTL, it %s.", spec.DefaultTTL.Seconds(), strings.Join(parts, "; it "))
 	}
 	if len(loaded) > 0 {
-		s += " Its rows without a slowness fault, measured on a loaded machine: " + strings.Join(loaded, ", ") +
-			", where a request was slowed as much."
+		s += " Its rows without a slowness fault broke only where the machine's load or the fault slowed a request as much: " +
+			strings.Join(loaded, ", ") + "."
 	}
 	return s
 }
