@@ -507,8 +507,9 @@ var JavaLocks = []JavaLock{
 					"fences nothing, and no load is needed: a critical section's write sent inside lockAtMostFor that the cut itself " +
 					"holds up (an acquire slowed by the cut leaves little of the lease; the write waits on a cut replica or coordinator) " +
 					"lands after the next instance took the lock (stale-holder-write, lost-add: the report's \"a write outlived its " +
-					"lease\"), and the slowed holder's unlock, which checks nothing, still answers ok (non-linearizable: \"a release " +
-					"answered ok for a hold that had run out\"). shedlock/coord-gc-stall makes the late write certain.",
+					"lease\"), and the slowed holder's unlock (UPDATE ... IF lockUntil >= now AND lockedBy = ?, whose outcome ShedLock does " +
+					"not return) still answers ok (non-linearizable: \"a release answered ok for a hold that had run out\"). " +
+					"shedlock/coord-gc-stall makes the late write certain.",
 			},
 			{
 				// Valid, but for the load: its measured runs include an invalid
