@@ -60,6 +60,9 @@ func likelyCause(a checker.Anomaly, faults []faultView, tl *causeTimeline) strin
 	if s, ok := stuckLock(a, faults, tl); ok {
 		return s
 	}
+	if s, ok := deletedValueBack(a, faults, tl); ok {
+		return s
+	}
 	s := faultCause(a, faults, tl)
 	same, ok := sameClient(a, tl)
 	switch {
