@@ -147,6 +147,27 @@ func (l *Lease) Holding() uint64 {
 	return l.holding
 }
 
+// SetClean records whether this process left the cluster in its known
+// state (healed and healthy) within l's holding, or forgets that it did: a
+// note that lives as long as the holding, so that the next user of the
+// holding in this process (a run after a package's heal, clustertest.Main;
+// a run after a run) need not probe for what another process left, since
+// none held the cluster in between. A nil Lease keeps no note.
+func (l *Lease) SetClean(ok bool) {
+	if l == nil {
+		return
+	}
+	held.setClean(l.key, l.holding, ok)
+}
+
+// Clean tells whether SetClean(true) was the last note of l's holding.
+func (l *Lease) Clean() bool {
+	if l == nil {
+		return false
+	}
+	return held.clean(l.key, l.holding)
+}
+
 // Release gives the cluster up; the last release of a key in a process
 // releases the store's lease.
 func (l *Lease) Release() {
@@ -259,6 +280,7 @@ type entry struct {
 	ready   chan struct{} // closed once the first Take took it (or gave up)
 	release func()
 	holding uint64 // Lease.Holding
+	clean   bool   // Lease.SetClean's last note in this holding
 }
 
 // holdings numbers the holdings (Lease.Holding) of this process.
@@ -296,6 +318,21 @@ func (r *registry) set(key string, release func()) {
 	e := r.m[key]
 	e.release = release
 	close(e.ready)
+}
+
+func (r *registry) setClean(key string, holding uint64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.m[key]; e != nil && e.holding == holding {
+		e.clean = ok
+	}
+}
+
+func (r *registry) clean(key string, holding uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.m[key]
+	return e != nil && e.holding == holding && e.clean
 }
 
 func (r *registry) abandon(key string) {

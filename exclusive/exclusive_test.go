@@ -146,6 +146,59 @@ func TestNested(t *testing.T) {
 	}
 }
 
+// TestCleanLivesWithTheHolding: a note that the cluster was left clean is
+// read by every lease of the holding and is gone with it (another process
+// may have held the cluster since).
+func TestCleanLivesWithTheHolding(t *testing.T) {
+	st := Local{Name: "t5", Dir: t.TempDir()}
+	a, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Clean() {
+		t.Fatal("a new holding is clean before anyone said so")
+	}
+	b, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetClean(true)
+	b.Release()
+	if !a.Clean() {
+		t.Error("a nested lease's note is not the holding's")
+	}
+	c, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Clean() {
+		t.Error("a later lease of the holding does not read the note")
+	}
+	c.SetClean(false)
+	if a.Clean() {
+		t.Error("the note, taken back, still reads clean")
+	}
+	c.SetClean(true)
+	c.Release()
+	a.Release()
+	if a.Clean() {
+		t.Error("a released holding still reads clean")
+	}
+	d, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	if d.Clean() {
+		t.Error("a new holding inherited the last one's note")
+	}
+	var nilLease *Lease
+	nilLease.SetClean(true)
+	if nilLease.Clean() {
+		t.Error("a nil Lease reads clean")
+	}
+}
+
 func TestAlive(t *testing.T) {
 	if !Self().Alive() {
 		t.Fatal("this process is not alive")

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"sync"
-
 	"github.com/lockcheck/lockcheck/exclusive"
 )
 
@@ -17,18 +15,18 @@ import (
 // notices a partition no leftover names). Code of this process that faults
 // the cluster outside Run heals what it injects, as the jepsen tests do.
 
-// healedIn maps a cluster's lease key to the holding (exclusive.Lease.Holding)
-// in which a run of this process last left it healed and healthy.
-var healedIn sync.Map
+// The note lives with the holding (exclusive.Lease.SetClean): a package's
+// TestMain that healed the cluster when it took it (clustertest.Main) leaves
+// the same note, so that its first run trusts that heal too.
 
-// leftHealed tells whether this process's last run on env's cluster left it
-// healed and healthy within lease's holding.
+// leftHealed tells whether this process left env's cluster healed and
+// healthy within lease's holding (its previous run, or the heal of the
+// holding's start).
 func leftHealed(env Env, lease *exclusive.Lease) bool {
 	if env == nil || env.Lease() == nil || lease.Holding() == 0 {
 		return false
 	}
-	h, ok := healedIn.Load(env.Lease().Key())
-	return ok && h.(uint64) == lease.Holding()
+	return lease.Clean()
 }
 
 // markHealed records whether a run left env's cluster healed and healthy
@@ -37,9 +35,5 @@ func markHealed(env Env, lease *exclusive.Lease, ok bool) {
 	if env == nil || env.Lease() == nil || lease.Holding() == 0 {
 		return
 	}
-	if ok {
-		healedIn.Store(env.Lease().Key(), lease.Holding())
-	} else {
-		healedIn.Delete(env.Lease().Key())
-	}
+	lease.SetClean(ok)
 }
