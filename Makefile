@@ -146,18 +146,19 @@ OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMid
 JEPSEN_LINES = scripts/test-log.sh lines
 # The second stream: the tests that start clusters of their own, then
 # sshnode's hosts; it needs neither the shared cluster nor the plug-ins, so
-# make test starts it as soon as the binaries are built. Its packages' test
-# binaries run at once (-p 3) but their clusters one at a time: each test takes the
+# make test starts it as soon as the binaries are built. Its packages run
+# two at a time (-p 2) but their clusters one at a time: each test takes the
 # machine's turn for a cluster of its own (clustertest.OwnTurn) and holds it
 # until its cluster is removed, so the next package's test binary is built
-# and started beside the one before instead of after it (about 20 s of load
-# a link). sshnode's go test starts beside them and waits for its turn the
+# and started beside the one before instead of after it (a link is 5-20 s
+# on a loaded machine). sshnode's go test starts two minutes later (its
+# build would compete with the clusters' start) and waits for its turn the
 # same way. The set-up test's clean container (no Cassandra in it, mostly
 # apt) runs in a lane of its own beside them. One shell command (a
 # background job of the recipes below), its output in $(JEPSEN_OWN_LOG).
 OWN_STREAM = ( set -o pipefail; export LOCKCHECK_SHARED=none; \
-	  ( $(GO) test -tags=jepsen -v -p 3 -count=1 -timeout 75m -run '$(OWN_TESTS)' ./runner/ ./cluster/ ./cmd/lockcheck/ > $(OWN_V_LOG).1 2>&1 & a=$$!; \
-	    $(GO) test -tags=jepsen -v -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ > $(OWN_V_LOG).2 2>&1; b=$$?; \
+	  ( $(GO) test -tags=jepsen -v -p 2 -count=1 -timeout 75m -run '$(OWN_TESTS)' ./runner/ ./cluster/ ./cmd/lockcheck/ > $(OWN_V_LOG).1 2>&1 & a=$$!; \
+	    sleep 120; $(GO) test -tags=jepsen -v -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ > $(OWN_V_LOG).2 2>&1; b=$$?; \
 	    wait $$a && [ $$b = 0 ] ) & o=$$!; \
 	  $(GO) test -tags=jepsen -v -count=1 -timeout 30m -run '$(JEPSEN_RUN)' ./scripts/ > $(OWN_V_LOG).3 2>&1; s=$$?; \
 	  wait $$o; r=$$?; cat $(OWN_V_LOG).3 $(OWN_V_LOG).1 $(OWN_V_LOG).2 > $(OWN_V_LOG); rm -f $(OWN_V_LOG).[123]; \
@@ -210,7 +211,11 @@ jepsen: build plugins
 # $(CLUSTER_STARTING) says the cluster is being started, `cluster up`
 # holding its lease until it is whole), the plug-ins (Maven and pip: about
 # a minute and a half from a fresh clone), and go vet and the unit tests
-# (their output in $(UNIT_LOG), shown when they end). runner's jepsen tests
+# (their output in $(UNIT_LOG), shown when they end). The last two, which
+# nothing waits for until runner's tests and the end, run at nice 5: their
+# compilers and the unit tests (hundreds of CPU-seconds) otherwise take the
+# cores from the nodes (each container's cgroup weighs as much as one
+# process of this machine's) while the clusters start and the runs run. runner's jepsen tests
 # start as soon as the plug-ins are built, beside the other packages (they
 # take the cluster in turn). Every part runs to its end (a failed cluster or
 # plug-in build skips what needs it) and make test fails when any part
@@ -229,8 +234,8 @@ test: setup build
 	  $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1; c=$$?; \
 	else touch $$starting; \
 	  ( $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1; x=$$?; rm -f $$starting; exit $$x ) & up=$$!; c=0; fi; \
-	$(MAKE) --no-print-directory plugins > $(PLUGINS_LOG) 2>&1 & pl=$$!; \
-	$(MAKE) --no-print-directory unit > $(UNIT_LOG) 2>&1 & un=$$!; \
+	nice -n 5 $(MAKE) --no-print-directory plugins > $(PLUGINS_LOG) 2>&1 & pl=$$!; \
+	nice -n 5 $(MAKE) --no-print-directory unit > $(UNIT_LOG) 2>&1 & un=$$!; \
 	if [ $$c = 0 ]; then LOCKCHECK_CLUSTER_STARTING=$$starting $(SHARED_EARLY) $(call TO_LOG,$(SHARED_LOG)) & sh=$$!; fi; \
 	wait $$pl; p=$$?; \
 	if [ $$c = 0 ] && [ $$p = 0 ]; then LOCKCHECK_CLUSTER_STARTING=$$starting $(SHARED_RUNNER) $(call TO_LOG,$(RUNNER_LOG)) & rn=$$!; fi; \

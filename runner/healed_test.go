@@ -79,7 +79,7 @@ func TestRunTrustsItsOwnHeal(t *testing.T) {
 	outer.SetClean(true)
 	step("the run after a heal noted on the holding", env, false, 5)
 	outer.Release()
-	step("a run after the holding ended", env, false, 5)
+	step("a run after the holding ended", env, false, 6)
 }
 
 // failingRecipe is a lock whose set-up fails (a plug-in that would not

@@ -160,6 +160,35 @@ func attach(ctx context.Context, name string, log *slog.Logger) (*exclusive.Leas
 	}
 }
 
+// TakeShared takes the shared cluster's lease and attaches to the running
+// cluster, as Main does for a package (waiting as long, and for a cluster
+// being started), for a test whose package's TestMain is not Main's. The
+// caller releases the lease.
+func TakeShared(t testing.TB) (*exclusive.Lease, *cluster.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), leaseWait)
+	defer cancel()
+	name := sharedName()
+	log := slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	lease, c, err := attach(ctx, name, log)
+	if err == nil && c == nil {
+		lease.Release()
+		err = fmt.Errorf("%w (lockcheck cluster up --name %s)", cluster.ErrNotRunning, name)
+	}
+	if err != nil {
+		t.Fatalf("clustertest: cluster %s: %v", name, err)
+	}
+	return lease, c
+}
+
+// tWriter writes a logger's lines to t.Log.
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
 // Get returns the cluster of the package's tests; it fails the test when
 // TestMain did not call Main, or LOCKCHECK_SHARED=none kept it from
 // attaching.
