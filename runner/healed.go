@@ -17,11 +17,17 @@ import (
 
 // The note lives with the holding (exclusive.Lease.SetClean): a package's
 // TestMain that healed the cluster when it took it (clustertest.Main) leaves
-// the same note, so that its first run trusts that heal too.
+// the same note, so that its first run trusts that heal too. A Docker
+// cluster's lease file passes the holding's last note on to the process
+// that takes the cluster next (exclusive.NotedStore): a run after a run of
+// another process (`lockcheck matrix`'s rows, make test's packages) trusts
+// the heal its predecessor said it left, since nobody held the cluster in
+// between; a process that died, or an older lockcheck, leaves no note, and
+// the next run probes.
 
-// leftHealed tells whether this process left env's cluster healed and
-// healthy within lease's holding (its previous run, or the heal of the
-// holding's start).
+// leftHealed tells whether env's cluster is known healed and healthy at
+// lease's holding: this process's previous run or heal of the holding left
+// it so, or the last holder said so as it let go.
 func leftHealed(env Env, lease *exclusive.Lease) bool {
 	if env == nil || env.Lease() == nil || lease.Holding() == 0 {
 		return false

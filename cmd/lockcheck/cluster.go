@@ -222,6 +222,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	lease.SetClean(true) // a new cluster: the next holder need not probe it
 	return printStatus(ctx, c, stdout)
 }
 
