@@ -33,6 +33,10 @@ failures)
   ' "$@"
   ;;
 times)
+  # A stream that never ran (its cluster or plug-ins failed) has no log.
+  logs=()
+  for f in "$@"; do [ -f "$f" ] && logs+=("$f"); done
+  [ ${#logs[@]} -gt 0 ] || exit 0
   out=$(awk '
     /^--- (PASS|FAIL): / {
       d = $4; gsub(/[()s]/, "", d); top += d
@@ -49,7 +53,7 @@ times)
       for (i = 1; i <= n; i++) printf "T %9.1fs %s %s\n", dur[i], pkg, name[i]
       n = 0; top = 0
     }
-  ' "$@")
+  ' "${logs[@]}")
   grep '^P ' <<<"$out" | cut -c3- || true
   echo "slowest tests (top-level and subtests):"
   grep '^T ' <<<"$out" | cut -c3- | sort -rn | head -n "${TEST_LOG_TOP:-40}" || true
