@@ -150,8 +150,8 @@ JEPSEN_LINES = scripts/test-log.sh lines
 # two at a time (-p 2) but their clusters one at a time: each test takes the
 # machine's turn for a cluster of its own (clustertest.OwnTurn) and holds it
 # until its cluster is removed, so the next package's test binary is built
-# and started beside the one before instead of after it (a link is 5-20 s
-# on a loaded machine). sshnode's go test starts two minutes later (its
+# and started beside the one before instead of after it. sshnode's go
+# test starts two minutes later (its
 # build would compete with the clusters' start) and waits for its turn the
 # same way. The set-up test's clean container (no Cassandra in it, mostly
 # apt) runs in a lane of its own beside them. One shell command (a
@@ -214,8 +214,9 @@ jepsen: build plugins
 # (their output in $(UNIT_LOG), shown when they end). The last two, which
 # nothing waits for until runner's tests and the end, run at nice 5: their
 # compilers and the unit tests (hundreds of CPU-seconds) otherwise take the
-# cores from the nodes (each container's cgroup weighs as much as one
-# process of this machine's) while the clusters start and the runs run. runner's jepsen tests
+# cores from the nodes while the clusters start and the runs run (on a
+# cgroup v1 machine all the containers together weigh as much as one
+# process outside Docker: docs/measurements.md#where-make-tests-time-goes-issue-51). runner's jepsen tests
 # start as soon as the plug-ins are built, beside the other packages (they
 # take the cluster in turn). Every part runs to its end (a failed cluster or
 # plug-in build skips what needs it) and make test fails when any part
