@@ -139,76 +139,118 @@ JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
 jepsen test: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
 jepsen test: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
 OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade
-# The second stream: the tests that start clusters of their own, one at a
-# time, then sshnode's hosts; it needs neither the shared cluster nor the
-# plug-ins, so make test starts it as soon as the binaries are built. The
-# set-up test's clean container (no Cassandra in it, mostly apt) runs in a
-# lane of its own beside it. One shell command (a background job of the
-# recipes below), its output in $(JEPSEN_OWN_LOG).
-OWN_STREAM = ( export LOCKCHECK_SHARED=none; \
-	  ( $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(OWN_TESTS)' ./runner/ ./cluster/ ./cmd/lockcheck/; a=$$?; \
-	    $(GO) test -tags=jepsen -p 1 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/; b=$$?; \
-	    [ $$a = 0 ] && [ $$b = 0 ] ) & o=$$!; \
-	  $(GO) test -tags=jepsen -count=1 -timeout 30m -run '$(JEPSEN_RUN)' ./scripts/; s=$$?; \
-	  wait $$o && [ $$s = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1
+# Every jepsen go test runs with -v into a log of its stream in .cache/
+# (the terminal gets each package's line and the failures:
+# scripts/test-log.sh), so that where a stream's time went can be read per
+# test afterwards (`scripts/test-log.sh times LOG`, printed at the end).
+JEPSEN_LINES = scripts/test-log.sh lines
+# The second stream: the tests that start clusters of their own, then
+# sshnode's hosts; it needs neither the shared cluster nor the plug-ins, so
+# make test starts it as soon as the binaries are built. Its packages run
+# two at a time (-p 2) but their clusters one at a time: each test takes the
+# machine's turn for a cluster of its own (clustertest.OwnTurn) and holds it
+# until its cluster is removed, so the next package's test binary is built
+# and started beside the one before instead of after it. sshnode's go
+# test starts two minutes later (its
+# build would compete with the clusters' start) and waits for its turn the
+# same way. The set-up test's clean container (no Cassandra in it, mostly
+# apt) runs in a lane of its own beside them. One shell command (a
+# background job of the recipes below), its output in $(JEPSEN_OWN_LOG).
+OWN_STREAM = ( set -o pipefail; export LOCKCHECK_SHARED=none; \
+	  ( $(GO) test -tags=jepsen -v -p 2 -count=1 -timeout 75m -run '$(OWN_TESTS)' ./runner/ ./cluster/ ./cmd/lockcheck/ > $(OWN_V_LOG).1 2>&1 & a=$$!; \
+	    sleep 120; $(GO) test -tags=jepsen -v -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ > $(OWN_V_LOG).2 2>&1; b=$$?; \
+	    wait $$a && [ $$b = 0 ] ) & o=$$!; \
+	  $(GO) test -tags=jepsen -v -count=1 -timeout 30m -run '$(JEPSEN_RUN)' ./scripts/ > $(OWN_V_LOG).3 2>&1; s=$$?; \
+	  wait $$o; r=$$?; cat $(OWN_V_LOG).3 $(OWN_V_LOG).1 $(OWN_V_LOG).2 > $(OWN_V_LOG); rm -f $(OWN_V_LOG).[123]; \
+	  $(JEPSEN_LINES) < $(OWN_V_LOG); [ $$r = 0 ] && [ $$s = 0 ] ) > $(JEPSEN_OWN_LOG) 2>&1
+OWN_V_LOG := .cache/jepsen-own-v.log
 # The shared cluster's stream: every other jepsen test, one package after
 # another, on the running cluster $(CLUSTER). Only runner's tests run the
-# plug-ins: make test starts the other packages before the plug-ins are
-# built (SHARED_EARLY, then SHARED_RUNNER).
-# -p 2: each package's TestMain holds the shared cluster until its tests end
-# (clustertest.Main), so the packages still run on it one at a time, but the
-# next package's test binary is compiled, linked and started while the one
-# before runs, and waits for the cluster (at most one package's time, well
-# inside clustertest's ten minutes) instead of leaving it idle while it builds.
+# plug-ins: make test starts the other packages at once (SHARED_EARLY: their
+# binaries are built while the cluster starts, and wait for it) and runner's
+# as soon as the plug-ins are built (SHARED_RUNNER), beside them: each
+# package's TestMain holds the shared cluster until its tests end
+# (clustertest.Main), so the packages still run on it one at a time, in
+# whatever order they take it, and none waits for a build.
+# -p 2: the next package's test binary is compiled, linked and started while
+# the one before runs, and waits for the cluster instead of leaving it idle
+# while it builds.
 # The tests that fault only clients (TestMatrix's client rows, the plug-ins,
 # the recipes' packages) run two at a time (-parallel defaults to the cores):
 # three at once failed a Java plug-in's set-up (its schema statement past
 # the driver's 2 s request time-out, docs/measurements.md#make-test).
-SHARED_GO_TEST = $(GO) test -tags=jepsen -p 2 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)'
+SHARED_GO_TEST = $(GO) test -tags=jepsen -v -p 2 -count=1 -timeout 75m -run '$(JEPSEN_RUN)' -skip '$(OWN_TESTS)'
 SHARED_STREAM = $(SHARED_GO_TEST) $(JEPSEN_PKGS)
 SHARED_EARLY = $(SHARED_GO_TEST) $(filter-out ./runner,$(JEPSEN_PKGS))
 SHARED_RUNNER = $(SHARED_GO_TEST) ./runner
-OWN_DONE = echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG)
+SHARED_LOG := .cache/jepsen-shared.log
+RUNNER_LOG := .cache/jepsen-runner.log
+# A stream's log into its file, its lines to the terminal as they come.
+TO_LOG = 2>&1 | tee $(1) | $(JEPSEN_LINES)
+OWN_DONE = echo "--- the second stream (configs matrix, sshnode, set-up): $(JEPSEN_OWN_LOG)"; cat $(JEPSEN_OWN_LOG); \
+	[ $$orc = 0 ] || scripts/test-log.sh failures $(OWN_V_LOG)
 
 jepsen: build plugins
-	@if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
+	@set -o pipefail; if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then started=0; else started=1; fi; \
 	$(BIN) cluster up --name $(CLUSTER) || exit $$?; \
 	mkdir -p .cache; \
 	$(OWN_STREAM) & own=$$!; \
-	$(SHARED_STREAM); rc=$$?; \
+	$(SHARED_STREAM) $(call TO_LOG,$(SHARED_LOG)); rc=$$?; \
+	[ $$rc = 0 ] || scripts/test-log.sh failures $(SHARED_LOG); \
 	wait $$own; orc=$$?; $(OWN_DONE); \
+	echo "--- where the time went: scripts/test-log.sh times $(SHARED_LOG) $(OWN_V_LOG)"; scripts/test-log.sh times $(SHARED_LOG) $(OWN_V_LOG); \
 	if [ $$started = 1 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
 	[ $$rc = 0 ] && [ $$orc = 0 ]
 
 # LOCKCHECK_BROWSER=1: here a missing Chromium fails the browser test (a
 # plain `go test ./...` skips it).
-# Once the binaries are built, four things start at once: the second stream
-# (above), the shared cluster (3 JVMs, 1-2 minutes, much of it waiting for
-# the ring to settle), the plug-ins (Maven and pip: about a minute and a half
-# from a fresh clone), and go vet and the unit tests (their output in
-# $(UNIT_LOG), shown when they end). The shared stream starts as soon as
-# its cluster is up, runner's tests once the plug-ins are built too. Every
-# part runs to its end (a failed cluster or plug-in build skips what needs
-# it) and make test fails when any part failed; a cluster this target starts
-# is removed at the end.
+# Once the binaries are built, five things start at once: the second stream
+# (above), the shared cluster (3 JVMs, about a minute, much of it waiting
+# for the ring to settle), the shared stream's go test (its test binaries
+# are built while the cluster starts: each waits in clustertest.Main while
+# $(CLUSTER_STARTING) says the cluster is being started, `cluster up`
+# holding its lease until it is whole), the plug-ins (Maven and pip: about
+# a minute and a half from a fresh clone), and go vet and the unit tests
+# (their output in $(UNIT_LOG), shown when they end). The last two, which
+# nothing waits for until runner's tests and the end, run at nice 5: their
+# compilers and the unit tests (hundreds of CPU-seconds) otherwise take the
+# cores from the nodes while the clusters start and the runs run (on a
+# cgroup v1 machine all the containers together weigh as much as one
+# process outside Docker: docs/measurements.md#where-make-tests-time-goes-issue-51). runner's jepsen tests
+# start as soon as the plug-ins are built, beside the other packages (they
+# take the cluster in turn). Every part runs to its end (a failed cluster or
+# plug-in build skips what needs it) and make test fails when any part
+# failed; a cluster this target starts is removed at the end. Each stream's
+# -v log stays in .cache/ and the end prints where the time went, test by
+# test.
 CLUSTER_UP_LOG := .cache/cluster-up.log
+CLUSTER_STARTING := .cache/cluster-starting
 PLUGINS_LOG := .cache/plugins-build.log
 UNIT_LOG := .cache/unit.log
 test: export LOCKCHECK_BROWSER := 1
 test: setup build
-	@mkdir -p .cache; up=0; \
+	@set -o pipefail; mkdir -p .cache; up=0; rn=0; sh=0; starting=$(CURDIR)/$(CLUSTER_STARTING); rm -f $$starting; \
 	$(OWN_STREAM) & own=$$!; \
-	if ! $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then \
-	  $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1 & up=$$!; fi; \
-	$(MAKE) --no-print-directory plugins > $(PLUGINS_LOG) 2>&1 & pl=$$!; \
-	$(MAKE) --no-print-directory unit > $(UNIT_LOG) 2>&1 & un=$$!; \
-	if [ $$up != 0 ]; then wait $$up; c=$$?; cat $(CLUSTER_UP_LOG); else c=0; fi; \
-	if [ $$c = 0 ]; then $(BIN) cluster up --name $(CLUSTER) && $(SHARED_EARLY); r1=$$?; else r1=1; fi; \
-	wait $$pl; p=$$?; echo "--- the plug-ins' build: $(PLUGINS_LOG)"; cat $(PLUGINS_LOG); \
-	if [ $$c = 0 ] && [ $$p = 0 ]; then $(SHARED_RUNNER); r2=$$?; else r2=1; fi; \
+	if $(BIN) cluster status --name $(CLUSTER) >/dev/null 2>&1; then \
+	  $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1; c=$$?; \
+	else touch $$starting; \
+	  ( $(BIN) cluster up --name $(CLUSTER) > $(CLUSTER_UP_LOG) 2>&1; x=$$?; rm -f $$starting; exit $$x ) & up=$$!; c=0; fi; \
+	nice -n 5 $(MAKE) --no-print-directory plugins > $(PLUGINS_LOG) 2>&1 & pl=$$!; \
+	nice -n 5 $(MAKE) --no-print-directory unit > $(UNIT_LOG) 2>&1 & un=$$!; \
+	if [ $$c = 0 ]; then LOCKCHECK_CLUSTER_STARTING=$$starting $(SHARED_EARLY) $(call TO_LOG,$(SHARED_LOG)) & sh=$$!; fi; \
+	wait $$pl; p=$$?; \
+	if [ $$c = 0 ] && [ $$p = 0 ]; then LOCKCHECK_CLUSTER_STARTING=$$starting $(SHARED_RUNNER) $(call TO_LOG,$(RUNNER_LOG)) & rn=$$!; fi; \
+	if [ $$up != 0 ]; then wait $$up; c=$$?; fi; echo "--- cluster up: $(CLUSTER_UP_LOG)"; cat $(CLUSTER_UP_LOG); \
+	echo "--- the plug-ins' build: $(PLUGINS_LOG)"; cat $(PLUGINS_LOG); \
+	if [ $$sh != 0 ]; then wait $$sh; r1=$$?; else r1=1; fi; \
+	if [ $$rn != 0 ]; then wait $$rn; r2=$$?; else r2=1; fi; \
+	[ $$r1 = 0 ] || scripts/test-log.sh failures $(SHARED_LOG); \
+	[ $$r2 = 0 ] || scripts/test-log.sh failures $(RUNNER_LOG); \
 	wait $$un; u=$$?; echo "--- go vet and the unit tests: $(UNIT_LOG)"; cat $(UNIT_LOG); \
 	wait $$own; orc=$$?; $(OWN_DONE); \
 	if [ $$up != 0 ]; then $(BIN) cluster down --name $(CLUSTER); fi; \
+	echo "--- where the time went: scripts/test-log.sh times $(SHARED_LOG) $(RUNNER_LOG) $(OWN_V_LOG)"; \
+	scripts/test-log.sh times $(SHARED_LOG) $(RUNNER_LOG) $(OWN_V_LOG); \
 	for x in "unit tests:$$u" "cluster up:$$c" "plug-ins:$$p" "shared stream:$$r1" "runner's stream:$$r2" "second stream:$$orc"; do \
 	  [ "$${x##*:}" = 0 ] || echo "make test: $${x%:*} failed (exit $${x##*:})" >&2; done; \
 	[ $$u = 0 ] && [ $$c = 0 ] && [ $$p = 0 ] && [ $$r1 = 0 ] && [ $$r2 = 0 ] && [ $$orc = 0 ]

@@ -3,7 +3,6 @@
 package exclusive_test
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/exclusive"
 )
 
@@ -31,20 +30,10 @@ func TestCQLLease(t *testing.T) {
 	if os.Getenv("LOCKCHECK_SHARED") == "none" {
 		t.Skip("LOCKCHECK_SHARED=none: no shared cluster")
 	}
-	name := cmp.Or(os.Getenv("LOCKCHECK_CLUSTER"), cluster.DefaultName)
-	wait, stop := context.WithTimeout(context.Background(), 10*time.Minute) // clustertest.Main's wait
-	shared, err := exclusive.Take(wait, exclusive.Local{Name: name}, exclusive.Say(func(line string) { t.Log(line) }))
-	stop()
-	if err != nil {
-		t.Fatal(err)
-	}
+	shared, c := clustertest.TakeShared(t)
 	defer shared.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Attach(ctx, cluster.WithName(name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := exclusive.CQL{Session: c.Session, Keyspace: c.Keyspace(), ID: "test-" + c.Name(), TTL: 6 * time.Second}
 
 	l, err := exclusive.Take(ctx, st, exclusive.NoWait(true))

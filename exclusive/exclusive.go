@@ -48,6 +48,10 @@ type Holder struct {
 	// (/proc/PID/stat), so that a pid reused by another process is not
 	// taken for the holder.
 	Boot int64 `json:"boot,omitempty"`
+	// Clean is set only in what a holder leaves as it lets go (a
+	// NotedStore's note): it left the cluster healed and healthy, so the
+	// next holder need not probe it for leftovers (Lease.Clean).
+	Clean bool `json:"clean,omitempty"`
 }
 
 // Self is this process as a holder.
@@ -108,6 +112,16 @@ type Store interface {
 	Holder(ctx context.Context) (h Holder, ok bool, err error)
 }
 
+// NotedStore is a Store that passes a holding's note (Lease.SetClean) on
+// to the next holder: the release says whether the holder left the cluster
+// clean, and the take right after it reads that (a holder that dies says
+// nothing, and any take in between writes over it). Local is one; for the
+// others a holding starts with no note.
+type NotedStore interface {
+	Store
+	TryTakeNoted(ctx context.Context, me Holder) (release func(clean bool), holder Holder, wasClean bool, err error)
+}
+
 // BusyError is a lease held by another process, with --no-wait.
 type BusyError struct {
 	Cluster string
@@ -145,6 +159,31 @@ func (l *Lease) Holding() uint64 {
 		return 0
 	}
 	return l.holding
+}
+
+// SetClean records whether this process left the cluster in its known
+// state (healed and healthy) within l's holding, or forgets that it did: a
+// note that lives as long as the holding, so that the next user of the
+// holding in this process (a run after a package's heal, clustertest.Main;
+// a run after a run) need not probe for what another process left, since
+// none held the cluster in between. A NotedStore passes the holding's last
+// note on to the next process that takes the cluster right after it (a
+// holding starts with it: Clean). A nil Lease keeps no note.
+func (l *Lease) SetClean(ok bool) {
+	if l == nil {
+		return
+	}
+	held.setClean(l.key, l.holding, ok)
+}
+
+// Clean tells whether SetClean(true) was the last note of l's holding, or,
+// before any, whether the process that held the cluster last left it
+// clean (a NotedStore's note).
+func (l *Lease) Clean() bool {
+	if l == nil {
+		return false
+	}
+	return held.clean(l.key, l.holding)
 }
 
 // Release gives the cluster up; the last release of a key in a process
@@ -205,9 +244,9 @@ func Take(ctx context.Context, store Store, opts ...Option) (*Lease, error) {
 	tick := time.NewTicker(cfg.poll)
 	defer tick.Stop()
 	for {
-		release, h, err := store.TryTake(ctx, me)
+		release, h, clean, err := tryTake(ctx, store, me)
 		if err == nil && release != nil {
-			held.set(key, release)
+			held.set(key, release, clean)
 			if said != "" && cfg.say != nil {
 				cfg.say(fmt.Sprintf("cluster %s is free: taken", cfg.name))
 			}
@@ -245,6 +284,18 @@ func Take(ctx context.Context, store Store, opts ...Option) (*Lease, error) {
 	}
 }
 
+// tryTake is store.TryTake, with the last holder's note from a NotedStore.
+func tryTake(ctx context.Context, store Store, me Holder) (func(clean bool), Holder, bool, error) {
+	if ns, ok := store.(NotedStore); ok {
+		return ns.TryTakeNoted(ctx, me)
+	}
+	release, h, err := store.TryTake(ctx, me)
+	if release == nil {
+		return nil, h, false, err
+	}
+	return func(bool) { release() }, h, false, err
+}
+
 // held is this process's leases, by key, counted: a nested Take shares the
 // holding, and the last Release releases it.
 var held = &registry{m: map[string]*entry{}}
@@ -257,8 +308,9 @@ type registry struct {
 type entry struct {
 	n       int
 	ready   chan struct{} // closed once the first Take took it (or gave up)
-	release func()
+	release func(clean bool)
 	holding uint64 // Lease.Holding
+	clean   bool   // Lease.SetClean's last note in this holding
 }
 
 // holdings numbers the holdings (Lease.Holding) of this process.
@@ -290,12 +342,27 @@ func (r *registry) enter(key string) (nested bool, holding uint64) {
 	}
 }
 
-func (r *registry) set(key string, release func()) {
+func (r *registry) set(key string, release func(clean bool), clean bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.m[key]
-	e.release = release
+	e.release, e.clean = release, clean
 	close(e.ready)
+}
+
+func (r *registry) setClean(key string, holding uint64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.m[key]; e != nil && e.holding == holding {
+		e.clean = ok
+	}
+}
+
+func (r *registry) clean(key string, holding uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.m[key]
+	return e != nil && e.holding == holding && e.clean
 }
 
 func (r *registry) abandon(key string) {
@@ -319,8 +386,9 @@ func (r *registry) release(key string) {
 		return
 	}
 	delete(r.m, key)
+	clean := e.clean
 	r.mu.Unlock()
-	e.release()
+	e.release(clean)
 }
 
 // procStart is the start time of process pid in clock ticks after boot

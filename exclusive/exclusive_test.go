@@ -146,6 +146,117 @@ func TestNested(t *testing.T) {
 	}
 }
 
+// TestCleanLivesWithTheHolding: a note that the cluster was left clean is
+// read by every lease of the holding; its last value (what the holding
+// found, unless it said otherwise) goes to the process that takes the
+// cluster right after the holding ends (Local is a NotedStore), and to no
+// other: a holder that dies says nothing.
+func TestCleanLivesWithTheHolding(t *testing.T) {
+	dir := t.TempDir()
+	st := Local{Name: "t5", Dir: dir}
+	a, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Clean() {
+		t.Fatal("a first holding is clean before anyone said so")
+	}
+	b, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetClean(true)
+	b.Release()
+	if !a.Clean() {
+		t.Error("a nested lease's note is not the holding's")
+	}
+	c, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetClean(false)
+	if a.Clean() {
+		t.Error("the note, taken back, still reads clean")
+	}
+	c.SetClean(true)
+	c.Release()
+	a.Release()
+	if _, ok, _ := st.Holder(context.Background()); ok {
+		t.Fatal("a note left on release reads as a holder")
+	}
+	// The next process reads the note and leaves one; one that says
+	// nothing passes on what it found; one that takes it back leaves none.
+	for i, step := range []struct{ mode, found string }{
+		{"--clean", "true"}, {"--report", "true"}, {"--unclean", "true"}, {"--report", "false"},
+	} {
+		if out, code := helper(t, dir, "t5", step.mode); code != 0 || out != step.found {
+			t.Fatalf("process %d after the holding (%s): exit %d, found clean %q, want %s", i+1, step.mode, code, out, step.found)
+		}
+	}
+	// A holder that noted clean but died never said so.
+	if out, code := helper(t, dir, "t5", "--clean"); code != 0 || out != "false" {
+		t.Fatalf("exit %d, %q", code, out)
+	}
+	cmd := helperCmd(t, dir, "t5", "--hold-clean")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := cmd.StdinPipe()
+	defer in.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "taken" {
+		t.Fatalf("helper: %q, %v", buf, err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	d, err := Take(context.Background(), st, NoWait(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Clean() {
+		t.Error("a holding after a holder killed with its note unsaid starts clean")
+	}
+	d.Release()
+	var nilLease *Lease
+	nilLease.SetClean(true)
+	if nilLease.Clean() {
+		t.Error("a nil Lease reads clean")
+	}
+}
+
+// TestNoNoteWithoutANotedStore: a store that keeps no note (CQL, Hosts)
+// starts every holding unclean, whatever the last one said.
+func TestNoNoteWithoutANotedStore(t *testing.T) {
+	st := plainStore{Local{Name: "t6", Dir: t.TempDir()}}
+	a, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetClean(true)
+	a.Release()
+	b, err := Take(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	if b.Clean() {
+		t.Error("a store without notes passed one on")
+	}
+}
+
+// plainStore is Local without its notes: a Store only.
+type plainStore struct{ l Local }
+
+func (p plainStore) Key() string { return p.l.Key() }
+func (p plainStore) TryTake(ctx context.Context, me Holder) (func(), Holder, error) {
+	return p.l.TryTake(ctx, me)
+}
+func (p plainStore) Holder(ctx context.Context) (Holder, bool, error) { return p.l.Holder(ctx) }
+
 func TestAlive(t *testing.T) {
 	if !Self().Alive() {
 		t.Fatal("this process is not alive")

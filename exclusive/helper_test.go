@@ -32,9 +32,22 @@ func helperMain(v string) int {
 		return 1
 	}
 	defer l.Release()
-	if mode == "--hold" {
+	switch mode {
+	case "--hold":
 		fmt.Print("taken")
 		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "--hold-clean": // noted clean, but killed before it lets go
+		l.SetClean(true)
+		fmt.Print("taken")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "--clean": // says whether it found the last holder's note, and leaves one
+		fmt.Print(l.Clean())
+		l.SetClean(true)
+	case "--report": // says whether it found the note, and passes it on
+		fmt.Print(l.Clean())
+	case "--unclean": // says whether it found the note, and takes it back
+		fmt.Print(l.Clean())
+		l.SetClean(false)
 	}
 	return 0
 }

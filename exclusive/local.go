@@ -73,30 +73,66 @@ func lockAll(typ int16) *unix.Flock_t {
 }
 
 // TryTake locks the file and writes me into it, or reads the holder.
-func (l Local) TryTake(_ context.Context, me Holder) (func(), Holder, error) {
+func (l Local) TryTake(ctx context.Context, me Holder) (func(), Holder, error) {
+	release, h, _, err := l.TryTakeNoted(ctx, me)
+	if release == nil {
+		return nil, h, err
+	}
+	return func() { release(false) }, h, err
+}
+
+// TryTakeNoted is TryTake that reads the last holder's note: wasClean when
+// the file still holds what the last holder wrote as it let go, saying it
+// left the cluster healed and healthy (every taker writes its own name
+// over it, and a holder that dies leaves its name, so only the take right
+// after such a release reads it). release(clean) leaves that note for the
+// next holder, or none.
+func (l Local) TryTakeNoted(_ context.Context, me Holder) (release func(clean bool), holder Holder, wasClean bool, err error) {
 	f, err := l.open()
 	if err != nil {
-		return nil, Holder{}, fmt.Errorf("lease %s: %w", l.path(), err)
+		return nil, Holder{}, false, fmt.Errorf("lease %s: %w", l.path(), err)
 	}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, lockAll(unix.F_WRLCK)); err != nil {
 		h, _ := readHolder(f)
 		f.Close()
 		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
-			return nil, h, nil
+			return nil, h, false, nil
 		}
-		return nil, Holder{}, fmt.Errorf("lease %s: lock: %w", l.path(), err)
+		return nil, Holder{}, false, fmt.Errorf("lease %s: lock: %w", l.path(), err)
 	}
+	wasClean = readNote(f)
 	b, _ := json.Marshal(me)
 	if err := writeHolder(f, b); err != nil {
 		f.Close()
-		return nil, Holder{}, fmt.Errorf("lease %s: %w", l.path(), err)
+		return nil, Holder{}, false, fmt.Errorf("lease %s: %w", l.path(), err)
 	}
-	return func() {
+	return func(clean bool) {
 		// Say the lease is free before the lock goes (a status read
-		// between the two would name a holder that left).
-		_ = f.Truncate(0)
+		// between the two would name a holder that left): an empty file,
+		// or the note, which names no holder.
+		if clean {
+			note := me
+			note.Clean = true
+			b, _ := json.Marshal(note)
+			if writeHolder(f, b) != nil {
+				_ = f.Truncate(0)
+			}
+		} else {
+			_ = f.Truncate(0)
+		}
 		f.Close()
-	}, Holder{}, nil
+	}, Holder{}, wasClean, nil
+}
+
+// readNote tells whether the file holds a released holder's note that it
+// left the cluster clean.
+func readNote(f *os.File) bool {
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<16))
+	if err != nil {
+		return false
+	}
+	var h Holder
+	return json.Unmarshal(b, &h) == nil && h.Clean
 }
 
 // Holder reads who holds the lease: the file's holder when its lock is
@@ -141,6 +177,11 @@ func readHolder(f *os.File) (Holder, error) {
 		if err := json.Unmarshal([]byte(s), &h); err != nil {
 			return Holder{Command: "unreadable lease file"}, nil
 		}
+	}
+	if h.Clean {
+		// A released holder's note: the file is locked by a taker that
+		// has not yet written its name over it.
+		h = Holder{}
 	}
 	if h.Command == "" {
 		h.Command = "a process still writing its name"

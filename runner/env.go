@@ -222,13 +222,17 @@ func HealLeftovers(ctx context.Context, env Env, rec nemesis.Recorder, log *slog
 		return err
 	}
 	defer lease.Release()
+	lease.SetClean(false) // until healed: the note passes to the next holder
 	if sr, ok := env.(strayRemover); ok {
 		if _, err := sr.RemoveStrayHelpers(ctx); err != nil {
 			return err
 		}
 	}
-	_, err = nemesis.HealAndWait(ctx, env.Targets(), env, rec, log)
-	return err
+	if _, err = nemesis.HealAndWait(ctx, env.Targets(), env, rec, log); err != nil {
+		return err
+	}
+	lease.SetClean(true)
+	return nil
 }
 
 // strayRemover removes what a killed process left beside the nodes

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"sync"
-
 	"github.com/lockcheck/lockcheck/exclusive"
 )
 
@@ -17,18 +15,24 @@ import (
 // notices a partition no leftover names). Code of this process that faults
 // the cluster outside Run heals what it injects, as the jepsen tests do.
 
-// healedIn maps a cluster's lease key to the holding (exclusive.Lease.Holding)
-// in which a run of this process last left it healed and healthy.
-var healedIn sync.Map
+// The note lives with the holding (exclusive.Lease.SetClean): a package's
+// TestMain that healed the cluster when it took it (clustertest.Main) leaves
+// the same note, so that its first run trusts that heal too. A Docker
+// cluster's lease file passes the holding's last note on to the process
+// that takes the cluster next (exclusive.NotedStore): a run after a run of
+// another process (`lockcheck matrix`'s rows, make test's packages) trusts
+// the heal its predecessor said it left, since nobody held the cluster in
+// between; a process that died, or an older lockcheck, leaves no note, and
+// the next run probes.
 
-// leftHealed tells whether this process's last run on env's cluster left it
-// healed and healthy within lease's holding.
+// leftHealed tells whether env's cluster is known healed and healthy at
+// lease's holding: this process's previous run or heal of the holding left
+// it so, or the last holder said so as it let go.
 func leftHealed(env Env, lease *exclusive.Lease) bool {
 	if env == nil || env.Lease() == nil || lease.Holding() == 0 {
 		return false
 	}
-	h, ok := healedIn.Load(env.Lease().Key())
-	return ok && h.(uint64) == lease.Holding()
+	return lease.Clean()
 }
 
 // markHealed records whether a run left env's cluster healed and healthy
@@ -37,9 +41,5 @@ func markHealed(env Env, lease *exclusive.Lease, ok bool) {
 	if env == nil || env.Lease() == nil || lease.Holding() == 0 {
 		return
 	}
-	if ok {
-		healedIn.Store(env.Lease().Key(), lease.Holding())
-	} else {
-		healedIn.Delete(env.Lease().Key())
-	}
+	lease.SetClean(ok)
 }

@@ -152,27 +152,46 @@ func judgeOnce(t *testing.T, env runner.Env, store string, row scenario.Row) {
 // TestMatrix runs every row on the shared cluster once (LOCKCHECK_ROWS:
 // those it picks): a known-unsafe row must be invalid (judgeOnce: in one of
 // up to row.Tries() runs), a safe one valid, and every fault kind of the row
-// injected.
+// injected. It runs the rows whose faults strike only the clients
+// (row.NodesUntouched); TestMatrixNodeFaults runs the others.
 //
-// Rows whose faults strike only the clients (row.NodesUntouched) run in
-// parallel, go test -parallel at a time, after the others: lock names are
+// Those rows run in parallel, go test -parallel at a time: lock names are
 // fresh every run, and nothing one deals reaches a node the other uses.
-// Those rows are most of the quick tier and mostly wait (a client paused
-// past its lease), so two at once (go test -parallel, the cores) cut make
-// test's longer stream by minutes.
+// They are most of the quick tier and mostly wait (a client paused past
+// its lease), so two at once (go test -parallel, the cores) cut make test's
+// longer stream by minutes. TestMatrix is itself a parallel test: it starts
+// once the package's sequential tests (TestMatrixNodeFaults among them)
+// have ended, and its rows share the -parallel slots with the other
+// client-fault tests (TestReferencePlugins), so that no slot waits idle
+// while the longest of one test's runs ends.
 // Their set-ups take turns (runner's setupMu: tables are created there).
 // Measurements (TestUnsafeCaught, lockcheck matrix) stay one run at a time.
 func TestMatrix(t *testing.T) {
+	t.Parallel()
+	matrixRows(t, true)
+}
+
+// TestMatrixNodeFaults runs the rows of the shared cluster whose faults
+// reach a node (TestMatrix's others), one at a time: a node fault's heal
+// would undo another run's window. Its rows are TestMatrix's in what they
+// assert; they run before it (a sequential test).
+func TestMatrixNodeFaults(t *testing.T) {
+	matrixRows(t, false)
+}
+
+// matrixRows runs the shared cluster's rows whose NodesUntouched is
+// clients: side by side when they are (t.Parallel), else one at a time.
+func matrixRows(t *testing.T, clients bool) {
 	pick := picked()
 	env := runner.ClusterEnv{clustertest.Get(t)}
 	store := matrixStore(t)
 	for _, row := range scenario.Rows {
-		if !row.Cluster.Shared() || (pick != nil && !pick(row.Name)) {
+		if !row.Cluster.Shared() || row.NodesUntouched() != clients || (pick != nil && !pick(row.Name)) {
 			continue
 		}
 		t.Run(row.Name, func(t *testing.T) {
 			skipFull(t, row)
-			if row.NodesUntouched() {
+			if clients {
 				t.Parallel()
 			}
 			judgeOnce(t, env, store, row)

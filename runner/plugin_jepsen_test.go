@@ -23,7 +23,14 @@ import (
 // itself stopped. `make plugins` builds them (`make jepsen` does it first).
 // Each run is 12-15 s plus the processes' start (a JVM: 1-2 s, five at
 // once about 4 s) and 2 s of quiet.
+//
+// Its runs fault only the clients: it is a parallel test, whose two
+// plug-ins' runs share the -parallel slots with TestMatrix's client rows once
+// the package's sequential tests (the node faults among them) have ended.
+// TestPluginClientKill, which runs python-lease too, is sequential: no run of
+// it overlaps these, whose check for leftover processes it would fail.
 func TestReferencePlugins(t *testing.T) {
+	t.Parallel()
 	env := ClusterEnv{clustertest.Get(t)}
 	for _, tc := range []struct {
 		plugin, marker string // marker: a word of the plug-in's command line, to find leftovers

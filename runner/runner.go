@@ -92,6 +92,9 @@ type Test struct {
 type SetupError struct {
 	Recipe string
 	Err    error
+	// cluster: the cluster's heal or health check failed (not the lock's
+	// set-up): the run leaves it as it found it, not known healed.
+	cluster bool
 }
 
 func (e *SetupError) Error() string { return fmt.Sprintf("set up %s: %v", e.Recipe, e.Err) }
@@ -277,7 +280,7 @@ func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err er
 	// A one-way kind (paxos-upgrade) leaves the cluster changed past the
 	// run's heal: the next run heals its leftovers in full, which reverts
 	// and records it.
-	markHealed(env, lease, runErr == nil && (nem == nil || !nem.OneWay()))
+	markHealed(env, lease, leavesHealed(runErr) && (nem == nil || !nem.OneWay()))
 	// Healed and healthy (or given up on): the next run may have it while
 	// this one checks.
 	lease.Release()
@@ -332,6 +335,19 @@ func Run(ctx context.Context, env Env, store Store, t Test) (out Outcome, err er
 	return out, runErr
 }
 
+// leavesHealed tells whether a run that ended with runErr left the cluster
+// healed and healthy: one without an error, and one whose lock could not be
+// set up (a plug-in that would not start) after the cluster was healed and
+// found healthy, since it dealt nothing. The next run of the holding then
+// only waits for a healthy cluster (healed.go).
+func leavesHealed(runErr error) bool {
+	if runErr == nil {
+		return true
+	}
+	var se *SetupError
+	return errors.As(runErr, &se) && !se.cluster
+}
+
 // runNemesis is the run's nemesis (Test.newNemesis) as run needs it.
 type runNemesis struct {
 	*nemesis.Nemesis
@@ -364,7 +380,7 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 		}
 		cancel()
 		if err != nil {
-			return &SetupError{Recipe: "the cluster", Err: err}
+			return &SetupError{Recipe: "the cluster", Err: err, cluster: true}
 		}
 	}
 	sw.lap(&tm.Leftovers)

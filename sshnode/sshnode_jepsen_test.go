@@ -22,6 +22,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/cluster"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/exclusive"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
@@ -39,6 +40,10 @@ const startCmd = "/opt/lockcheck/bin/entrypoint.sh start"
 // (<LOCKCHECK_CLUSTER>-ssh, 3 nodes) starts in about a minute; the two
 // runs take 30 s and 45 s plus heal and quiet.
 func TestHostsOverSSH(t *testing.T) {
+	// One cluster of a test's own at a time beside the shared one (make
+	// test's second stream starts its packages at once): the wait for the
+	// turn comes before the test's own time starts.
+	clustertest.OwnTurn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

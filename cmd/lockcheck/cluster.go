@@ -206,10 +206,23 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	} else if !errors.Is(err, cluster.ErrNotRunning) {
 		return err
 	}
+	// The cluster's lease is held while it starts: a test or run waiting
+	// for it (make test builds the tests' binaries while the nodes come up)
+	// attaches to a whole cluster, never a half-started one.
+	lease, err := take(ctx, f.name, false)
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
+	if c, err := cluster.Attach(ctx, cluster.WithName(f.name), cluster.WithLogger(log)); err == nil {
+		// Started by another while this waited for the lease.
+		return printStatus(ctx, c, stdout)
+	}
 	c, err := cluster.Start(ctx, append(opts, cluster.WithLogger(log))...)
 	if err != nil {
 		return err
 	}
+	lease.SetClean(true) // a new cluster: the next holder need not probe it
 	return printStatus(ctx, c, stdout)
 }
 

@@ -71,14 +71,16 @@ func TestHarnessKilled(t *testing.T) {
 	if s := os.Getenv("LOCKCHECK_KILL_MOMENTS"); s != "" {
 		moments, _ = strconv.Atoi(s)
 	}
+	// Built before the cluster's turn (clustertest.OwnTurn), not while
+	// holding it.
+	bin := filepath.Join(t.TempDir(), "lockcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
 	name := os.Getenv("LOCKCHECK_KILL_CLUSTER")
 	if name == "" {
 		c := clustertest.Start(t, "kill", cluster.WithNodes(1))
 		name = c.Name()
-	}
-	bin := filepath.Join(t.TempDir(), "lockcheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v: %s", err, out)
 	}
 	store := filepath.Join(t.TempDir(), "store")
 	containers, networks := containersBut(t, name), dockerNames(t, "network", "ls")

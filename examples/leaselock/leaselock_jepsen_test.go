@@ -8,9 +8,17 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck"
+	"github.com/lockcheck/lockcheck/cluster/clustertest"
 	"github.com/lockcheck/lockcheck/examples/leaselock"
 	"github.com/lockcheck/lockcheck/workload"
 )
+
+// Not part of the glue: make test's packages take the shared cluster one
+// at a time, each holding it for all its tests (clustertest.Main), so that
+// this package's two runs go side by side and no other package's run comes
+// between them. A test of your own needs no TestMain (each run takes the
+// cluster itself).
+func TestMain(m *testing.M) { clustertest.Main(m) }
 
 // The glue a user writes (docs/go-api.md): the lock
 // under test, made with the run's TTL (lockcheck.WithTTL), and one call per
