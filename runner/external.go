@@ -28,9 +28,11 @@ import (
 // client speaking lockcheck's JSON-lines protocol (package lockcmd). The
 // protected resource stays lockcheck's. A plug-in that cannot start or
 // fails its setup makes Setup fail, with every process started so far
-// ended.
+// ended. It holds the set-up turn (setupMu) while tables are made: the
+// resource's, the plug-in's keyspace, and the first process's setup,
+// which makes the plug-in's tables; its other processes start after it.
 func CmdRecipe(command string, promise history.Promise) Recipe {
-	return Recipe{Name: "plugin", Promise: promise, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
+	return Recipe{Name: "plugin", Promise: promise, ownSetupTurn: true, Setup: func(ctx context.Context, env Env, t *Test) (workload.NewLockFunc, workload.Resource, func(), error) {
 		if env == nil {
 			return nil, nil, nil, errors.New("--lock-cmd needs a Cassandra cluster")
 		}
@@ -59,6 +61,9 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			}
 			penv.Pins = pins
 		}
+		setupMu.Lock()
+		unlock := sync.OnceFunc(setupMu.Unlock)
+		defer unlock()
 		d, err := lockcmd.New(command, penv, opts...) // a bad command is refused before the cluster is asked
 		var res workload.Resource
 		closeRes := func() {}
@@ -97,7 +102,7 @@ func CmdRecipe(command string, promise history.Promise) Recipe {
 			}
 			return nil, nil, nil, err
 		}
-		locks, err := startPlugins(ctx, d, t.Clients)
+		locks, err := startPlugins(ctx, d, t.Clients, unlock)
 		closeAll := func() {
 			// Together: each may wait a moment for its process to exit.
 			var wg sync.WaitGroup
@@ -161,14 +166,16 @@ func sweepFaketimeDirs(log *slog.Logger) {
 
 // startPlugins starts a process per client: the first alone, so that its
 // setup creates the schema before the others' setups find it there
-// (concurrent CREATE TABLE of one table can disagree on its id), then the
-// rest together. The locks started are returned even with an error.
-func startPlugins(ctx context.Context, d *lockcmd.Driver, clients int) ([]*lockcmd.Lock, error) {
+// (concurrent CREATE TABLE of one table can disagree on its id), then
+// schemaMade, then the rest together. The locks started are returned even
+// with an error.
+func startPlugins(ctx context.Context, d *lockcmd.Driver, clients int, schemaMade func()) ([]*lockcmd.Lock, error) {
 	locks := make([]*lockcmd.Lock, clients)
 	var err error
 	if locks[0], err = d.Start(ctx, 0); err != nil {
 		return locks, err
 	}
+	schemaMade()
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
 	for i := 1; i < clients; i++ {

@@ -37,6 +37,10 @@ type Recipe struct {
 	Setup   Setup
 	// DCLocal: the recipe takes Test.DCLocal (recipe.Entry.DCLocal).
 	DCLocal bool
+	// ownSetupTurn: Setup takes the set-up turn (setupMu) itself, around
+	// what creates tables only, so that what needs none (a plug-in's other
+	// processes starting) overlaps another run's set-up.
+	ownSetupTurn bool
 }
 
 // Test is one run: its settings (the Spec: what the meta line records and
@@ -406,9 +410,13 @@ func run(ctx context.Context, env Env, t *Test, nem runNemesis, mon *monitor, lo
 		wl = registerClients{rw, finalReg}
 		control = rw.Control()
 	} else {
-		setupMu.Lock()
+		if !t.Recipe.ownSetupTurn {
+			setupMu.Lock()
+		}
 		newLock, res, closeFn, err := t.Recipe.Setup(ctx, env, t)
-		setupMu.Unlock()
+		if !t.Recipe.ownSetupTurn {
+			setupMu.Unlock()
+		}
 		if err != nil {
 			return &SetupError{Recipe: t.Recipe.Name, Err: err}
 		}
