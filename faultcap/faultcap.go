@@ -36,10 +36,11 @@ const (
 	// while Cassandra is down, as an operator restores a node from its
 	// backup: it needs the node's data directories and its process.
 	Restore Capability = "restore"
-	// PaxosUpgrade is switching a node's paxos_variant from v1 to v2 while
-	// it runs (cassandra.yaml and its StorageProxy MBean, or a restart) and
-	// repairing Paxos: a one-way change an operator makes once, so a node
-	// offers it only on a cluster started to be upgraded.
+	// PaxosUpgrade is switching a node's paxos_variant from v1 to v2 and
+	// then its paxos_state_purging from legacy to repaired while it runs
+	// (cassandra.yaml and its StorageProxy and StorageService MBeans, or a
+	// restart) and repairing Paxos: a one-way change an operator makes
+	// once, so a node offers it only on a cluster started to be upgraded.
 	PaxosUpgrade Capability = "paxos-upgrade"
 	// Maintenance is an operator's routine work on a node: nodetool flush,
 	// compact (all of a table's SSTables or chosen ones), repair

@@ -267,8 +267,12 @@ func (*paxosUpgrade) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 // error of the stop line). What was done goes into v.
 func switchPurging(ctx context.Context, nodes []PaxosNode, names []string, mode string, restart bool, mu *sync.Mutex, v *PaxosUpgradeStop) []error {
 	for i, p := range nodes {
-		if live, file, err := p.PaxosVariant(ctx); err != nil || live != "v2" || file != "v2" {
-			return []error{fmt.Errorf("paxos_state_purging not switched: %s runs Paxos %s (cassandra.yaml %s), not v2: %v", names[i], live, file, err)}
+		live, file, err := p.PaxosVariant(ctx)
+		if err != nil {
+			return []error{fmt.Errorf("paxos_state_purging not switched: %s: %w", names[i], err)}
+		}
+		if live != "v2" || file != "v2" {
+			return []error{fmt.Errorf("paxos_state_purging not switched: %s runs Paxos %s (cassandra.yaml %s), not v2", names[i], live, file)}
 		}
 	}
 	var errs []error
