@@ -199,7 +199,7 @@ func (c Cluster) String() string {
 		s += ", no Paxos cache"
 	}
 	if c.PaxosUpgrade {
-		s += ", switched to Paxos v2 during the run"
+		s += ", switched to Paxos v2 and paxos_state_purging repaired during the run"
 	}
 	if c.Accord != "" {
 		s += ", Accord (transactional_mode " + c.Accord + ")"
