@@ -97,9 +97,9 @@ func parse(fs *flag.FlagSet, args []string) error {
 // upFlags are `lockcheck cluster up`'s flags.
 type upFlags struct {
 	name, version, paxos, sync, heap, image, subnet, sshKey, purging, accord, accordStop string
-	nodes, rf, dcs, spares                                                   int
-	lazy, skipRepair, upgrade                                                bool
-	timeout                                                                  time.Duration
+	nodes, rf, dcs, spares                                                               int
+	lazy, skipRepair, upgrade                                                            bool
+	timeout                                                                              time.Duration
 }
 
 func newUpFlags() (*flag.FlagSet, *upFlags) {
