@@ -28,6 +28,7 @@ const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
           [--dcs N] [--spares N] [--skip-paxos-repair] [--paxos-state-purging legacy|gc_grace|repaired]  (two data centres; stopped spares for join, leave, replace, remove)
           [--paxos-upgrade]  (Paxos v1 that a paxos-upgrade fault switches to v2; each run starts on v1 again)
           [--accord full|mixed_reads]  (6.0-alpha: Accord on, the tables' LWTs run as Accord transactions)
+          [--accord-stop-marker EXIT|ALLOW_UNSAFE_STARTUP|REBOOTSTRAP]  (what a killed node does at its next start; EXIT: it does not start)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version, faults, and who holds the cluster  [--name lockcheck]
   heal    take the cluster, heal what killed runs left, wait until healthy  [--name lockcheck] [--force] [--no-wait]
           (--force: also remove state lockcheck did not make, every iptables rule: the nodes are lockcheck's own)
