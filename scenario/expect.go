@@ -917,22 +917,6 @@ var Releases = []Release{
 				Lock: "accord-txn", Faults: accordFaults, Cluster: accordMixed, Seed: 23412, Want: checker.Valid, Tier: Full,
 				Mechanism: "The same under partitions, node clock steps and client clock skew.",
 			},
-			// Kills, on nodes that rebootstrap their Accord state when they
-			// start without a clean stop (with the release's EXIT they do not
-			// start at all: docs/notes-on-cassandra.md).
-			{
-				Lock: workload.ShapeRegister, Faults: accordKill, Cluster: accordRebootstrap, Seed: 23413, Want: checker.Valid, Tier: Full,
-				Mechanism: "A node killed (SIGKILL) and started again rebuilds its Accord state from its peers (stop_marker_failure_policy " +
-					"REBOOTSTRAP) and answers no transaction it cannot be sure it did not answer before: the register stays linearizable.",
-			},
-			{
-				Lock: "lease-fenced", Faults: accordKill, Cluster: accordRebootstrap, Seed: 23414, Want: checker.Valid, Tier: Full,
-				Mechanism: "The fenced lease under kills of nodes that rebootstrap their Accord state: a killed coordinator's grant ends unknown, and the resource refuses an older token.",
-			},
-			{
-				Lock: "accord-txn", Faults: accordKill, Cluster: accordRebootstrap, Seed: 23415, Want: checker.Valid, Tier: Full,
-				Mechanism: "The lock written as an Accord transaction under kills of nodes that rebootstrap their Accord state.",
-			},
 		},
 	},
 }
