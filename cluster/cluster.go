@@ -276,6 +276,7 @@ func (c *Cluster) createNode(ctx context.Context, i int, nc nodeConfig) (*Node, 
 		labelNoCache:  strconv.FormatBool(c.cfg.noPaxosCache),
 		labelUpgrade:  strconv.FormatBool(c.cfg.paxosUpgrade),
 		labelAccord:   c.cfg.accord,
+		labelAccordSM: c.cfg.accordStop,
 	}
 	if i > c.cfg.nodes {
 		labels[labelSpare] = "1"
@@ -367,6 +368,7 @@ func attach(ctx context.Context, d *docker, cfg config) (*Cluster, error) {
 	cfg.noPaxosCache = lb[labelNoCache] == "true"
 	cfg.paxosUpgrade = lb[labelUpgrade] == "true"
 	cfg.accord = lb[labelAccord]
+	cfg.accordStop = lb[labelAccordSM]
 	cfg.paxos, cfg.commitlogSync, cfg.heap, cfg.image = lb[labelPaxos], lb[labelCommit], lb[labelHeap], lb[labelImage]
 	// Clusters started before versions were labelled ran 5.0.
 	cfg.version = cmp.Or(lb[labelVersion], "5.0")
@@ -451,6 +453,10 @@ func (c *Cluster) PaxosStatePurging() string { return c.cfg.purging }
 // Accord is the default transactional_mode the nodes run Accord with (""
 // when Accord is off: WithAccord).
 func (c *Cluster) Accord() string { return c.cfg.accord }
+
+// AccordStopMarker is the nodes' accord.journal.stop_marker_failure_policy
+// ("" when not set: the release's, EXIT; WithAccordStopMarker).
+func (c *Cluster) AccordStopMarker() string { return c.cfg.accordStop }
 
 // NoPaxosCache says whether the nodes run with paxos_cache_size 0
 // (WithoutPaxosCache).

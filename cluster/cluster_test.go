@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"math/big"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -306,6 +310,9 @@ func TestValidateOptions(t *testing.T) {
 		{"accord mixed_reads on 6.0-alpha", []Option{WithVersion("6.0-alpha"), WithAccord("mixed_reads")}, true},
 		{"accord on 5.0", []Option{WithAccord("full")}, false},
 		{"accord unknown mode", []Option{WithVersion("6.0-alpha"), WithAccord("test_unsafe")}, false},
+		{"accord stop marker REBOOTSTRAP", []Option{WithVersion("6.0-alpha"), WithAccord("full"), WithAccordStopMarker("REBOOTSTRAP")}, true},
+		{"accord stop marker without accord", []Option{WithVersion("6.0-alpha"), WithAccordStopMarker("REBOOTSTRAP")}, false},
+		{"accord stop marker unknown", []Option{WithVersion("6.0-alpha"), WithAccord("full"), WithAccordStopMarker("rebootstrap")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -440,6 +447,82 @@ func TestNodeFiles(t *testing.T) {
 	for _, must := range []string{"--add-opens=java.base/java.lang=ALL-UNNAMED", "-Djdk.attach.allowAttachSelf=true", "-Dcassandra.jmx.local.port=7199"} {
 		if !strings.Contains(opts, must+"\n") {
 			t.Errorf("jvm.options lacks %s", must)
+		}
+	}
+}
+
+// The paxos_state_purging a node's cassandra.yaml names, as the template
+// renders it (legacy when absent), and the script that switches it, run
+// here on rendered files: once where the file has the line, once where it
+// has none.
+func TestPurgingScript(t *testing.T) {
+	if _, err := exec.LookPath("sed"); err != nil {
+		t.Skip("no sed here")
+	}
+	for _, start := range []string{"", "gc_grace"} {
+		b, err := renderYAML(nodeConfig{ClusterName: "x", InitialToken: "0", Seeds: "10.0.0.2", Address: "10.0.0.2",
+			CommitlogSync: "periodic", PaxosVariant: "v2", Snitch: "SimpleSnitch", DC: "dc1", PaxosStatePurging: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := cmp.Or(start, "legacy")
+		if got := yamlPurging(string(b)); got != want {
+			t.Fatalf("rendered with %q: yamlPurging = %q, want %q", start, got, want)
+		}
+		path := filepath.Join(t.TempDir(), "cassandra.yaml")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{"repaired", "legacy"} {
+			if out, err := exec.Command("sh", "-c", purgingScript(path, mode)).CombinedOutput(); err != nil {
+				t.Fatalf("script: %v: %s", err, out)
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := purgingLine.FindAllString(string(after), -1); len(m) != 1 || yamlPurging(string(after)) != mode {
+				t.Errorf("from %q to %s: lines %q", start, mode, m)
+			}
+			var y map[string]any
+			if err := yaml.Unmarshal(after, &y); err != nil || y["paxos_state_purging"] != mode || y["paxos_variant"] != "v2" {
+				t.Errorf("from %q to %s: %v, paxos_state_purging %v, paxos_variant %v", start, mode, err, y["paxos_state_purging"], y["paxos_variant"])
+			}
+		}
+	}
+}
+
+// The Accord journal's stop marker policy is written under accord.journal
+// as stop_marker_failure_policy: Cassandra's YAML loader names a field by
+// its Java name in snake case (DefaultLoader, FBUtilities.camelToSnake), and
+// JournalConfig's field is stopMarkerFailurePolicy.
+func TestRenderYAMLAccordStopMarker(t *testing.T) {
+	for _, policy := range []string{"", "REBOOTSTRAP"} {
+		c := defaultConfig()
+		c.version, c.accord, c.accordStop = "6.0-alpha", "full", policy
+		b, err := renderYAML(nodeConfigs(c, newLayout(defaultSubnet("demo"), 3))[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var y struct {
+			Accord struct {
+				Enabled bool `yaml:"enabled"`
+				Journal *struct {
+					Policy string `yaml:"stop_marker_failure_policy"`
+				} `yaml:"journal"`
+			} `yaml:"accord"`
+		}
+		if err := yaml.Unmarshal(b, &y); err != nil {
+			t.Fatalf("not YAML: %v\n%s", err, b)
+		}
+		if !y.Accord.Enabled {
+			t.Errorf("policy %q: accord.enabled not true", policy)
+		}
+		switch {
+		case policy == "" && y.Accord.Journal != nil:
+			t.Errorf("no policy asked for, yet accord.journal written: %+v", *y.Accord.Journal)
+		case policy != "" && (y.Accord.Journal == nil || y.Accord.Journal.Policy != policy):
+			t.Errorf("accord.journal = %+v, want stop_marker_failure_policy %s", y.Accord.Journal, policy)
 		}
 	}
 }

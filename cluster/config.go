@@ -35,6 +35,9 @@ type nodeConfig struct {
 	// Accord switches Accord on with this default_transactional_mode ("":
 	// not written, Accord off).
 	Accord string
+	// AccordStopMarker sets accord.journal.stop_marker_failure_policy ("":
+	// not written).
+	AccordStopMarker string
 	// Legacy: Cassandra 4.0, which reads only the old setting names.
 	Legacy bool
 }
@@ -197,6 +200,7 @@ func nodeConfigs(c config, l layout) []nodeConfig {
 			PaxosStatePurging: c.purging,
 			NoPaxosCache:      c.noPaxosCache,
 			Accord:            c.accord,
+			AccordStopMarker:  c.accordStop,
 			Legacy:            c.release().LegacyYAML,
 		}
 	}

@@ -47,6 +47,7 @@ const (
 	labelNoCache  = "io.lockcheck.no-paxos-cache"
 	labelUpgrade  = "io.lockcheck.paxos-upgrade"
 	labelAccord   = "io.lockcheck.accord"
+	labelAccordSM = "io.lockcheck.accord-stop-marker"
 	// labelHelper marks a short-lived container that is not a node.
 	labelHelper = "io.lockcheck.helper"
 )

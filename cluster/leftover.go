@@ -81,10 +81,13 @@ func (n *Node) Faults(ctx context.Context) ([]string, error) {
 			out = append(out, changes...)
 		}
 	}
-	// A paxos-upgrade window's switch (one-way within its run): the next
-	// run's heal puts the cluster's variant back.
+	// A paxos-upgrade window's switches (one-way within its run): the
+	// next run's heal puts the cluster's variant and purging back.
 	if n.c.cfg.paxosUpgrade && !ins.Container.State.Paused {
 		if f := n.paxosFault(ctx); f != "" {
+			out = append(out, f)
+		}
+		if f := n.purgingFault(ctx); f != "" {
 			out = append(out, f)
 		}
 	}
@@ -100,6 +103,18 @@ func (n *Node) paxosFault(ctx context.Context) string {
 		return ""
 	}
 	return fmt.Sprintf("paxos %s (cassandra.yaml %s; started on %s)", live, file, n.c.cfg.paxos)
+}
+
+// purgingFault says how the node's paxos_state_purging differs from the
+// one the cluster was started with ("" when it does not, or cannot be
+// read).
+func (n *Node) purgingFault(ctx context.Context) string {
+	live, file, err := n.PaxosStatePurging(ctx)
+	want := n.StartedPurging()
+	if err != nil || (live == want && file == want) {
+		return ""
+	}
+	return fmt.Sprintf("paxos_state_purging %s (cassandra.yaml %s; started on %s)", live, file, want)
 }
 
 // iptablesRules lists the node's filter rules (-A lines) and chains it did

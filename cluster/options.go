@@ -43,6 +43,7 @@ type config struct {
 	noPaxosCache  bool   // paxos_cache_size 0
 	paxosUpgrade  bool   // a run may switch the nodes' Paxos v1 to v2 (paxos-upgrade)
 	accord        string // accord.default_transactional_mode; "": Accord off
+	accordStop    string // accord.journal.stop_marker_failure_policy; "": the release's (EXIT)
 	subnet        string
 	cacheDir      string
 	sshKey        string // an authorized_keys line for root: sshd runs
@@ -187,6 +188,24 @@ var AccordModes = []string{"full", "mixed_reads"}
 // Accord off.
 func WithAccord(mode string) Option { return func(c *config) { c.accord = mode } }
 
+// AccordStopMarkerPolicies are the values of accord.journal's
+// stop_marker_failure_policy WithAccordStopMarker takes, as the 6.0-alpha2
+// jar's AccordConfig.JournalConfig.StopMarkerFailurePolicy names them (its
+// UNSAFE_STARTUP, deprecated there, left out): what a node does at start
+// when its Accord journal has no stop marker newer than its start marker,
+// as after a kill. EXIT (the release's default) refuses to start;
+// ALLOW_UNSAFE_STARTUP starts as if its log of votes were complete (the
+// jar's own words: very unsafe for isolation); REBOOTSTRAP starts and
+// rebuilds its Accord state from its peers, answering no transaction it
+// cannot be sure it did not answer before (CASSANDRA-20908).
+var AccordStopMarkerPolicies = []string{"EXIT", "ALLOW_UNSAFE_STARTUP", "REBOOTSTRAP"}
+
+// WithAccordStopMarker sets accord.journal.stop_marker_failure_policy
+// (AccordStopMarkerPolicies) on a cluster with Accord on: with EXIT, the
+// default, a node killed with SIGKILL never starts again. ""
+// leaves the release's default.
+func WithAccordStopMarker(policy string) Option { return func(c *config) { c.accordStop = policy } }
+
 // WithLogger sets the logger for progress messages (default: none).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -258,6 +277,13 @@ func (c *config) validate() error {
 			errs = append(errs, fmt.Sprintf("accord %q: want one of %s", c.accord, strings.Join(AccordModes, ", ")))
 		} else if v := c.release(); !v.Accord {
 			errs = append(errs, fmt.Sprintf("accord: Cassandra %s has no Accord (6.0-alpha)", v.Name))
+		}
+	}
+	if c.accordStop != "" {
+		if !slices.Contains(AccordStopMarkerPolicies, c.accordStop) {
+			errs = append(errs, fmt.Sprintf("accord stop marker %q: want one of %s", c.accordStop, strings.Join(AccordStopMarkerPolicies, ", ")))
+		} else if c.accord == "" {
+			errs = append(errs, "accord stop marker: an Accord setting (--accord full or mixed_reads)")
 		}
 	}
 	if c.skipRepair && c.paxos != "v2" {

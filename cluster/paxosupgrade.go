@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/moby/moby/client"
@@ -20,8 +21,21 @@ import (
 
 const storageProxyBean = "org.apache.cassandra.db:type=StorageProxy"
 
+// storageServiceBean holds paxos_state_purging on a running node (its
+// attribute PaxosStatePurging: StorageServiceMBean's get/setPaxosStatePurging
+// in 4.1 and later).
+const storageServiceBean = "org.apache.cassandra.db:type=StorageService"
+
 // paxosLine is the paxos_variant line of a node's cassandra.yaml.
 var paxosLine = regexp.MustCompile(`(?m)^paxos_variant:[ \t]*(\S+)[ \t]*$`)
+
+// purgingLine is the paxos_state_purging line of a node's cassandra.yaml
+// (absent: the release's default, legacy).
+var purgingLine = regexp.MustCompile(`(?m)^paxos_state_purging:[ \t]*(\S+)[ \t]*$`)
+
+// defaultPurging is paxos_state_purging when cassandra.yaml names none
+// (DatabaseDescriptor sets legacy).
+const defaultPurging = "legacy"
 
 // PaxosVariant is the variant the node runs now (its StorageProxy MBean)
 // and the one its cassandra.yaml names (what it starts with).
@@ -65,13 +79,7 @@ func (n *Node) SetPaxosVariant(ctx context.Context, variant string, restart bool
 		return fmt.Errorf("paxos variant of %s: cassandra.yaml: %w", n.Name, err)
 	}
 	if restart {
-		if _, err := n.Nodetool(ctx, "drain"); err != nil {
-			return fmt.Errorf("paxos variant of %s: drain: %w", n.Name, err)
-		}
-		if _, err := n.c.d.ContainerStop(ctx, n.ContainerID, client.ContainerStopOptions{}); err != nil {
-			return fmt.Errorf("paxos variant of %s: stop: %w", n.Name, err)
-		}
-		if err := n.Restart(ctx); err != nil {
+		if err := n.rollingRestart(ctx); err != nil {
 			return fmt.Errorf("paxos variant of %s: %w", n.Name, err)
 		}
 	} else if _, err := n.Nodetool(ctx, "sjk", "mx", "-b", storageProxyBean, "-f", "PaxosVariant", "-ms", "-v", variant); err != nil {
@@ -98,6 +106,101 @@ func (n *Node) RepairPaxos(ctx context.Context) error {
 	}
 	if strings.Contains(out, "Repair command") && strings.Contains(out, "failed") {
 		return fmt.Errorf("paxos repair from %s: %s", n.Name, lastLine(out))
+	}
+	return nil
+}
+
+// rollingRestart restarts the node as an operator's rolling restart does:
+// nodetool drain (memtables flushed, no new writes taken), a clean stop,
+// and a start that reads cassandra.yaml again; it returns when the node
+// serves CQL.
+func (n *Node) rollingRestart(ctx context.Context) error {
+	if _, err := n.Nodetool(ctx, "drain"); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	if _, err := n.c.d.ContainerStop(ctx, n.ContainerID, client.ContainerStopOptions{}); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	return n.Restart(ctx)
+}
+
+// The second step of the documented upgrade path (docs/notes-on-cassandra.md):
+// once every node runs Paxos v2 and Paxos repairs run, paxos_state_purging
+// goes from legacy to repaired (4.1's Config.java: "Migration to repaired is
+// recommended, but requires that regular paxos repairs are performed";
+// "Should only be modified once paxos_variant = v2"), in cassandra.yaml and
+// on the running node (StorageServiceMBean.setPaxosStatePurging) or by a
+// rolling restart.
+
+// PaxosStatePurging is the paxos_state_purging the node runs now (its
+// StorageService MBean) and the one its cassandra.yaml names (legacy when
+// it names none).
+func (n *Node) PaxosStatePurging(ctx context.Context) (live, file string, err error) {
+	out, err := n.Nodetool(ctx, "sjk", "mx", "-b", storageServiceBean, "-f", "PaxosStatePurging", "-mg")
+	if err != nil {
+		return "", "", fmt.Errorf("paxos state purging of %s: %w", n.Name, err)
+	}
+	live = lastLine(out)
+	if !slices.Contains(PaxosStatePurgings, live) {
+		return "", "", fmt.Errorf("paxos state purging of %s: MBean says %q", n.Name, live)
+	}
+	y, err := n.Exec(ctx, "cat", confDir+"/cassandra.yaml")
+	if err != nil {
+		return "", "", fmt.Errorf("paxos state purging of %s: %w", n.Name, err)
+	}
+	return live, yamlPurging(y), nil
+}
+
+// yamlPurging is the paxos_state_purging a cassandra.yaml names.
+func yamlPurging(y string) string {
+	if m := purgingLine.FindStringSubmatch(y); m != nil {
+		return m[1]
+	}
+	return defaultPurging
+}
+
+// purgingScript sets paxos_state_purging to mode in the cassandra.yaml at
+// path: the line rewritten where the file has one, else added at its end
+// (the template writes none for the release's default).
+func purgingScript(path, mode string) string {
+	return fmt.Sprintf(`f=%s; if grep -Eq '^paxos_state_purging:' "$f"; then sed -i -E 's/^paxos_state_purging:[ \t]*\S+[ \t]*$/paxos_state_purging: %s/' "$f"; else printf '\npaxos_state_purging: %s\n' >> "$f"; fi`,
+		path, mode, mode)
+}
+
+// StartedPurging is the paxos_state_purging the cluster was started with
+// (WithPaxosStatePurging; legacy when none was given).
+func (n *Node) StartedPurging() string {
+	if n.c.cfg.purging == "" {
+		return defaultPurging
+	}
+	return n.c.cfg.purging
+}
+
+// SetPaxosStatePurging switches the node to mode: its cassandra.yaml first
+// (the line rewritten, or added where the file names none), then the
+// running node, live through the StorageService MBean or, with restart, by
+// a rolling restart. It returns when the node runs mode and, after a
+// restart, serves CQL.
+func (n *Node) SetPaxosStatePurging(ctx context.Context, mode string, restart bool) error {
+	if !slices.Contains(PaxosStatePurgings, mode) || n.c.cfg.release().LegacyYAML {
+		return fmt.Errorf("paxos state purging of %s: Cassandra %s has no %q", n.Name, n.c.cfg.release().Name, mode)
+	}
+	if _, err := n.Exec(ctx, "sh", "-c", purgingScript(confDir+"/cassandra.yaml", mode)); err != nil {
+		return fmt.Errorf("paxos state purging of %s: cassandra.yaml: %w", n.Name, err)
+	}
+	if restart {
+		if err := n.rollingRestart(ctx); err != nil {
+			return fmt.Errorf("paxos state purging of %s: %w", n.Name, err)
+		}
+	} else if _, err := n.Nodetool(ctx, "sjk", "mx", "-b", storageServiceBean, "-f", "PaxosStatePurging", "-ms", "-v", mode); err != nil {
+		return fmt.Errorf("paxos state purging of %s: set: %w", n.Name, err)
+	}
+	live, file, err := n.PaxosStatePurging(ctx)
+	if err != nil {
+		return err
+	}
+	if live != mode || file != mode {
+		return fmt.Errorf("paxos state purging of %s: runs %s, cassandra.yaml says %s; want %s", n.Name, live, file, mode)
 	}
 	return nil
 }

@@ -35,13 +35,14 @@ func (l *upgradeLines) Append(op history.Op) (history.Op, error) {
 }
 
 // TestPaxosUpgrade shows the paxos-upgrade window switching a real 3-node
-// cluster from Paxos v1 to v2: after the window every node reports v2 two
-// ways, its StorageProxy MBean and its own system_views.settings (the
-// configuration the node runs, read over CQL through that node alone), and
-// its cassandra.yaml names v2, so that a restart keeps it; a rolling
-// restart switches a node too; LWTs go on through it; the next run's
-// leftover heal switches every node back to v1 and records it. A cluster
-// of its own (LOCKCHECK_FULL=1: a few minutes).
+// cluster from Paxos v1 to v2 and its paxos_state_purging from legacy to
+// repaired: after the window every node reports v2 and repaired two ways,
+// its MBeans (StorageProxy, StorageService) and its own system_views.settings
+// (the configuration the node runs, read over CQL through that node alone),
+// and its cassandra.yaml names both, so that a restart keeps them; a
+// rolling restart switches a node too; LWTs go on through it; the next
+// run's leftover heal switches every node back to v1 and legacy and
+// records it. A cluster of its own (LOCKCHECK_FULL=1: a few minutes).
 func TestPaxosUpgrade(t *testing.T) {
 	if os.Getenv("LOCKCHECK_FULL") == "" {
 		t.Skip("a full-tier test (a cluster of its own and restarts): LOCKCHECK_FULL=1")
@@ -61,17 +62,24 @@ func TestPaxosUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			plive, pfile, err := n.PaxosStatePurging(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
 			s, err := c.PinnedSession(ctx, n)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var setting string
+			var setting, psetting string
 			err = s.Query(`SELECT value FROM system_views.settings WHERE name = 'paxos_variant'`).WithContext(ctx).Scan(&setting)
+			if err == nil {
+				err = s.Query(`SELECT value FROM system_views.settings WHERE name = 'paxos_state_purging'`).WithContext(ctx).Scan(&psetting)
+			}
 			s.Close()
 			if err != nil {
 				t.Fatalf("%s: system_views.settings: %v", n.Name, err)
 			}
-			out[n.Name] = live + "/" + file + "/" + setting
+			out[n.Name] = live + "/" + file + "/" + setting + " " + plive + "/" + pfile + "/" + psetting
 		}
 		return out
 	}
@@ -93,8 +101,8 @@ func TestPaxosUpgrade(t *testing.T) {
 	all := func(want string) map[string]string {
 		return map[string]string{"n1": want, "n2": want, "n3": want}
 	}
-	if got := variants(); !maps.Equal(got, all("v1/v1/v1")) {
-		t.Fatalf("before the window: %v, want v1 everywhere", got)
+	if got := variants(); !maps.Equal(got, all("v1/v1/v1 legacy/legacy/legacy")) {
+		t.Fatalf("before the window: %v, want v1 and legacy everywhere", got)
 	}
 	lwt("before")
 
@@ -123,15 +131,17 @@ func TestPaxosUpgrade(t *testing.T) {
 		}
 	}
 	t.Logf("stop line: %+v", stop)
-	if !slices.Equal(stop.Switched, []string{"n2", "n1", "n3"}) || !slices.Equal(stop.Repaired, []string{"n2", "n1", "n3"}) || stop.Error != "" {
-		t.Errorf("stop = %+v, want n2 n1 n3 switched and repaired", stop)
+	order := []string{"n2", "n1", "n3"}
+	if !slices.Equal(stop.Switched, order) || !slices.Equal(stop.Repaired, order) || !slices.Equal(stop.Purged, order) ||
+		!slices.Equal(stop.RepairedAfter, order) || stop.Error != "" {
+		t.Errorf("stop = %+v, want n2 n1 n3 switched, repaired, purging switched and repaired again", stop)
 	}
-	if !maps.Equal(stop.Variants, all("v2")) {
-		t.Errorf("stop variants %v, want v2 on every node", stop.Variants)
+	if !maps.Equal(stop.Variants, all("v2")) || !maps.Equal(stop.Purgings, all("repaired")) {
+		t.Errorf("stop variants %v, purgings %v: want v2 and repaired on every node", stop.Variants, stop.Purgings)
 	}
 	// The run's heal left the upgrade in place, and every node says so.
-	if got := variants(); !maps.Equal(got, all("v2/v2/v2")) {
-		t.Fatalf("after the window and its heal: %v, want v2 everywhere (MBean, cassandra.yaml, system_views.settings)", got)
+	if got := variants(); !maps.Equal(got, all("v2/v2/v2 repaired/repaired/repaired")) {
+		t.Fatalf("after the window and its heal: %v, want v2 and repaired everywhere (MBean, cassandra.yaml, system_views.settings)", got)
 	}
 	st, err := c.Status(ctx)
 	if err != nil {
@@ -153,8 +163,8 @@ func TestPaxosUpgrade(t *testing.T) {
 	if len(left) != 3 || len(next.ops) != 3 {
 		t.Errorf("leftovers %+v, %d upgradeLines: want the revert of every node recorded", left, len(next.ops))
 	}
-	if got := variants(); !maps.Equal(got, all("v1/v1/v1")) {
-		t.Fatalf("after HealLeftovers: %v, want v1 everywhere", got)
+	if got := variants(); !maps.Equal(got, all("v1/v1/v1 legacy/legacy/legacy")) {
+		t.Fatalf("after HealLeftovers: %v, want v1 and legacy everywhere", got)
 	}
 
 	// The rolling-restart way on one node: cassandra.yaml, drain, stop,
@@ -166,7 +176,7 @@ func TestPaxosUpgrade(t *testing.T) {
 	if err := n2.SetPaxosVariant(ctx, "v2", true); err != nil {
 		t.Fatal(err)
 	}
-	if got := variants()["n2"]; got != "v2/v2/v2" {
+	if got := variants()["n2"]; got != "v2/v2/v2 legacy/legacy/legacy" {
 		t.Errorf("n2 after its restart: %s, want v2 (MBean, cassandra.yaml, settings)", got)
 	}
 	if err := c.WaitHealthy(ctx); err != nil {
@@ -176,7 +186,7 @@ func TestPaxosUpgrade(t *testing.T) {
 	if _, err := nemesis.HealLeftovers(ctx, targets, nil, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
-	if got := variants(); !maps.Equal(got, all("v1/v1/v1")) {
-		t.Errorf("after the last heal: %v, want v1 everywhere", got)
+	if got := variants(); !maps.Equal(got, all("v1/v1/v1 legacy/legacy/legacy")) {
+		t.Errorf("after the last heal: %v, want v1 and legacy everywhere", got)
 	}
 }

@@ -36,10 +36,11 @@ const (
 	// while Cassandra is down, as an operator restores a node from its
 	// backup: it needs the node's data directories and its process.
 	Restore Capability = "restore"
-	// PaxosUpgrade is switching a node's paxos_variant from v1 to v2 while
-	// it runs (cassandra.yaml and its StorageProxy MBean, or a restart) and
-	// repairing Paxos: a one-way change an operator makes once, so a node
-	// offers it only on a cluster started to be upgraded.
+	// PaxosUpgrade is switching a node's paxos_variant from v1 to v2 and
+	// then its paxos_state_purging from legacy to repaired while it runs
+	// (cassandra.yaml and its StorageProxy and StorageService MBeans, or a
+	// restart) and repairing Paxos: a one-way change an operator makes
+	// once, so a node offers it only on a cluster started to be upgraded.
 	PaxosUpgrade Capability = "paxos-upgrade"
 	// Maintenance is an operator's routine work on a node: nodetool flush,
 	// compact (all of a table's SSTables or chosen ones), repair
@@ -64,8 +65,9 @@ var docs = map[Capability]string{
 	DiskLatency: "delay each write and fsync of the node's data (its lazy filesystem: a cluster of `lockcheck cluster up --lazyfs`)",
 	Restore: "snapshot the node's data (nodetool snapshot) and later put the snapshot back into its data directories " +
 		"while Cassandra is down (a Docker node)",
-	PaxosUpgrade: "switch paxos_variant from v1 to v2 and repair Paxos (a Docker cluster of 4.1 or later started on v1 " +
-		"with `lockcheck cluster up --paxos-upgrade`; the next run's heal switches it back)",
+	PaxosUpgrade: "switch paxos_variant from v1 to v2, repair Paxos, switch paxos_state_purging from legacy to repaired and repair " +
+		"again (a Docker cluster of 4.1 or later started on v1 with `lockcheck cluster up --paxos-upgrade`; the next run's heal " +
+		"switches it back)",
 	Maintenance: "flush, compact (all of a table's SSTables, or chosen ones by name), repair Paxos, switch autocompaction and " +
 		"set a table's gc_grace_seconds (nodetool and a listing of the data directory: a Docker node)",
 	NetRate: "limit the bandwidth of what a node sends to chosen peers (tc htb as root: a Docker node always, a host over SSH as root or with sudo -n)",

@@ -42,6 +42,9 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 	if c.Accord != "" {
 		opts = append(opts, cluster.WithAccord(c.Accord))
 	}
+	if c.AccordStopMarker != "" {
+		opts = append(opts, cluster.WithAccordStopMarker(c.AccordStopMarker))
+	}
 	if c.Commitlog != "" {
 		opts = append(opts, cluster.WithCommitlogSync(c.Commitlog))
 	}
@@ -62,7 +65,8 @@ func ClusterOptions(c scenario.Cluster, lazyFS string) ([]cluster.Option, error)
 func Fits(cl *cluster.Cluster, c scenario.Cluster) bool {
 	want := scenario.Cluster{Nodes: len(cl.Nodes()), Paxos: cl.Paxos(), LazyFS: cl.LazyFS(), Commitlog: cl.CommitlogSync(), DCs: len(cl.DCs()),
 		Spares: len(cl.Spares()), SkipPaxosRepair: cl.SkipPaxosRepair(), PaxosStatePurging: cl.PaxosStatePurging(),
-		NoPaxosCache: cl.NoPaxosCache(), PaxosUpgrade: cl.PaxosUpgrade(), Accord: cl.Accord()}
+		NoPaxosCache: cl.NoPaxosCache(), PaxosUpgrade: cl.PaxosUpgrade(), Accord: cl.Accord(),
+		AccordStopMarker: cl.AccordStopMarker()}
 	if c.Version != "" {
 		if v, err := cluster.LookupVersion(c.Version); err != nil || v.Name != cl.Version().Name {
 			return false

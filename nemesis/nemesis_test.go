@@ -43,6 +43,11 @@ type fakeNode struct {
 	// paxosLive and paxosFile are the node's Paxos variant running and
 	// in its configuration (paxos-upgrade); "": v1.
 	paxosLive, paxosFile string
+	// purgeLive and purgeFile are its paxos_state_purging running and in
+	// its configuration; "": legacy.
+	purgeLive, purgeFile string
+	// paxosFails: the node's variant cannot be switched.
+	paxosFails bool
 	// lazy: the node's data lives on a lazy filesystem holding unsynced
 	// bytes; a power cut drops them.
 	lazy     bool

@@ -183,6 +183,9 @@ func (e ClusterEnv) Describe() map[string]string {
 	if m := e.Accord(); m != "" {
 		d["accord"] = m
 	}
+	if p := e.AccordStopMarker(); p != "" {
+		d["accord_stop_marker_failure_policy"] = p
+	}
 	return d
 }
 

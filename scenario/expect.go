@@ -890,6 +890,34 @@ var Releases = []Release{
 				Mechanism: "The same under partitions, node clock steps and client clock skew: the lease is on the client's clock " +
 					"(a transaction takes no TTL), so a contender running ahead may enter beside the holder, and the resource refuses the older token.",
 			},
+			// transactional_mode mixed_reads: the register's, the lease's
+			// and the resource's LWTs and SERIAL reads still run as Accord
+			// transactions (only non-SERIAL reads do not).
+			{
+				Lock: workload.ShapeRegister, Faults: noFault, Cluster: accordMixed, Seed: 23407, Want: checker.Valid, Tier: Full,
+				Mechanism: "Accord with transactional_mode mixed_reads: the register's conditional writes and SERIAL reads run as Accord transactions " +
+					"(mixed_reads changes only non-SERIAL reads, which the register does not make): linearizable.",
+			},
+			{
+				Lock: workload.ShapeRegister, Faults: accordNodeFaults, Cluster: accordMixed, Seed: 23408, Want: checker.Valid, Tier: Full,
+				Mechanism: "The same under partitions and node clock steps.",
+			},
+			{
+				Lock: "lease-fenced", Faults: noFault, Cluster: accordMixed, Seed: 23409, Want: checker.Valid, Tier: Full,
+				Mechanism: "The fenced lease under mixed_reads: its grants are LWTs run by Accord, each bumping the fence, and the resource refuses an older token.",
+			},
+			{
+				Lock: "lease-fenced", Faults: accordFaults, Cluster: accordMixed, Seed: 23410, Want: checker.Valid, Tier: Full,
+				Mechanism: "The same under partitions, node clock steps and client clock skew.",
+			},
+			{
+				Lock: "accord-txn", Faults: noFault, Cluster: accordMixed, Seed: 23411, Want: checker.Valid, Tier: Full,
+				Mechanism: "The lock written as one Accord transaction on a mixed_reads table (BEGIN TRANSACTION runs on any mode but off).",
+			},
+			{
+				Lock: "accord-txn", Faults: accordFaults, Cluster: accordMixed, Seed: 23412, Want: checker.Valid, Tier: Full,
+				Mechanism: "The same under partitions, node clock steps and client clock skew.",
+			},
 		},
 	},
 }

@@ -83,6 +83,10 @@ type Cluster struct {
 	// transactional_mode (cluster.AccordModes): the lock and register
 	// tables' LWTs run as Accord transactions. "": off.
 	Accord string `json:",omitempty"`
+	// AccordStopMarker sets accord.journal.stop_marker_failure_policy
+	// (cluster.AccordStopMarkerPolicies; "": the release's, EXIT): what a
+	// node killed with Accord on does at its next start.
+	AccordStopMarker string `json:",omitempty"`
 }
 
 // Shared says whether the row runs on the shared cluster.
@@ -128,6 +132,9 @@ func (c Cluster) Key() string {
 	if c.Accord != "" {
 		parts = append(parts, accordKey.Replace(c.Accord))
 	}
+	if c.AccordStopMarker != "" {
+		parts = append(parts, stopMarkerKey.Replace(c.AccordStopMarker))
+	}
 	if c.Version != "" {
 		parts = append(parts, "c"+c.Version)
 	}
@@ -146,8 +153,12 @@ var paxosKey = strings.NewReplacer("_without_linearizable_reads_or_rejected_writ
 var purgeKey = strings.NewReplacer("gc_grace", "pgc", "repaired", "prep", "legacy", "plegacy")
 
 // accordKey names a transactional_mode in keys: "accord" for full,
-// "accord-mixed" for mixed_reads ("lockcheck-accord-c6.0-alpha" fits 31).
-var accordKey = strings.NewReplacer("full", "accord", "mixed_reads", "accord-mixed")
+// "accord-mr" for mixed_reads ("lockcheck-accord-mr-c6.0-alpha" fits 31).
+var accordKey = strings.NewReplacer("full", "accord", "mixed_reads", "accord-mr")
+
+// stopMarkerKey names an Accord journal stop_marker_failure_policy in
+// keys ("lockcheck-accord-rb-c6.0-alpha" fits 31).
+var stopMarkerKey = strings.NewReplacer("REBOOTSTRAP", "rb", "ALLOW_UNSAFE_STARTUP", "unsafe", "EXIT", "exit")
 
 func (c Cluster) commitlog() string {
 	if c.Commitlog == "" {
@@ -188,10 +199,13 @@ func (c Cluster) String() string {
 		s += ", no Paxos cache"
 	}
 	if c.PaxosUpgrade {
-		s += ", switched to Paxos v2 during the run"
+		s += ", switched to Paxos v2 and paxos_state_purging repaired during the run"
 	}
 	if c.Accord != "" {
 		s += ", Accord (transactional_mode " + c.Accord + ")"
+	}
+	if c.AccordStopMarker != "" {
+		s += ", Accord journal stop_marker_failure_policy " + c.AccordStopMarker
 	}
 	if c.Version != "" {
 		s += ", Cassandra " + c.Version

@@ -142,7 +142,8 @@ func TestClusterKeys(t *testing.T) {
 		{Cluster{Commitlog: "batch"}, "sync-batch"},
 		{Cluster{Nodes: 5, DCs: 2, Version: "4.1"}, "5n-2dc-c4.1"},
 		{Cluster{Accord: "full", Version: "6.0-alpha"}, "accord-c6.0-alpha"},
-		{Cluster{Nodes: 1, Accord: "mixed_reads", Version: "6.0-alpha"}, "1n-accord-mixed-c6.0-alpha"},
+		{Cluster{Nodes: 1, Accord: "mixed_reads", Version: "6.0-alpha"}, "1n-accord-mr-c6.0-alpha"},
+		{Cluster{Accord: "full", AccordStopMarker: "REBOOTSTRAP", Version: "6.0-alpha"}, "accord-rb-c6.0-alpha"},
 		{Cluster{Nodes: 4, Spares: 1, Paxos: PaxosV2, SkipPaxosRepair: true}, "4n-v2-1spare-skip"},
 		{Cluster{Paxos: PaxosV2, PaxosStatePurging: purgeGCGrace, Version: "4.1"}, "v2-pgc-c4.1"},
 		{c19617Cluster("4.1.5"), "v2-prep-nc-c4.1.5"},
@@ -534,7 +535,7 @@ func TestClusterNamesFit(t *testing.T) {
 		}
 	}
 	long := good()
-	long.Cluster = Cluster{Nodes: 1, Accord: "mixed_reads", Version: "6.0-alpha"}
+	long.Cluster = Cluster{Nodes: 1, Accord: "mixed_reads", AccordStopMarker: "REBOOTSTRAP", Version: "6.0-alpha"}
 	long.Name = long.canonicalName()
 	if err := long.Check(); err == nil || !strings.Contains(err.Error(), "over 21") {
 		t.Errorf("a row on cluster key %q: %v, want it refused", long.Cluster.Key(), err)

@@ -28,6 +28,7 @@ const clusterUsage = `usage: lockcheck cluster COMMAND [flags]
           [--dcs N] [--spares N] [--skip-paxos-repair] [--paxos-state-purging legacy|gc_grace|repaired]  (two data centres; stopped spares for join, leave, replace, remove)
           [--paxos-upgrade]  (Paxos v1 that a paxos-upgrade fault switches to v2; each run starts on v1 again)
           [--accord full|mixed_reads]  (6.0-alpha: Accord on, the tables' LWTs run as Accord transactions)
+          [--accord-stop-marker EXIT|ALLOW_UNSAFE_STARTUP|REBOOTSTRAP]  (what a killed node does at its next start; EXIT: it does not start)
   status  print a line per node: name, IP, state (UN/DN), Cassandra version, faults, and who holds the cluster  [--name lockcheck]
   heal    take the cluster, heal what killed runs left, wait until healthy  [--name lockcheck] [--force] [--no-wait]
           (--force: also remove state lockcheck did not make, every iptables rule: the nodes are lockcheck's own)
@@ -96,10 +97,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 // upFlags are `lockcheck cluster up`'s flags.
 type upFlags struct {
-	name, version, paxos, sync, heap, image, subnet, sshKey, purging, accord string
-	nodes, rf, dcs, spares                                                   int
-	lazy, skipRepair, upgrade                                                bool
-	timeout                                                                  time.Duration
+	name, version, paxos, sync, heap, image, subnet, sshKey, purging, accord, accordStop string
+	nodes, rf, dcs, spares                                                               int
+	lazy, skipRepair, upgrade                                                            bool
+	timeout                                                                              time.Duration
 }
 
 func newUpFlags() (*flag.FlagSet, *upFlags) {
@@ -117,6 +118,7 @@ func newUpFlags() (*flag.FlagSet, *upFlags) {
 	fs.StringVar(&f.purging, "paxos-state-purging", "", "4.1 and later: paxos_state_purging, one of "+strings.Join(cluster.PaxosStatePurgings, ", ")+" (default: the release's, legacy)")
 	fs.BoolVar(&f.upgrade, "paxos-upgrade", false, "4.1 and later, --paxos v1: let the paxos-upgrade fault switch the nodes to Paxos v2 during a run (the next run's heal switches them back, recorded)")
 	fs.StringVar(&f.accord, "accord", "", "6.0-alpha: Accord on, with this default transactional_mode for every table ("+strings.Join(cluster.AccordModes, ", ")+"): LWTs run as Accord transactions, not Paxos (default: off)")
+	fs.StringVar(&f.accordStop, "accord-stop-marker", "", "with --accord: accord.journal.stop_marker_failure_policy, what a node whose Accord journal was not stopped cleanly (a kill) does at start: "+strings.Join(cluster.AccordStopMarkerPolicies, ", ")+" (default: the release's, EXIT: it does not start)")
 	fs.BoolVar(&f.skipRepair, "skip-paxos-repair", false, "Paxos v2: skip_paxos_repair_on_topology_change (topology changes complete without Paxos repair)")
 	fs.StringVar(&f.image, "image", "", "run this local image instead of building lockcheck's own")
 	fs.StringVar(&f.subnet, "subnet", "", "IPv4 subnet of the cluster network (default derived from the name)")
@@ -151,7 +153,7 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 		cluster.WithName(f.name), cluster.WithNodes(f.nodes), cluster.WithVersion(f.version), cluster.WithPaxos(f.paxos),
 		cluster.WithCommitlogSync(f.sync), cluster.WithHeap(f.heap), cluster.WithReplicationFactor(f.rf), cluster.WithDCs(f.dcs),
 		cluster.WithSpares(f.spares), cluster.WithSkipPaxosRepair(f.skipRepair), cluster.WithPaxosStatePurging(f.purging),
-		cluster.WithAccord(f.accord),
+		cluster.WithAccord(f.accord), cluster.WithAccordStopMarker(f.accordStop),
 	}
 	if f.image != "" {
 		opts = append(opts, cluster.WithImage(f.image))
@@ -193,8 +195,8 @@ func clusterUp(ctx context.Context, args []string, stdout io.Writer) error {
 	// flags (other processes may be using it), never silently replaced.
 	if c, err := cluster.Attach(ctx, cluster.WithName(f.name), cluster.WithLogger(log)); err == nil {
 		v, _ := cluster.LookupVersion(f.version) // validated above
-		want := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q, upgrade %t), accord %q, commitlog %s, lazyfs %t", f.nodes, f.spares, max(f.dcs, 1), v.Cassandra, f.paxos, f.skipRepair, f.purging, f.upgrade, f.accord, f.sync, f.lazy)
-		have := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q, upgrade %t), accord %q, commitlog %s, lazyfs %t", len(c.Nodes()), len(c.Spares()), len(c.DCs()), c.Version().Cassandra, c.Paxos(), c.SkipPaxosRepair(), c.PaxosStatePurging(), c.PaxosUpgrade(), c.Accord(), c.CommitlogSync(), c.LazyFS())
+		want := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q, upgrade %t), accord %q (stop marker %q), commitlog %s, lazyfs %t", f.nodes, f.spares, max(f.dcs, 1), v.Cassandra, f.paxos, f.skipRepair, f.purging, f.upgrade, f.accord, f.accordStop, f.sync, f.lazy)
+		have := fmt.Sprintf("%d nodes, %d spares, %d DCs, Cassandra %s, paxos %s (skip repair %t, state purging %q, upgrade %t), accord %q (stop marker %q), commitlog %s, lazyfs %t", len(c.Nodes()), len(c.Spares()), len(c.DCs()), c.Version().Cassandra, c.Paxos(), c.SkipPaxosRepair(), c.PaxosStatePurging(), c.PaxosUpgrade(), c.Accord(), c.AccordStopMarker(), c.CommitlogSync(), c.LazyFS())
 		if want != have || (f.image != "" && f.image != c.Image()) {
 			return fmt.Errorf("cluster %q already runs with %s, image %s; run `lockcheck cluster down --name %s` first", f.name, have, c.Image(), f.name)
 		}

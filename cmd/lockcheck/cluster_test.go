@@ -32,6 +32,8 @@ func TestClusterBadInput(t *testing.T) {
 		{"paxos state purging on 4.0", []string{"up", "--version", "4.0", "--paxos-state-purging", "repaired"}, "4.1 and later"},
 		{"accord on 5.0", []string{"up", "--accord", "full"}, "has no Accord"},
 		{"unknown accord mode", []string{"up", "--version", "6.0-alpha", "--accord", "fast"}, "want one of full, mixed_reads"},
+		{"accord stop marker without accord", []string{"up", "--version", "6.0-alpha", "--accord-stop-marker", "REBOOTSTRAP"}, "an Accord setting"},
+		{"unknown accord stop marker", []string{"up", "--version", "6.0-alpha", "--accord", "full", "--accord-stop-marker", "restart"}, "want one of EXIT, ALLOW_UNSAFE_STARTUP, REBOOTSTRAP"},
 		{"unknown patch release", []string{"up", "--version", "4.1.4"}, "or a pinned release, 4.1.5, 4.1.6"},
 		{"image of an unknown release", []string{"image", "--version", "4.1.4"}, "or a pinned release, 4.1.5, 4.1.6"},
 		{"bad heap", []string{"up", "--heap", "lots"}, "heap"},
