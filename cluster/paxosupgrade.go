@@ -75,22 +75,33 @@ func (n *Node) SetPaxosVariant(ctx context.Context, variant string, restart bool
 	}
 	// sed rewrites the one line in place; the file stays where the node
 	// reads it at its next start.
-	if _, err := n.Exec(ctx, "sed", "-i", "-E", fmt.Sprintf(`s/^paxos_variant:[ \t]*\S+[ \t]*$/paxos_variant: %s/`, variant), confDir+"/cassandra.yaml"); err != nil {
-		return fmt.Errorf("paxos variant of %s: cassandra.yaml: %w", n.Name, err)
+	edit := []string{"sed", "-i", "-E", fmt.Sprintf(`s/^paxos_variant:[ \t]*\S+[ \t]*$/paxos_variant: %s/`, variant), confDir + "/cassandra.yaml"}
+	return n.switchSetting(ctx, "paxos variant", storageProxyBean, "PaxosVariant", variant, restart, edit, n.PaxosVariant)
+}
+
+// switchSetting applies one cassandra.yaml setting that a node can also
+// change live through an MBean attribute: edit rewrites the file (the
+// node's next start reads it), then a rolling restart or the attribute
+// set live applies it, and read must find the node running it and the
+// file saying it.
+func (n *Node) switchSetting(ctx context.Context, what, bean, attr, value string, restart bool, edit []string,
+	read func(context.Context) (live, file string, err error)) error {
+	if _, err := n.Exec(ctx, edit...); err != nil {
+		return fmt.Errorf("%s of %s: cassandra.yaml: %w", what, n.Name, err)
 	}
 	if restart {
 		if err := n.rollingRestart(ctx); err != nil {
-			return fmt.Errorf("paxos variant of %s: %w", n.Name, err)
+			return fmt.Errorf("%s of %s: %w", what, n.Name, err)
 		}
-	} else if _, err := n.Nodetool(ctx, "sjk", "mx", "-b", storageProxyBean, "-f", "PaxosVariant", "-ms", "-v", variant); err != nil {
-		return fmt.Errorf("paxos variant of %s: set: %w", n.Name, err)
+	} else if _, err := n.Nodetool(ctx, "sjk", "mx", "-b", bean, "-f", attr, "-ms", "-v", value); err != nil {
+		return fmt.Errorf("%s of %s: set: %w", what, n.Name, err)
 	}
-	live, file, err := n.PaxosVariant(ctx)
+	live, file, err := read(ctx)
 	if err != nil {
 		return err
 	}
-	if live != variant || file != variant {
-		return fmt.Errorf("paxos variant of %s: runs %s, cassandra.yaml says %s; want %s", n.Name, live, file, variant)
+	if live != value || file != value {
+		return fmt.Errorf("%s of %s: runs %s, cassandra.yaml says %s; want %s", what, n.Name, live, file, value)
 	}
 	return nil
 }
@@ -185,22 +196,6 @@ func (n *Node) SetPaxosStatePurging(ctx context.Context, mode string, restart bo
 	if !slices.Contains(PaxosStatePurgings, mode) || n.c.cfg.release().LegacyYAML {
 		return fmt.Errorf("paxos state purging of %s: Cassandra %s has no %q", n.Name, n.c.cfg.release().Name, mode)
 	}
-	if _, err := n.Exec(ctx, "sh", "-c", purgingScript(confDir+"/cassandra.yaml", mode)); err != nil {
-		return fmt.Errorf("paxos state purging of %s: cassandra.yaml: %w", n.Name, err)
-	}
-	if restart {
-		if err := n.rollingRestart(ctx); err != nil {
-			return fmt.Errorf("paxos state purging of %s: %w", n.Name, err)
-		}
-	} else if _, err := n.Nodetool(ctx, "sjk", "mx", "-b", storageServiceBean, "-f", "PaxosStatePurging", "-ms", "-v", mode); err != nil {
-		return fmt.Errorf("paxos state purging of %s: set: %w", n.Name, err)
-	}
-	live, file, err := n.PaxosStatePurging(ctx)
-	if err != nil {
-		return err
-	}
-	if live != mode || file != mode {
-		return fmt.Errorf("paxos state purging of %s: runs %s, cassandra.yaml says %s; want %s", n.Name, live, file, mode)
-	}
-	return nil
+	edit := []string{"sh", "-c", purgingScript(confDir+"/cassandra.yaml", mode)}
+	return n.switchSetting(ctx, "paxos state purging", storageServiceBean, "PaxosStatePurging", mode, restart, edit, n.PaxosStatePurging)
 }
