@@ -200,15 +200,7 @@ func (*paxosUpgrade) Start(ctx context.Context, e *Env, hold time.Duration) (Sto
 		// The repair the switch asks for: every Paxos operation begun
 		// before it (v1's among them) committed or invalidated on a
 		// quorum, from every node (each repairs the ranges it holds).
-		for i, p := range nodes {
-			if err := p.RepairPaxos(uctx); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			mu.Lock()
-			v.Repaired = append(v.Repaired, names[i])
-			mu.Unlock()
-		}
+		errs = append(errs, repairEach(uctx, nodes, names, &mu, &v.Repaired)...)
 		if purgeTo != "" {
 			errs = append(errs, switchPurging(uctx, nodes, names, purgeTo, how == UpgradeRestart, &mu, &v)...)
 		}
@@ -289,13 +281,20 @@ func switchPurging(ctx context.Context, nodes []PaxosNode, names []string, mode 
 		v.Purged = append(v.Purged, names[i])
 		mu.Unlock()
 	}
+	return append(errs, repairEach(ctx, nodes, names, mu, &v.RepairedAfter)...)
+}
+
+// repairEach runs a Paxos repair from every node (each repairs the ranges
+// it holds), noting under mu, in done, the names of those it repaired.
+func repairEach(ctx context.Context, nodes []PaxosNode, names []string, mu *sync.Mutex, done *[]string) []error {
+	var errs []error
 	for i, p := range nodes {
 		if err := p.RepairPaxos(ctx); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		mu.Lock()
-		v.RepairedAfter = append(v.RepairedAfter, names[i])
+		*done = append(*done, names[i])
 		mu.Unlock()
 	}
 	return errs
