@@ -27,9 +27,9 @@ type regSighting struct {
 	value    json.RawMessage
 }
 
-// regDeleteApplied is an applied DELETE ... IF value = expect, or an
+// regSuperseded is an applied DELETE ... IF value = expect, or an
 // applied CAS that replaced expect by another value (by).
-type regDeleteApplied struct {
+type regSuperseded struct {
 	inv, ret history.Op
 	value    json.RawMessage
 	by       json.RawMessage // the CAS's new value; nil for a delete
@@ -48,10 +48,10 @@ func deletedValueBack(a checker.Anomaly, faults []faultView, tl *causeTimeline) 
 		ops = tl.ops
 	}
 	var (
-		deletes []regDeleteApplied
-		writes  []regWrite
-		seen    []regSighting
-		pending = map[int]history.Op{}
+		superseded []regSuperseded
+		writes     []regWrite
+		seen       []regSighting
+		pending    = map[int]history.Op{}
 	)
 	for _, op := range ops {
 		if op.Key != a.Lock || !history.IsRegisterF(op.F) {
@@ -81,11 +81,11 @@ func deletedValueBack(a checker.Anomaly, faults []faultView, tl *causeTimeline) 
 		}
 		switch {
 		case op.Type == history.OK && op.F == history.FRegDelete:
-			deletes = append(deletes, regDeleteApplied{inv: inv, ret: op, value: iv.Expect})
+			superseded = append(superseded, regSuperseded{inv: inv, ret: op, value: iv.Expect})
 			seen = append(seen, regSighting{inv: inv, ret: op, value: iv.Expect})
 		case op.Type == history.OK && op.F == history.FRegCAS:
 			if !sameJSON(iv.Expect, iv.New) {
-				deletes = append(deletes, regDeleteApplied{inv: inv, ret: op, value: iv.Expect, by: iv.New})
+				superseded = append(superseded, regSuperseded{inv: inv, ret: op, value: iv.Expect, by: iv.New})
 			}
 			seen = append(seen, regSighting{inv: inv, ret: op, value: iv.Expect})
 		case (op.Type == history.OK && op.F == history.FRegRead) || op.Type == history.Fail:
@@ -101,7 +101,7 @@ func deletedValueBack(a checker.Anomaly, faults []faultView, tl *causeTimeline) 
 		}
 	}
 	for _, s := range seen {
-		for _, d := range deletes {
+		for _, d := range superseded {
 			if d.ret.Time >= s.inv.Time || !sameJSON(d.value, s.value) || writtenSince(writes, s.value, d.inv.Time, s.ret.Time) {
 				continue
 			}
@@ -130,7 +130,7 @@ func writtenSince(writes []regWrite, value json.RawMessage, from, to int64) bool
 	return false
 }
 
-func deletedValueText(key string, d regDeleteApplied, s regSighting, faults []faultView) string {
+func deletedValueText(key string, d regSuperseded, s regSighting, faults []faultView) string {
 	how := "read it"
 	switch {
 	case s.ret.F == history.FRegDelete:
