@@ -185,7 +185,7 @@ func (w *Workload) acquire(ctx context.Context, i, proc int, lock Lock, name, ow
 // granted records the ok of an acquire or renew (f) that gave client i's
 // process proc the grant g, with its lease and token, and holds g.
 func (w *Workload) granted(i, proc int, f string, g Grant) error {
-	if g.Lease <= 0 {
+	if g.Lease <= 0 && !g.Stealable {
 		w.noLease.Store(true)
 	}
 	done := history.Op{Process: proc, Type: history.OK, F: f, Lock: g.Lock, LeaseMS: g.Lease.Milliseconds()}

@@ -34,6 +34,10 @@ type Grant struct {
 	// Lease is the validity counted from the acquire's invocation; zero when
 	// the grant does not expire. Recorded as lease_ms in the history.
 	Lease time.Duration
+	// Stealable says that a later acquire takes the lock from this grant's
+	// holder without waiting for it (Temporal's shard ownership): the grant
+	// has no lease, yet an abandoned one keeps no one out.
+	Stealable bool
 }
 
 // Lock is what a client drives. Implementations wrap ErrNotAcquired,

@@ -70,7 +70,7 @@ func (n *lockNames) all() []string {
 // to a fresh name.
 func (w *Workload) abandon(i int, g Grant) {
 	w.drop(i)
-	if g.Lease > 0 {
+	if g.Lease > 0 || g.Stealable {
 		return
 	}
 	w.retire(i, g.Lock)

@@ -36,11 +36,13 @@ func (u *unknownOnce) Add(ctx context.Context, lock string, elem, token int64, b
 // A holder abandoned with a grant that never expires holds its lock for
 // good: without the option every later acquire of it fails; with it the
 // clients go on under a fresh name and the final reads cover both. A leased
-// grant frees itself, so the option leaves its name alone.
+// grant frees itself, and a stealable one keeps no one out, so the option
+// leaves their names alone.
 func TestRetireStuckLocks(t *testing.T) {
 	tests := []struct {
 		name       string
 		lease      time.Duration
+		stealable  bool
 		retire     bool
 		wantLocks  []string
 		wantStuck  bool // no grant after the unknown add
@@ -49,6 +51,7 @@ func TestRetireStuckLocks(t *testing.T) {
 	}{
 		{name: "no lease, stays stuck", wantLocks: []string{"l0"}, wantStuck: true, wantReads: 1},
 		{name: "no lease, retired", retire: true, wantLocks: []string{"l0", "l0.1"}, wantReads: 2, wantAddsOn: "l0.1"},
+		{name: "no lease, stealable", stealable: true, retire: true, wantLocks: []string{"l0"}, wantReads: 1, wantAddsOn: "l0"},
 		{name: "leased, frees itself", lease: 50 * time.Millisecond, retire: true, wantLocks: []string{"l0"}, wantReads: 1, wantAddsOn: "l0"},
 	}
 	for _, tt := range tests {
@@ -59,7 +62,9 @@ func TestRetireStuckLocks(t *testing.T) {
 			if tt.retire {
 				opts = append(opts, WithRetireStuckLocks())
 			}
-			w := newFake(t, newFakeLocks(tt.lease, false), &unknownOnce{fakeSet: newFakeSet(), n: 3}, h, opts...)
+			locks := newFakeLocks(tt.lease, false)
+			locks.stealable = tt.stealable
+			w := newFake(t, locks, &unknownOnce{fakeSet: newFakeSet(), n: 3}, h, opts...)
 			run(t, w, 500*time.Millisecond)
 			ops := h.all()
 			checkWellFormed(t, ops)

@@ -52,6 +52,9 @@ type fakeLocks struct {
 	acquires     int
 	// reentrant: an owner that holds the lock gets it again at once.
 	reentrant bool
+	// stealable: every acquire takes the lock from its holder, as a
+	// Temporal host steals a shard.
+	stealable bool
 }
 
 func newFakeLocks(lease time.Duration, fenced bool) *fakeLocks {
@@ -70,12 +73,12 @@ func (l fakeLock) Acquire(ctx context.Context, name, owner string) (Grant, error
 		if exp, ok := l.s.expires[name]; ok && l.s.lease > 0 && time.Now().After(exp) {
 			delete(l.s.owner, name)
 		}
-		if o, held := l.s.owner[name]; !held || (l.s.reentrant && o == owner) {
+		if o, held := l.s.owner[name]; !held || l.s.stealable || (l.s.reentrant && o == owner) {
 			l.s.owner[name] = owner
 			l.s.expires[name] = time.Now().Add(l.s.lease)
 			l.s.token++
 			l.s.acquires++
-			g := Grant{Lock: name, Owner: owner, Lease: l.s.lease}
+			g := Grant{Lock: name, Owner: owner, Lease: l.s.lease, Stealable: l.s.stealable}
 			if l.s.fenced {
 				g.Token = l.s.token
 			}

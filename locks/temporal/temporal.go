@@ -249,7 +249,7 @@ func (s *Shard) Acquire(ctx context.Context, name, owner string) (workload.Grant
 		return workload.Grant{}, fmt.Errorf("acquire %q: shard ownership lost: previous range id %d, found %v: %w",
 			name, prev, cur["range_id"], workload.ErrNotAcquired)
 	}
-	return workload.Grant{Lock: name, Owner: owner, Token: info.RangeID}, nil
+	return workload.Grant{Lock: name, Owner: owner, Token: info.RangeID, Stealable: true}, nil
 }
 
 // getOrCreate reads the shard row; a missing one is created (range id 0)
