@@ -138,7 +138,7 @@ JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
 # their own (clustertest: a few seconds a package).
 jepsen test: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
 jepsen test: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
-OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade
+OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade|TestStartStopLeavesNothing
 # Every jepsen go test runs with -v into a log of its stream in .cache/
 # (the terminal gets each package's line and the failures:
 # scripts/test-log.sh), so that where a stream's time went can be read per

@@ -360,16 +360,22 @@ func labelled(t *testing.T, ctx context.Context, name string) (containers, netwo
 	return len(cs.Items), len(ns.Items)
 }
 
-// TestStartStopLeavesNothing starts a one-node cluster of its own name (the
-// shared one keeps running), stops it with logs and checks that nothing
-// labelled remains; then bad input leaves nothing either.
+// TestStartStopLeavesNothing starts a one-node cluster of its own name,
+// refuses a second cluster on its subnet, stops it with logs and checks that
+// nothing labelled remains; then bad input leaves nothing either. It needs
+// no shared cluster: make test runs it in the stream of the tests that start
+// clusters of their own.
 func TestStartStopLeavesNothing(t *testing.T) {
-	shared := clustertest.Get(t)
-	const name = "lockcheck-stoptest"
+	const name, clash = "lockcheck-stoptest", "lockcheck-stoptest-clash"
+	clustertest.OwnTurn(t)
 	ctx := ctxFor(t, 6*time.Minute)
-	t.Cleanup(func() { cluster.Down(context.Background(), name) })
+	t.Cleanup(func() { cluster.Down(context.Background(), name); cluster.Down(context.Background(), clash) })
+	image, err := cluster.BuildImage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	c, err := cluster.Start(ctx, cluster.WithName(name), cluster.WithNodes(1), cluster.WithImage(shared.Image()))
+	c, err := cluster.Start(ctx, cluster.WithName(name), cluster.WithNodes(1), cluster.WithImage(image))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,6 +385,14 @@ func TestStartStopLeavesNothing(t *testing.T) {
 	att, err := cluster.Attach(ctx, cluster.WithName(name))
 	if err != nil || len(att.Nodes()) != 1 || att.Nodes()[0].IP != c.Nodes()[0].IP || att.GatewayIP() != c.GatewayIP() {
 		t.Fatalf("Attach: %v", err)
+	}
+	// Another cluster on a running one's subnet is refused before anything
+	// of it is made.
+	if _, err := cluster.Start(ctx, cluster.WithName(clash), cluster.WithNodes(1), cluster.WithSubnet(c.Subnet()), cluster.WithImage(image)); !errors.Is(err, cluster.ErrNetworkClash) {
+		t.Errorf("Start on %s's subnet: %v, want %v", name, err, cluster.ErrNetworkClash)
+	}
+	if cs, ns := labelled(t, ctx, clash); cs != 0 || ns != 0 {
+		t.Errorf("after a refused Start: %d containers, %d networks labelled", cs, ns)
 	}
 	logs := t.TempDir()
 	if err := c.Stop(ctx, logs); err != nil {
@@ -403,8 +417,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 		want error
 	}{
 		{"missing image", []cluster.Option{cluster.WithImage("lockcheck-no-such-image:0")}, cluster.ErrBadImage},
-		{"image without Cassandra", []cluster.Option{cluster.WithImage(cluster.BaseImageRef(shared.Version()))}, cluster.ErrBadImage},
-		{"subnet of the shared cluster", []cluster.Option{cluster.WithSubnet(shared.Subnet()), cluster.WithImage(shared.Image())}, cluster.ErrNetworkClash},
+		{"image without Cassandra", []cluster.Option{cluster.WithImage(cluster.BaseImageRef(c.Version()))}, cluster.ErrBadImage},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
