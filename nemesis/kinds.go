@@ -55,6 +55,12 @@ type Kind struct {
 	// loaded machine): the scheduler deals it last in each round, so that
 	// a short run still sees the quick ones.
 	Restarts bool
+	// StopWait, when set, bounds the kind's stop instead of the scheduler's
+	// bound for its class (stopTimeout, restartStopTimeout): a window whose
+	// stop runs a whole operator's procedure (paxos-upgrade's rolling
+	// restarts and repairs) is recorded done, not cut short by a bound
+	// sized for one node's restart.
+	StopWait time.Duration
 	// Streams marks a kind whose windows report the Streamed phase (the
 	// membership kinds: the first range movement's streaming done), which
 	// a schedule's step can follow.

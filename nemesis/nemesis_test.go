@@ -991,27 +991,35 @@ func (d *deadlineInjector) Reset(context.Context, *Env, Target) (bool, error) { 
 
 // A stop that restarts nodes is given longer than one that does not: a
 // killed node of a slow-starting release must get back before the stop
-// gives up, even when the run is over.
+// gives up, even when the run is over; a kind whose stop runs a whole
+// procedure (paxos-upgrade's rolling restarts and repairs) gets its own
+// bound.
 func TestStopWaitsLongerForRestarts(t *testing.T) {
 	ts, _ := fakeCluster(3)
 	n, err := New(ts, &memRec{}, WithKinds(Partition))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, restarts := range []bool{false, true} {
+	tests := []struct {
+		name string
+		kind *Kind
+		want time.Duration
+	}{
+		{"no restart", &Kind{Name: "test"}, 2 * time.Minute},
+		{"restarts", &Kind{Name: "test", Restarts: true}, 6 * time.Minute},
+		{"its own bound", &Kind{Name: "test", Restarts: true, StopWait: 16 * time.Minute}, 16 * time.Minute},
+		{"paxos-upgrade", lookup(PaxosUpgrade), paxosUpgradeWait},
+	}
+	for _, tt := range tests {
 		inj := &deadlineInjector{}
-		k := fault{Kind: &Kind{Name: "test", Restarts: restarts}, Injector: inj}
+		k := fault{Kind: tt.kind, Injector: inj}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // the run is over: the stop still gets its own time
 		if _, err := n.deal(ctx, k, 0, nil); err != nil {
 			t.Fatal(err)
 		}
-		want := 2 * time.Minute
-		if restarts {
-			want = 6 * time.Minute
-		}
-		if inj.left <= want-time.Minute || inj.left > want {
-			t.Errorf("restarts %t: the stop had %v, want about %v", restarts, inj.left, want)
+		if inj.left <= tt.want-time.Minute || inj.left > tt.want {
+			t.Errorf("%s: the stop had %v, want about %v", tt.name, inj.left, tt.want)
 		}
 	}
 }

@@ -363,6 +363,9 @@ const (
 )
 
 func stopWait(k fault) time.Duration {
+	if k.StopWait > 0 {
+		return k.StopWait
+	}
 	if k.Restarts {
 		return restartStopTimeout
 	}
