@@ -342,9 +342,7 @@ func readAll(t *testing.T, ctx context.Context, s *gocql.Session, cl gocql.Consi
 func readAlone(t *testing.T, ctx context.Context, c *cluster.Cluster, joined *cluster.Node, others ...*cluster.Node) {
 	t.Helper()
 	for _, o := range others {
-		if err := o.Pause(ctx); err != nil {
-			t.Fatal(err)
-		}
+		pauseRetrying(t, ctx, o)
 	}
 	defer func() {
 		for _, o := range others {
