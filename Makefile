@@ -138,16 +138,13 @@ JEPSEN_RUN = $(shell scripts/jepsen-tests.sh)
 # their own (clustertest: a few seconds a package).
 jepsen test: export LOCKCHECK_SHAPER_BIN := $(CURDIR)/bin/lockcheck-shaper
 jepsen test: export LOCKCHECK_LAZYFS_BIN := $(CURDIR)/bin/lockcheck-lazyfs
-OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade|TestStartStopLeavesNothing|TestCassandra19617
+OWN_TESTS := TestConfigs|TestLazyFS|TestVersions|TestHarnessKilled|TestKilledMidMovement|TestMembership|TestHostsTwoDCs|TestPaxosUpgrade|TestStartStopLeavesNothing
 # Every jepsen go test runs with -v into a log of its stream in .cache/
 # (the terminal gets each package's line and the failures:
 # scripts/test-log.sh), so that where a stream's time went can be read per
 # test afterwards (`scripts/test-log.sh times LOG`, printed at the end).
 JEPSEN_LINES = scripts/test-log.sh lines
-# The second stream: the tests that start clusters of their own (among
-# them CASSANDRA-19617 played on a 3-node 4.1.5 cluster, the bug's quick
-# row: LOCKCHECK_19617=4.1.5; the fixed release and the controls are the
-# full tier's), then
+# The second stream: the tests that start clusters of their own, then
 # sshnode's hosts; it needs neither the shared cluster nor the plug-ins, so
 # make test starts it as soon as the binaries are built. Its packages run
 # two at a time (-p 2) but their clusters one at a time: each test takes the
@@ -159,7 +156,7 @@ JEPSEN_LINES = scripts/test-log.sh lines
 # same way. The set-up test's clean container (no Cassandra in it, mostly
 # apt) runs in a lane of its own beside them. One shell command (a
 # background job of the recipes below), its output in $(JEPSEN_OWN_LOG).
-OWN_STREAM = ( set -o pipefail; export LOCKCHECK_SHARED=none LOCKCHECK_19617=4.1.5; \
+OWN_STREAM = ( set -o pipefail; export LOCKCHECK_SHARED=none; \
 	  ( $(GO) test -tags=jepsen -v -p 2 -count=1 -timeout 75m -run '$(OWN_TESTS)' ./runner/ ./cluster/ ./cmd/lockcheck/ > $(OWN_V_LOG).1 2>&1 & a=$$!; \
 	    sleep 120; $(GO) test -tags=jepsen -v -count=1 -timeout 75m -run '$(JEPSEN_RUN)' ./sshnode/ > $(OWN_V_LOG).2 2>&1; b=$$?; \
 	    wait $$a && [ $$b = 0 ] ) & o=$$!; \

@@ -31,9 +31,9 @@ const paxosPurgeGrace = 60 * time.Second
 // commit that predates a collectable tombstone; 4.1.0 to 4.1.5 under
 // paxos_state_purging gc_grace or repaired, fixed in 4.1.6) from outside the
 // nodes: CQL and nodetool only, on a 3-node cluster of each release
-// LOCKCHECK_19617 names (say 4.1.5,4.1.6; make test's second stream plays
-// 4.1.5 alone, the bug's quick row: a 3-node cluster of its own and a
-// minute's wait).
+// LOCKCHECK_19617 names (say 4.1.5,4.1.6; none in make test: 4.1.5 alone
+// took a 3-node cluster's turn of about three minutes in its second
+// stream, which then ended make test, docs/measurements.md).
 //
 // The schedule follows the fixing commit's test (CasWriteTest
 // testStaleCommitInSystemPaxos), with operator tools where that test
