@@ -139,7 +139,7 @@ func TestPausedNodeQuorumServes(t *testing.T) {
 	kvTable(t, ctx, c)
 	n3, _ := c.Node("n3")
 	s1, s2 := pinned(t, ctx, c, "n1"), pinned(t, ctx, c, "n2")
-	pauseRetrying(t, ctx, n3)
+	clustertest.Pause(t, ctx, n3.Name, n3)
 	t.Cleanup(func() { n3.Unpause(context.Background()) })
 
 	// Two of three replicas answer: Paxos has its quorum.
@@ -510,7 +510,7 @@ func TestFaultsNamesLeftovers(t *testing.T) {
 			t.Errorf("Faults = %q, want it to name %q", f, s.want)
 		}
 	}
-	pauseRetrying(t, ctx, n)
+	clustertest.Pause(t, ctx, n.Name, n)
 	// Its rules are read from its network namespace and its clock file
 	// through Docker's archive API; its JVM's state would need an exec,
 	// which Docker refuses.
@@ -554,27 +554,6 @@ func TestFaultsNamesLeftovers(t *testing.T) {
 // kills: the cluster whose paused n3 it runs a long helper beside.
 const strayChild = "LOCKCHECK_STRAY_CHILD"
 
-// pauseRetrying pauses n. The cgroup freezer refuses now and then on a busy
-// machine ("unable to freeze": make test at load 18-20), as the pause kind
-// knows: it is asked again for up to 20 s, then the test is skipped, as
-// nemesis's pauseAll does.
-func pauseRetrying(t *testing.T, ctx context.Context, n *cluster.Node) {
-	t.Helper()
-	var err error
-	for range 20 {
-		if err = n.Pause(ctx); err == nil || !strings.Contains(err.Error(), "unable to freeze") {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	if err != nil && strings.Contains(err.Error(), "unable to freeze") {
-		t.Skipf("the cgroup freezer refused %s for 20 s: %v", n.Name, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestStrayHelpersRemoved kills a process while its helper container (a
 // command in a paused node's network namespace) runs, and checks that
 // RemoveStrayHelpers removes that helper and no live process's.
@@ -598,7 +577,7 @@ func TestStrayHelpersRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pauseRetrying(t, ctx, n)
+	clustertest.Pause(t, ctx, n.Name, n)
 	t.Cleanup(func() { _ = n.Unpause(context.Background()) })
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {

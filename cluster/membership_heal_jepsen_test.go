@@ -342,7 +342,7 @@ func readAll(t *testing.T, ctx context.Context, s *gocql.Session, cl gocql.Consi
 func readAlone(t *testing.T, ctx context.Context, c *cluster.Cluster, joined *cluster.Node, others ...*cluster.Node) {
 	t.Helper()
 	for _, o := range others {
-		pauseRetrying(t, ctx, o)
+		clustertest.Pause(t, ctx, o.Name, o)
 	}
 	defer func() {
 		for _, o := range others {

@@ -264,24 +264,12 @@ func TestHealLeftoversOnNodes(t *testing.T) {
 
 // pauseAll freezes every node's container for the rest of the test (the
 // cleanup thaws them and heals what a failed test left). The cgroup freezer
-// refuses now and then on a busy machine ("unable to freeze"), as the pause
-// kind knows: it is asked again a while.
+// refuses now and then on a busy machine ("unable to freeze"): clustertest.Pause
+// asks again a while.
 func pauseAll(t *testing.T, ctx context.Context, c *cluster.Cluster, ts []nemesis.Target) {
 	t.Cleanup(func() { clustertest.HealLeftovers(context.Background(), c, nil) })
 	for _, tg := range ts {
-		var err error
-		for range 20 {
-			if err = tg.Node.Pause(ctx); err == nil || !strings.Contains(err.Error(), "unable to freeze") {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		if err != nil && strings.Contains(err.Error(), "unable to freeze") {
-			t.Skipf("the cgroup freezer refused %s for 20 s: %v", tg.Name, err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		clustertest.Pause(t, ctx, tg.Name, tg.Node)
 		t.Cleanup(func() { tg.Node.Unpause(context.Background()) })
 	}
 }

@@ -370,3 +370,24 @@ func LazyFSBinary(t *testing.T) string {
 	}
 	return lazyFS.path
 }
+
+// Pause pauses node name (a cluster.Node, or a nemesis target's node) for a
+// test. The cgroup freezer refuses now and then on a busy machine ("unable
+// to freeze"), as the pause kind knows: it is asked again for up to 20 s,
+// then the test is skipped.
+func Pause(t testing.TB, ctx context.Context, name string, n interface{ Pause(context.Context) error }) {
+	t.Helper()
+	var err error
+	for range 20 {
+		if err = n.Pause(ctx); err == nil || !strings.Contains(err.Error(), "unable to freeze") {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil && strings.Contains(err.Error(), "unable to freeze") {
+		t.Skipf("the cgroup freezer refused %s for 20 s: %v", name, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
