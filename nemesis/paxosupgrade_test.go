@@ -30,12 +30,17 @@ func (f *fakeNode) SetPaxosVariant(_ context.Context, variant string, restart bo
 		return errors.New(f.name + ": the MBean refused the variant")
 	}
 	f.paxosFile, f.paxosLive = variant, variant
+	f.switched("paxos", variant, restart)
+	return nil
+}
+
+// switched records a setting's switch (f.mu held): "paxos v2 live".
+func (f *fakeNode) switched(setting, value string, restart bool) {
 	how := "live"
 	if restart {
 		how = "restart"
 	}
-	f.calls = append(f.calls, "paxos "+variant+" "+how)
-	return nil
+	f.calls = append(f.calls, setting+" "+value+" "+how)
 }
 
 func (f *fakeNode) PaxosStatePurging(context.Context) (live, file string, err error) {
@@ -50,11 +55,7 @@ func (f *fakeNode) SetPaxosStatePurging(_ context.Context, mode string, restart 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.purgeFile, f.purgeLive = mode, mode
-	how := "live"
-	if restart {
-		how = "restart"
-	}
-	f.calls = append(f.calls, "purging "+mode+" "+how)
+	f.switched("purging", mode, restart)
 	return nil
 }
 
