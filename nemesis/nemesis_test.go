@@ -608,7 +608,20 @@ func schedule(t *testing.T, seed int64, kinds []string, d time.Duration, opts ..
 }
 
 func TestScheduleStartsStopsAndHeals(t *testing.T) {
-	ops, fs, cl := schedule(t, 1, Kinds, 1500*time.Millisecond)
+	// The window is timed: on a busy machine it deals fewer faults, so it
+	// grows until every kind was dealt at least once.
+	var (
+		ops []history.Op
+		fs  []*fakeNode
+		cl  *fakeClients
+	)
+	for d := 1500 * time.Millisecond; ; d *= 2 {
+		ops, fs, cl = schedule(t, 1, Kinds, d)
+		if dealtEvery(ops, Kinds) || d > 20*time.Second {
+			break
+		}
+		t.Logf("not every kind dealt in %v; growing the window", d)
+	}
 	open := map[string]bool{}
 	starts := map[string]int{}
 	for _, op := range ops {
@@ -678,6 +691,21 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 			t.Errorf("client %d clock still %v", c, d)
 		}
 	}
+}
+
+func dealtEvery(ops []history.Op, kinds []string) bool {
+	started := map[string]bool{}
+	for _, op := range ops {
+		if k, ok := strings.CutPrefix(op.F, "start-"); ok {
+			started[k] = true
+		}
+	}
+	for _, k := range kinds {
+		if !started[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // Heal undoes faults whose stop never ran (the run was interrupted).
