@@ -1,6 +1,7 @@
 package lockcheck.artifacts;
 
 import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.DriverTimeoutException;
 import com.datastax.oss.driver.api.core.CqlSessionBuilder;
 import com.datastax.oss.driver.api.core.config.DefaultDriverOption;
 import com.datastax.oss.driver.api.core.config.DriverConfigLoader;
@@ -58,8 +59,20 @@ final class CassandraMigration implements Lock {
     this.env = env;
     session = session(env);
     // The Database's constructor creates schema_migration and schema_migration_leader (CREATE
-    // TABLE IF NOT EXISTS, at QUORUM) and prepares its statements.
-    database("setup");
+    // TABLE IF NOT EXISTS, at QUORUM) and prepares its statements, within the driver's 2 s
+    // request time-out, which a schema change on a loaded test cluster can outlast. The statements
+    // are idempotent: a time-out is tried again until the set-up's deadline, as an operator would
+    // start the tool again; the lock's own statements keep the driver's defaults.
+    while (true) {
+      try {
+        database("setup");
+        return;
+      } catch (DriverTimeoutException e) {
+        if (Lock.now() + 3000 > deadline) throw e;
+        System.err.println("cassandra-migration: creating its tables: " + e + "; trying again");
+        Lock.sleep(1000);
+      }
+    }
   }
 
   private LockcheckDatabase database(String name) {
