@@ -37,6 +37,9 @@ func meta(t *testing.T, res lockcheck.Result) string {
 }
 
 // short are the options of a short run without faults on the shared cluster.
+// Such runs share it side by side (runner takes their set-ups in turn), as
+// TestMatrix's client rows do: the package holds the shared cluster for the
+// longest run, not their sum.
 func short(t *testing.T) []lockcheck.Option {
 	return []lockcheck.Option{lockcheck.WithCluster(clustertest.Get(t).Name()), lockcheck.WithTime(5 * time.Second),
 		lockcheck.WithQuiet(time.Second), lockcheck.WithSeed(3)}
@@ -45,6 +48,7 @@ func short(t *testing.T) []lockcheck.Option {
 // The TTL given by option is the one the user's constructor gets and the
 // one the meta line records; the Result says what `lockcheck run` prints.
 func TestAPITTLReachesTheLock(t *testing.T) {
+	t.Parallel()
 	var ttl atomic.Int64
 	var logged atomic.Bool
 	lock := lockcheck.Lock{Name: "leaselock", Schema: leaselock.CreateTable,
@@ -67,6 +71,7 @@ func TestAPITTLReachesTheLock(t *testing.T) {
 
 // A built-in recipe by name, its clients pinned to coordinators.
 func TestAPIRecipePinned(t *testing.T) {
+	t.Parallel()
 	res := lockcheck.Test(t, lockcheck.Lock{Recipe: "lease-fenced"}, append(short(t), lockcheck.WithPinClients())...)
 	if m := meta(t, res); !strings.Contains(m, `"pins":"0=n1 1=n2 2=n3`) || !strings.Contains(m, `"lock":"lease-fenced"`) {
 		t.Errorf("meta %s does not record the recipe and its pins", m)
@@ -74,7 +79,8 @@ func TestAPIRecipePinned(t *testing.T) {
 }
 
 // A REST lock service through Lock.URL: lockd over lease-fenced on the
-// shared cluster, fenced.
+// shared cluster, fenced. Not beside the others: its schema is made outside
+// runner's set-up turn (locktest), in the tables lease-fenced's run makes.
 func TestAPILockURL(t *testing.T) {
 	s, ks, _ := locktest.Setup(t, lease.CreateSchema)
 	srv := httptest.NewServer(lockd.Handler(locktest.New(t, lease.NewFenced, s, recipe.WithKeyspace(ks)), slog.New(slog.DiscardHandler)))
