@@ -786,7 +786,18 @@ func TestClientFaults(t *testing.T) {
 		{"ahead", true, time.Second, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ops, _, cl := schedule(t, 3, []string{ClientPause, ClientClock}, 800*time.Millisecond, WithClientSkewAhead(tc.ahead))
+			kinds := []string{ClientPause, ClientClock}
+			var (
+				ops []history.Op
+				cl  *fakeClients
+			)
+			// Grown on a busy machine until both kinds were dealt.
+			for d := 800 * time.Millisecond; ; d *= 2 {
+				ops, _, cl = schedule(t, 3, kinds, d, WithClientSkewAhead(tc.ahead))
+				if dealtEvery(ops, kinds) || d > 10*time.Second {
+					break
+				}
+			}
 			if cl.pauses == 0 {
 				t.Error("no client pause armed")
 			}
