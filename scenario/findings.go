@@ -38,7 +38,9 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 		"pooled over the batches that ran different seeds (`lockcheck matrix --rows NAME --repeat 10 --first N\n" +
 		"--record scenario/rates.jsonl`, then `go test ./scenario -update`; a batch that ran seeds again\n" +
 		"supersedes the older ones). \"Dates\" and \"machine\" are those batches' dates and the machine's\n" +
-		"cores and load average over them. Each batch, and every rate measured at other settings, is a line of\n" +
+		"cores and load average over them (a run's own cluster and clients raise it); \"each run started idle\" where every batch\n" +
+		"waited before each run for the 1-minute load to fall under a bound (`matrix --idle-below 2`), with the highest load a\n" +
+		"run started at. Each batch, and every rate measured at other settings, is a line of\n" +
 		"[scenario/rates.jsonl](../scenario/rates.jsonl).\n\n")
 	b.WriteString("| row | recipe | faults | cluster | time | interval | tier | asserted | measured | dates | machine |\n" +
 		"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
@@ -243,6 +245,9 @@ func machine(rt Rate) string {
 	s := fmt.Sprintf("%d cores", rt.Cores)
 	if rt.Load != "" {
 		s += ", load " + rt.Load
+	}
+	if rt.IdleStart > 0 {
+		s += fmt.Sprintf(" (each run started idle: load %.1f at most)", rt.IdleStart)
 	}
 	return s
 }

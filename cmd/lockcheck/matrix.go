@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -49,6 +50,10 @@ after its rows unless it was already running.
                    N jobs (docs/fan-out.md); --store defaults to store-K-of-N
                    and --record to rates-K-of-N.jsonl, the file matrix merge
                    pools
+  --idle-below L    before each run, wait until the 1-minute load average is
+                   under L (at most 10 minutes a run; then it runs, and says
+                   so): a rate that decides a verdict is measured on an idle
+                   machine; --record notes the highest load at a run's start
   --list           print the selected rows (with --shard, the share) and exit
 Exit status: 0 every row met its expectation, 1 a row missed it, 2 an error.`
 
@@ -56,6 +61,7 @@ Exit status: 0 every row met its expectation, 1 a row missed it, 2 an error.`
 type matrixFlags struct {
 	pattern, tier, name, store, record, shard string
 	repeat, first                             int
+	idleBelow                                 float64
 	list                                      bool
 }
 
@@ -70,6 +76,7 @@ func newMatrixFlags() (*flag.FlagSet, *matrixFlags) {
 	fs.StringVar(&f.store, "store", runner.Defaults().Store, "store directory")
 	fs.StringVar(&f.record, "record", "", "append measured rates (JSON lines) to this file")
 	fs.StringVar(&f.shard, "shard", "", "run share `K/N` of the selected rows: the K-th of N, balanced by expected time")
+	fs.Float64Var(&f.idleBelow, "idle-below", 0, "before each run, wait until the 1-minute load average is under `L` (at most 10 minutes a run)")
 	fs.BoolVar(&f.list, "list", false, "print the rows and exit")
 	return fs, f
 }
@@ -110,6 +117,12 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if f.first < 0 {
 		return bad("--first must be at least 0, got %d", f.first)
+	}
+	if f.idleBelow < 0 {
+		return bad("--idle-below must be a load above 0, got %g", f.idleBelow)
+	}
+	if _, ok := loadAverage(); f.idleBelow > 0 && !ok {
+		return bad("--idle-below needs the load average of /proc/loadavg (Linux), which cannot be read here")
 	}
 	if f.shard != "" {
 		sh, err := scenario.ParseShard(f.shard)
@@ -176,7 +189,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		env := runner.ClusterEnv{Cluster: c}
 		for _, row := range g.Rows {
-			res, err := runRow(ctx, env, row, f.first, *repeat, *store, log, stderr)
+			res, err := runRow(ctx, env, row, runPlan{first: f.first, repeat: *repeat, idleBelow: f.idleBelow}, *store, log, stderr)
 			res.shard = f.shard
 			results = append(results, res.Result)
 			timed = append(timed, res)
@@ -295,11 +308,54 @@ type rowRuns struct {
 	shard string
 	// timings are the runs' phases (runner.Outcome.Timing).
 	timings []runner.Timing
+	// idleStart is the highest load at a run's start after waiting for an
+	// idle machine (--idle-below); idleWaited says the runs waited.
+	idleStart  float64
+	idleWaited bool
 }
 
-// runRow runs the row repeat times (seeds row.RunSeed(first..)) and
+// runPlan is how a row's runs are made: how many, from which run number,
+// and whether each waits for an idle machine.
+type runPlan struct {
+	first, repeat int
+	// idleBelow: each run starts once the 1-minute load average is under
+	// it (0: at once).
+	idleBelow float64
+}
+
+// idleWait bounds the wait for an idle machine before a run: a 1-minute
+// load average falls by about a third a minute once the machine is quiet,
+// so 10 minutes is enough after any run, and a machine still busy then has
+// work of its own that waiting will not end.
+const idleWait = 10 * time.Minute
+
+// waitIdle waits until the 1-minute load average is under below, at most
+// idleWait, and returns the load the run starts at.
+func waitIdle(ctx context.Context, below float64, stderr io.Writer) float64 {
+	deadline := time.Now().Add(idleWait)
+	for {
+		load, _ := loadAverage()
+		if load < below {
+			return load
+		}
+		if ctx.Err() != nil {
+			return load
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(stderr, "lockcheck matrix: the load is still %.1f after %v, not under %g: running anyway (the rate records it)\n", load, idleWait, below)
+			return load
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// runRow runs the row plan.repeat times (seeds row.RunSeed(first..)) and
 // tallies the verdicts; it stops early when ctx ends.
-func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat int, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
+func runRow(ctx context.Context, env runner.Env, row scenario.Row, plan runPlan, store string, log *slog.Logger, stderr io.Writer) (rowRuns, error) {
+	first, repeat := plan.first, plan.repeat
 	res := rowRuns{Result: scenario.Result{Row: row}, first: first}
 	var errs []error
 	if repeat > 1 {
@@ -316,6 +372,9 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 	for r := range repeat {
 		if ctx.Err() != nil {
 			break
+		}
+		if plan.idleBelow > 0 {
+			res.idleStart, res.idleWaited = max(res.idleStart, waitIdle(ctx, plan.idleBelow, stderr)), true
 		}
 		res.loads = appendLoad(res.loads)
 		tc, err := matrix.Test(row, first+r)
@@ -370,19 +429,24 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, first, repeat
 
 // appendLoad adds the 1-minute load average (Linux), when there is one.
 func appendLoad(loads []float64) []float64 {
+	if v, ok := loadAverage(); ok {
+		return append(loads, v)
+	}
+	return loads
+}
+
+// loadAverage is the 1-minute load average (Linux's /proc/loadavg).
+func loadAverage() (float64, bool) {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return loads
+		return 0, false
 	}
 	f := strings.Fields(string(b))
 	if len(f) == 0 {
-		return loads
+		return 0, false
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return loads
-	}
-	return append(loads, v)
+	return v, err == nil
 }
 
 // writeRate appends the row's measured rate as a line of rates.jsonl.
@@ -397,6 +461,11 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 	rt.Availability, rt.Stuck = res.Tally.AvailabilityRange(), res.Tally.Stuck
 	if len(res.loads) > 0 {
 		rt.Load = fmt.Sprintf("%.0f-%.0f", slices.Min(res.loads), slices.Max(res.loads))
+	}
+	if res.idleWaited {
+		// One decimal, rounded up (an idle start of 1.96 is not one of
+		// 2), and never 0, which says the runs did not wait.
+		rt.IdleStart = max(0.1, math.Ceil(res.idleStart*10)/10)
 	}
 	if n := len(res.firsts); n > 0 {
 		fs := slices.Clone(res.firsts)

@@ -23,6 +23,7 @@ func TestMatrixRejectsBadInput(t *testing.T) {
 		{[]string{"--tier", "slow"}, `tier "slow": want quick, full or all`},
 		{[]string{"--repeat", "0"}, "--repeat must be at least 1, got 0"},
 		{[]string{"--first", "-1"}, "--first must be at least 0, got -1"},
+		{[]string{"--idle-below", "-1"}, "--idle-below must be a load above 0, got -1"},
 		{[]string{"--rows", "no-such-row"}, `no row of tier all matches --rows "no-such-row"`},
 		{[]string{"--rows", "music-seq/node-faults", "--tier", "quick"}, "no row of tier quick matches"},
 		{[]string{"--cluster", "Bad_Name", "--rows", "racy"}, "--cluster: "},
@@ -89,6 +90,42 @@ func TestWriteRate(t *testing.T) {
 	}
 	if err := scenario.CheckRates(scenario.Rows, rates); err != nil {
 		t.Error(err)
+	}
+	if rt.IdleStart != 0 {
+		t.Errorf("idle start %v recorded for runs that did not wait", rt.IdleStart)
+	}
+	// Runs that waited for an idle machine record the highest load they
+	// started at, rounded up to a tenth, and never as 0 (not waited).
+	for _, tc := range []struct {
+		start, want float64
+	}{{1.93, 2}, {1.21, 1.3}, {0, 0.1}} {
+		res.idleStart, res.idleWaited = tc.start, true
+		buf.Reset()
+		if err := writeRate(&buf, row, res); err != nil {
+			t.Fatal(err)
+		}
+		if rates, err := scenario.ReadRates(&buf); err != nil || rates[0].IdleStart != tc.want {
+			t.Errorf("idle start %v recorded as %+v (%v), want %v", tc.start, rates, err, tc.want)
+		}
+	}
+}
+
+// waitIdle returns at once on a machine under the bound, and at once when
+// the wait is cancelled, with the load it saw.
+func TestWaitIdle(t *testing.T) {
+	if _, ok := loadAverage(); !ok {
+		t.Skip("no /proc/loadavg")
+	}
+	var stderr bytes.Buffer
+	start := time.Now()
+	if load := waitIdle(context.Background(), 1e9, &stderr); load < 0 || time.Since(start) > time.Second || stderr.Len() > 0 {
+		t.Errorf("under the bound: load %v after %v, said %q; want at once, silently", load, time.Since(start), stderr.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start = time.Now()
+	if waitIdle(ctx, -1, &stderr); time.Since(start) > time.Second || stderr.Len() > 0 {
+		t.Errorf("cancelled: returned after %v, said %q; want at once, silently", time.Since(start), stderr.String())
 	}
 }
 
