@@ -62,35 +62,39 @@ func (s Shard) Of(rows []Row) []Row { return Shares(rows, s.N)[s.K-1] }
 // Every row lands in exactly one share; a share may be empty (n above the
 // rows).
 func Shares(rows []Row, n int) [][]Row {
+	// A row's estimate and cluster key, once each: the loop below asks for
+	// them n times a row, and a key is built with fmt.
 	order := make([]int, len(rows))
-	for i := range order {
-		order[i] = i
+	est := make([]time.Duration, len(rows))
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		order[i], est[i], keys[i] = i, r.Estimate(), r.Cluster.Key()
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(rows[b].Estimate(), rows[a].Estimate()), cmp.Compare(rows[a].Name, rows[b].Name))
+		return cmp.Or(cmp.Compare(est[b], est[a]), cmp.Compare(rows[a].Name, rows[b].Name))
 	})
 	bin := make([]int, len(rows))
 	load := make([]time.Duration, n)
 	clusters := make([]map[string]bool, n)
-	cost := func(r Row, b int) time.Duration {
-		if k := r.Cluster.Key(); k != "" && !clusters[b][k] {
-			return r.Estimate() + clusterStart
+	cost := func(i, b int) time.Duration {
+		if k := keys[i]; k != "" && !clusters[b][k] {
+			return est[i] + clusterStart
 		}
-		return r.Estimate()
+		return est[i]
 	}
 	for _, i := range order {
-		r, least := rows[i], 0
+		least := 0
 		for b := range load {
-			if load[b]+cost(r, b) < load[least]+cost(r, least) {
+			if load[b]+cost(i, b) < load[least]+cost(i, least) {
 				least = b
 			}
 		}
 		bin[i] = least
-		load[least] += cost(r, least)
+		load[least] += cost(i, least)
 		if clusters[least] == nil {
 			clusters[least] = map[string]bool{}
 		}
-		clusters[least][r.Cluster.Key()] = true
+		clusters[least][keys[i]] = true
 	}
 	out := make([][]Row, n)
 	for i, r := range rows {
