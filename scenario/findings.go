@@ -39,8 +39,8 @@ func WriteFindings(w io.Writer, rows []Row, rates []Rate) error {
 		"--record scenario/rates.jsonl`, then `go test ./scenario -update`; a batch that ran seeds again\n" +
 		"supersedes the older ones). \"Dates\" and \"machine\" are those batches' dates and the machine's\n" +
 		"cores and load average over them (a run's own cluster and clients raise it); \"each run started idle\" where every batch\n" +
-		"waited before each run for the 1-minute load to fall under a bound (`matrix --idle-below 2`), with the highest load a\n" +
-		"run started at. Each batch, and every rate measured at other settings, is a line of\n" +
+		"waited before each run for the 1-minute load to fall under a bound (`matrix --idle-below 2`) and every run started\n" +
+		"under it. Each batch, and every rate measured at other settings, is a line of\n" +
 		"[scenario/rates.jsonl](../scenario/rates.jsonl).\n\n")
 	b.WriteString("| row | recipe | faults | cluster | time | interval | tier | asserted | measured | dates | machine |\n" +
 		"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
@@ -246,8 +246,8 @@ func machine(rt Rate) string {
 	if rt.Load != "" {
 		s += ", load " + rt.Load
 	}
-	if rt.IdleStart > 0 {
-		s += fmt.Sprintf(" (each run started idle: load %.1f at most)", rt.IdleStart)
+	if rt.IdleBelow > 0 {
+		s += fmt.Sprintf(" (each run started idle, under %g)", rt.IdleBelow)
 	}
 	return s
 }

@@ -36,12 +36,12 @@ type Rate struct {
 	// Load is the machine's load average over the runs ("10-30", "idle");
 	// "" when it was not recorded.
 	Load string `json:"load,omitempty"`
-	// IdleStart is the highest 1-minute load average at any run's start,
+	// IdleBelow is the 1-minute load average every run started under,
 	// where `matrix --idle-below` waited for an idle machine before each
-	// run (0: not waited for, or a pooled batch that was not). A run's own
-	// cluster and clients raise the load it ran at (Load): this says the
-	// machine had nothing else to do.
-	IdleStart float64 `json:"idle_start,omitempty"`
+	// run (0: not waited for, a run that started above it, or a pooled
+	// batch that did not wait). A run's own cluster and clients raise the
+	// load it ran at (Load): this says the machine had nothing else to do.
+	IdleBelow float64 `json:"idle_below,omitempty"`
 	// FirstAnomaly is the median, over the invalid runs, of the time from
 	// the start of the clients and faults to the first anomaly; absent
 	// when not measured.
@@ -113,7 +113,7 @@ func Measured(row Row, rates []Rate) (rt Rate, batches int, ok bool) {
 		rt.NoFault += b.NoFault
 		rt.First = min(rt.First, b.First)
 		rt.Load = spanRanges(rt.Load, b.Load)
-		rt.IdleStart = pooledIdleStart(rt.IdleStart, b.IdleStart)
+		rt.IdleBelow = pooledIdleBelow(rt.IdleBelow, b.IdleBelow)
 		rt.Anomalies = spanRanges(rt.Anomalies, b.Anomalies)
 		rt.Availability = spanRanges(rt.Availability, b.Availability)
 		rt.Stuck += b.Stuck
@@ -180,10 +180,10 @@ func spanRanges(a, b string) string {
 	return a
 }
 
-// pooledIdleStart is two batches' IdleStart: the higher, or 0 when either
-// batch did not wait for an idle machine (the pool then cannot say its
-// every run started on one).
-func pooledIdleStart(a, b float64) float64 {
+// pooledIdleBelow is two batches' IdleBelow: the higher bound, or 0 when
+// either batch did not wait for an idle machine (the pool then cannot say
+// its every run started on one).
+func pooledIdleBelow(a, b float64) float64 {
 	if a == 0 || b == 0 {
 		return 0
 	}

@@ -432,18 +432,18 @@ func TestMeasuredPoolsBatches(t *testing.T) {
 		t.Errorf("rerun of a dealt run: %d runs pooled; want 1 (a re-measure supersedes)", rt.Runs)
 	}
 	// An idle start holds for the pool only when every batch waited for one.
-	idle := func(first int, at float64) Rate { l := line(first, 5, 0, "4-8", "0"); l.IdleStart = at; return l }
+	idle := func(first int, below float64) Rate { l := line(first, 5, 0, "4-8", "0"); l.IdleBelow = below; return l }
 	for _, tc := range []struct {
 		name  string
 		rates []Rate
 		want  float64
 	}{
-		{"every batch idle", []Rate{idle(0, 1.2), idle(5, 1.9)}, 1.9},
-		{"one batch not waited for", []Rate{idle(0, 1.2), line(5, 5, 0, "4-8", "0")}, 0},
+		{"every batch idle", []Rate{idle(0, 1.5), idle(5, 2)}, 2},
+		{"one batch not waited for", []Rate{idle(0, 2), line(5, 5, 0, "4-8", "0")}, 0},
 		{"none waited for", []Rate{line(0, 5, 0, "4-8", "0"), line(5, 5, 0, "4-8", "0")}, 0},
 	} {
-		if rt, _, _ := Measured(r, tc.rates); rt.IdleStart != tc.want {
-			t.Errorf("%s: idle start %v, want %v", tc.name, rt.IdleStart, tc.want)
+		if rt, _, _ := Measured(r, tc.rates); rt.IdleBelow != tc.want {
+			t.Errorf("%s: idle below %v, want %v", tc.name, rt.IdleBelow, tc.want)
 		}
 	}
 	// Runs without a verdict or without every fault kind pool as runs do.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -53,7 +52,8 @@ after its rows unless it was already running.
   --idle-below L    before each run, wait until the 1-minute load average is
                    under L (at most 10 minutes a run; then it runs, and says
                    so): a rate that decides a verdict is measured on an idle
-                   machine; --record notes the highest load at a run's start
+                   machine; --record notes the bound when every run
+                   started under it
   --list           print the selected rows (with --shard, the share) and exit
 Exit status: 0 every row met its expectation, 1 a row missed it, 2 an error.`
 
@@ -308,10 +308,10 @@ type rowRuns struct {
 	shard string
 	// timings are the runs' phases (runner.Outcome.Timing).
 	timings []runner.Timing
-	// idleStart is the highest load at a run's start after waiting for an
-	// idle machine (--idle-below); idleWaited says the runs waited.
-	idleStart  float64
-	idleWaited bool
+	// idleBelow is the load every run waited to start under
+	// (--idle-below); idleMissed says a run started above it all the same.
+	idleBelow  float64
+	idleMissed bool
 }
 
 // runPlan is how a row's runs are made: how many, from which run number,
@@ -374,7 +374,10 @@ func runRow(ctx context.Context, env runner.Env, row scenario.Row, plan runPlan,
 			break
 		}
 		if plan.idleBelow > 0 {
-			res.idleStart, res.idleWaited = max(res.idleStart, waitIdle(ctx, plan.idleBelow, stderr)), true
+			res.idleBelow = plan.idleBelow
+			if waitIdle(ctx, plan.idleBelow, stderr) >= plan.idleBelow {
+				res.idleMissed = true
+			}
 		}
 		res.loads = appendLoad(res.loads)
 		tc, err := matrix.Test(row, first+r)
@@ -462,10 +465,8 @@ func writeRate(w io.Writer, row scenario.Row, res rowRuns) error {
 	if len(res.loads) > 0 {
 		rt.Load = fmt.Sprintf("%.0f-%.0f", slices.Min(res.loads), slices.Max(res.loads))
 	}
-	if res.idleWaited {
-		// One decimal, rounded up (an idle start of 1.96 is not one of
-		// 2), and never 0, which says the runs did not wait.
-		rt.IdleStart = max(0.1, math.Ceil(res.idleStart*10)/10)
+	if !res.idleMissed {
+		rt.IdleBelow = res.idleBelow
 	}
 	if n := len(res.firsts); n > 0 {
 		fs := slices.Clone(res.firsts)

@@ -91,21 +91,22 @@ func TestWriteRate(t *testing.T) {
 	if err := scenario.CheckRates(scenario.Rows, rates); err != nil {
 		t.Error(err)
 	}
-	if rt.IdleStart != 0 {
-		t.Errorf("idle start %v recorded for runs that did not wait", rt.IdleStart)
+	if rt.IdleBelow != 0 {
+		t.Errorf("idle bound %v recorded for runs that did not wait", rt.IdleBelow)
 	}
-	// Runs that waited for an idle machine record the highest load they
-	// started at, rounded up to a tenth, and never as 0 (not waited).
+	// Runs that waited for an idle machine record the bound when every run
+	// started under it, and nothing when one did not.
 	for _, tc := range []struct {
-		start, want float64
-	}{{1.93, 2}, {1.21, 1.3}, {0, 0.1}} {
-		res.idleStart, res.idleWaited = tc.start, true
+		missed bool
+		want   float64
+	}{{false, 2}, {true, 0}} {
+		res.idleBelow, res.idleMissed = 2, tc.missed
 		buf.Reset()
 		if err := writeRate(&buf, row, res); err != nil {
 			t.Fatal(err)
 		}
-		if rates, err := scenario.ReadRates(&buf); err != nil || rates[0].IdleStart != tc.want {
-			t.Errorf("idle start %v recorded as %+v (%v), want %v", tc.start, rates, err, tc.want)
+		if rates, err := scenario.ReadRates(&buf); err != nil || rates[0].IdleBelow != tc.want {
+			t.Errorf("a run above the bound %v: recorded %+v (%v), want idle below %v", tc.missed, rates, err, tc.want)
 		}
 	}
 }
