@@ -608,20 +608,7 @@ func schedule(t *testing.T, seed int64, kinds []string, d time.Duration, opts ..
 }
 
 func TestScheduleStartsStopsAndHeals(t *testing.T) {
-	// The window is timed: on a busy machine it deals fewer faults, so it
-	// grows until every kind was dealt at least once.
-	var (
-		ops []history.Op
-		fs  []*fakeNode
-		cl  *fakeClients
-	)
-	for d := 1500 * time.Millisecond; ; d *= 2 {
-		ops, fs, cl = schedule(t, 1, Kinds, d)
-		if dealtEvery(ops, Kinds) || d > 20*time.Second {
-			break
-		}
-		t.Logf("not every kind dealt in %v; growing the window", d)
-	}
+	ops, fs, cl := scheduleEvery(t, 1, Kinds, 1500*time.Millisecond)
 	open := map[string]bool{}
 	starts := map[string]int{}
 	for _, op := range ops {
@@ -690,6 +677,20 @@ func TestScheduleStartsStopsAndHeals(t *testing.T) {
 		if d != 0 {
 			t.Errorf("client %d clock still %v", c, d)
 		}
+	}
+}
+
+// scheduleEvery is schedule in a window that starts at d and doubles, up to
+// 16 times d, until every kind was dealt: the window is timed, and a busy
+// machine deals fewer faults in it.
+func scheduleEvery(t *testing.T, seed int64, kinds []string, d time.Duration, opts ...Option) ([]history.Op, []*fakeNode, *fakeClients) {
+	t.Helper()
+	for limit := 16 * d; ; d *= 2 {
+		ops, fs, cl := schedule(t, seed, kinds, d, opts...)
+		if dealtEvery(ops, kinds) || d >= limit {
+			return ops, fs, cl
+		}
+		t.Logf("not every kind dealt in %v; growing the window", d)
 	}
 }
 
@@ -786,18 +787,7 @@ func TestClientFaults(t *testing.T) {
 		{"ahead", true, time.Second, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kinds := []string{ClientPause, ClientClock}
-			var (
-				ops []history.Op
-				cl  *fakeClients
-			)
-			// Grown on a busy machine until both kinds were dealt.
-			for d := 800 * time.Millisecond; ; d *= 2 {
-				ops, _, cl = schedule(t, 3, kinds, d, WithClientSkewAhead(tc.ahead))
-				if dealtEvery(ops, kinds) || d > 10*time.Second {
-					break
-				}
-			}
+			ops, _, cl := scheduleEvery(t, 3, []string{ClientPause, ClientClock}, 800*time.Millisecond, WithClientSkewAhead(tc.ahead))
 			if cl.pauses == 0 {
 				t.Error("no client pause armed")
 			}
